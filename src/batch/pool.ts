@@ -1,0 +1,90 @@
+// The batch worker pool: a fixed number of Piscina workers and a bounded queue.
+//
+// A full queue is an explicit answer (the caller turns it into 429 + Retry-After), never
+// unbounded growth. A worker that dies is replaced by Piscina; its task is tried once more
+// on another worker, since a lookup is pure and answering it twice is harmless.
+
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { BatchTask } from './protocol.js';
+
+export interface BatchPoolOptions {
+  workers: number;
+  maxQueue: number;
+  /** Further attempts after a worker failure (default 1). */
+  retries?: number;
+}
+
+export class QueueFullError extends Error {
+  constructor() {
+    super('batch queue is full');
+  }
+}
+
+export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch.js');
+
+export class BatchPool {
+  private readonly pool: Piscina<BatchTask, ArrayBufferView>;
+  private readonly maxQueue: number;
+  private readonly retries: number;
+  /** Tasks given to Piscina and not yet settled (running + queued). */
+  private inFlight = 0;
+  workerFailures = 0;
+
+  constructor(options: BatchPoolOptions) {
+    this.maxQueue = options.maxQueue;
+    this.retries = options.retries ?? 1;
+    this.pool = new Piscina({
+      filename: WORKER_FILE,
+      minThreads: options.workers,
+      maxThreads: options.workers,
+      idleTimeout: 2 ** 31 - 1,
+      // Our own bound (below) answers before Piscina's would throw.
+      maxQueue: options.maxQueue + options.workers * (this.retries + 1),
+      concurrentTasksPerWorker: 1,
+    });
+  }
+
+  get workers(): readonly { threadId: number; terminate(): Promise<number> }[] {
+    return this.pool.threads;
+  }
+
+  get queued(): number {
+    return this.pool.queueSize;
+  }
+
+  /** True when a new batch would have to wait behind maxQueue others. */
+  get full(): boolean {
+    return this.inFlight >= this.maxQueue + this.pool.threads.length;
+  }
+
+  /**
+   * Runs the task (its body is transferred to the worker) and resolves with the framed
+   * outcome. Rejects with QueueFullError when full, or with the worker's error after the
+   * retries are spent.
+   */
+  async run(task: BatchTask): Promise<Uint8Array> {
+    if (this.full) throw new QueueFullError();
+    this.inFlight++;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        // Keep the body for a retry: a transferred buffer is gone from this thread.
+        const body = attempt < this.retries ? task.body.slice(0) : task.body;
+        try {
+          const out = await this.pool.run({ ...task, body }, { transferList: [body] });
+          return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+        } catch (e) {
+          this.workerFailures++;
+          if (attempt >= this.retries) throw e;
+        }
+      }
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+}

@@ -1,0 +1,157 @@
+// `ipsift build`: every imported feed → one immutable, dated build directory holding the
+// serving index. Same feeds → byte-identical index.bin (nothing time- or order-dependent
+// goes into it; the manifest carries the build's time and provenance).
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CATEGORIES, type Category } from '../model/categories.js';
+import { TIER_COUNT, answerFragment } from '../model/projection.js';
+import { listFeeds, readFeed } from '../feeds/store.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBuild } from './builds.js';
+import { encodeIndex, type IndexStats } from './index-writer.js';
+import { RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
+
+export interface BuildOptions {
+  dataDir: string;
+  now?: Date;
+  /** Make the new build the serving one (default true). */
+  publish?: boolean;
+}
+
+export interface BuildManifest {
+  id: string;
+  created: string;
+  published: boolean;
+  feeds: { name: string; bytes: number; sha256: string }[];
+  ranges: { v4: Partial<Record<Category, number>>; v6: Partial<Record<Category, number>> };
+  index: IndexStats & { file: string; sha256: string };
+  timings_ms: Record<string, number>;
+}
+
+export class BuildError extends Error {}
+
+const V4_LAST = 2 ** 32 - 1;
+const V6_LAST = (1n << 128n) - 1n;
+
+/** Per-category detail texts, interned; id 0 means "not in the category". */
+class DetailTable {
+  readonly texts: string[] = [''];
+  readonly lastSeen: string[] = [''];
+  private readonly ids = new Map<string, number>();
+  intern(json: string): number {
+    let id = this.ids.get(json);
+    if (id === undefined) {
+      id = this.texts.length;
+      this.ids.set(json, id);
+      this.texts.push(json);
+      this.lastSeen.push((JSON.parse(json) as { last_seen?: string }).last_seen ?? '');
+    }
+    return id;
+  }
+  /** rank[id]: 0 for the detail that wins ties (newest last_seen, then greatest text). */
+  ranks(): number[] {
+    const order = this.texts.map((_, i) => i).slice(1);
+    order.sort((a, b) => {
+      const la = this.lastSeen[a];
+      const lb = this.lastSeen[b];
+      if (la !== lb) return la > lb ? -1 : 1;
+      return this.texts[a] > this.texts[b] ? -1 : this.texts[a] < this.texts[b] ? 1 : 0;
+    });
+    const rank = new Array<number>(this.texts.length).fill(0);
+    order.forEach((id, r) => (rank[id] = r));
+    return rank;
+  }
+}
+
+function emptyRangeSet(): RangeSet {
+  return { start: [], end: [], rank: [], detail: [] };
+}
+
+function sha256File(file: string): string {
+  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+export function runBuild(options: BuildOptions): { id: string; dir: string; manifest: BuildManifest } {
+  const timings: Record<string, number> = {};
+  let t = performance.now();
+  const lap = (name: string): void => {
+    const now = performance.now();
+    timings[name] = Math.round(now - t);
+    t = now;
+  };
+
+  const feeds = listFeeds(options.dataDir);
+  if (feeds.length === 0) throw new BuildError(`no feeds imported in ${options.dataDir}: run 'ipsift feed import' first`);
+  const details = CATEGORIES.map(() => new DetailTable());
+  const v4 = CATEGORIES.map(emptyRangeSet);
+  const v6 = CATEGORIES.map(emptyRangeSet);
+  for (const feed of feeds) {
+    for (const e of readFeed(feed.file)) {
+      const k = CATEGORIES.indexOf(e.category);
+      const set = e.family === 4 ? v4[k] : v6[k];
+      set.start.push(e.family === 4 ? Number(e.start) : e.start);
+      set.end.push(e.family === 4 ? Number(e.end) : e.end);
+      set.detail.push(details[k].intern(e.detail));
+    }
+  }
+  lap('read_feeds');
+  CATEGORIES.forEach((_, k) => {
+    const rank = details[k].ranks();
+    for (const set of [v4[k], v6[k]]) set.rank = set.detail.map((d) => rank[d]);
+  });
+
+  const seg4: Segments[] = v4.map((set) => resolveOverlaps(set, 1));
+  const seg6: Segments[] = v6.map((set) => resolveOverlaps(set, 1n));
+  lap('resolve_overlaps');
+  const records = new RecordTable();
+  const iv4 = combineCategories(seg4, V4_LAST, 0, 1, records);
+  const iv6 = combineCategories(seg6, V6_LAST, 0n, 1n, records);
+  lap('combine_categories');
+
+  const c = CATEGORIES.length;
+  const fragments: string[] = new Array(records.count * TIER_COUNT);
+  const texts: (string | undefined)[] = new Array(c);
+  for (let r = 0; r < records.count; r++) {
+    for (let k = 0; k < c; k++) {
+      const id = records.details[r * c + k];
+      texts[k] = id === 0 ? undefined : details[k].texts[id];
+    }
+    for (let tier = 0; tier < TIER_COUNT; tier++) fragments[r * TIER_COUNT + tier] = answerFragment(texts, tier);
+  }
+  lap('answer_fragments');
+  const { bytes, stats } = encodeIndex({
+    v4Starts: iv4.start,
+    v4Records: iv4.record,
+    v6Starts: iv6.start,
+    v6Records: iv6.record,
+    fragments,
+  });
+  lap('encode_index');
+
+  const now = options.now ?? new Date();
+  fs.mkdirSync(buildsDir(options.dataDir), { recursive: true });
+  const id = nextBuildId(options.dataDir, now);
+  const dir = buildDir(options.dataDir, id);
+  const staging = `${dir}.${process.pid}.staging`;
+  fs.mkdirSync(staging, { recursive: true });
+  fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
+  const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
+    Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].start.length]).filter(([, n]) => n !== 0));
+  const publish = options.publish ?? true;
+  const manifest: BuildManifest = {
+    id,
+    created: now.toISOString(),
+    published: publish,
+    feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
+    ranges: { v4: count(v4), v6: count(v6) },
+    index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
+    timings_ms: timings,
+  };
+  lap('write');
+  manifest.timings_ms = { ...timings };
+  fs.writeFileSync(path.join(staging, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
+  fs.renameSync(staging, dir);
+  if (publish) publishBuild(options.dataDir, id);
+  return { id, dir, manifest };
+}

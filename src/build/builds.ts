@@ -1,0 +1,62 @@
+// Build directories: $DATA_DIR/builds/<YYYYMMDD>-<n>/, immutable once renamed into place,
+// and the CURRENT pointer naming the build that serves. Publishing = replacing CURRENT
+// atomically (write + rename), which every running server notices and hot-swaps to.
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const INDEX_FILE = 'index.bin';
+export const MANIFEST_FILE = 'manifest.json';
+const CURRENT_FILE = 'CURRENT';
+const BUILD_ID = /^\d{8}-\d+$/;
+
+export function buildsDir(dataDir: string): string {
+  return path.join(dataDir, 'builds');
+}
+
+export function buildDir(dataDir: string, id: string): string {
+  return path.join(buildsDir(dataDir), id);
+}
+
+export function currentPointerFile(dataDir: string): string {
+  return path.join(buildsDir(dataDir), CURRENT_FILE);
+}
+
+export function listBuilds(dataDir: string): string[] {
+  const dir = buildsDir(dataDir);
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((d) => BUILD_ID.test(d))
+    .sort((a, b) => {
+      const [da, na] = a.split('-');
+      const [db, nb] = b.split('-');
+      return da === db ? Number(na) - Number(nb) : da < db ? -1 : 1;
+    });
+}
+
+/** Next id for a build made at `now` (UTC date, then a sequence number within the day). */
+export function nextBuildId(dataDir: string, now: Date): string {
+  const day = now.toISOString().slice(0, 10).replaceAll('-', '');
+  const taken = listBuilds(dataDir)
+    .filter((id) => id.startsWith(day + '-'))
+    .map((id) => Number(id.slice(9)));
+  return `${day}-${taken.length ? Math.max(...taken) + 1 : 1}`;
+}
+
+export function readCurrentBuildId(dataDir: string): string | null {
+  try {
+    const id = fs.readFileSync(currentPointerFile(dataDir), 'utf8').trim();
+    return BUILD_ID.test(id) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+export function publishBuild(dataDir: string, id: string): void {
+  if (!fs.existsSync(path.join(buildDir(dataDir, id), INDEX_FILE))) throw new Error(`build ${id} has no index`);
+  const file = currentPointerFile(dataDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, id + '\n');
+  fs.renameSync(tmp, file);
+}

@@ -1,0 +1,187 @@
+// From overlapping feed ranges to disjoint intervals (DESIGN.md §3).
+//
+// Stage 1, per category: the most specific range wins; among equal ranges the newest
+// last_seen, then the greater detail text (so the result never depends on feed order).
+// Stage 2, per family: the eight categories' segments are merged into one interval list
+// covering the whole address space, each interval naming a record (one detail per category).
+//
+// Addresses are numbers for IPv4 and bigints for IPv6: the code uses only <, ===, + and -,
+// which mean the same on both, so one implementation serves both families.
+
+import { CATEGORIES } from '../model/categories.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Key = any; // number (IPv4) or bigint (IPv6); never mixed within one call
+
+export interface RangeSet {
+  start: Key[];
+  end: Key[];
+  /** Priority among equal ranges: lower wins. */
+  rank: number[];
+  /** Detail id within the category (≥ 1). */
+  detail: number[];
+}
+
+export interface Segments {
+  start: Key[];
+  end: Key[];
+  detail: number[];
+}
+
+/** Min-heap of range indices ordered by (size, rank). */
+class PriorityHeap {
+  private readonly items: number[] = [];
+  constructor(
+    private readonly size: Key[],
+    private readonly rank: number[],
+  ) {}
+  get length(): number {
+    return this.items.length;
+  }
+  top(): number {
+    return this.items[0];
+  }
+  private before(a: number, b: number): boolean {
+    const sa = this.size[a];
+    const sb = this.size[b];
+    return sa < sb || (sa === sb && this.rank[a] < this.rank[b]);
+  }
+  push(x: number): void {
+    const items = this.items;
+    let i = items.length;
+    items.push(x);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.before(x, items[parent])) break;
+      items[i] = items[parent];
+      i = parent;
+    }
+    items[i] = x;
+  }
+  pop(): void {
+    const items = this.items;
+    const last = items.pop()!;
+    if (items.length === 0) return;
+    let i = 0;
+    const n = items.length;
+    while (true) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && this.before(items[child + 1], items[child])) child++;
+      if (!this.before(items[child], last)) break;
+      items[i] = items[child];
+      i = child;
+    }
+    items[i] = last;
+  }
+}
+
+/** Stage 1: overlapping ranges of one category and family → disjoint winning segments. */
+export function resolveOverlaps(ranges: RangeSet, one: Key): Segments {
+  const n = ranges.start.length;
+  const { start, end, detail } = ranges;
+  const size: Key[] = new Array(n);
+  for (let i = 0; i < n; i++) size[i] = end[i] - start[i];
+  const order = Array.from({ length: n }, (_, i) => i);
+  order.sort((a, b) => (start[a] < start[b] ? -1 : start[a] > start[b] ? 1 : 0));
+
+  const out: Segments = { start: [], end: [], detail: [] };
+  const heap = new PriorityHeap(size, ranges.rank);
+  let i = 0;
+  let p: Key = undefined;
+  while (true) {
+    if (heap.length === 0) {
+      if (i >= n) break;
+      p = start[order[i]];
+    }
+    while (i < n && start[order[i]] === p) heap.push(order[i++]);
+    while (heap.length > 0 && end[heap.top()] < p) heap.pop();
+    if (heap.length === 0) continue;
+    const top = heap.top();
+    let next: Key = end[top] + one;
+    if (i < n && start[order[i]] < next) next = start[order[i]];
+    const last = out.detail.length - 1;
+    if (last >= 0 && out.detail[last] === detail[top] && out.end[last] + one === p) {
+      out.end[last] = next - one;
+    } else {
+      out.start.push(p);
+      out.end.push(next - one);
+      out.detail.push(detail[top]);
+    }
+    p = next;
+  }
+  return out;
+}
+
+export interface Intervals {
+  /** Interval i covers [start[i], start[i+1]) (the last one, to the end of the space). */
+  start: Key[];
+  record: number[];
+}
+
+/**
+ * Stage 2: the categories' segments (indexed as CATEGORIES) → intervals covering the family
+ * from 0 to `last`. Records are interned in `records` (key: the eight detail ids, 0 = not in
+ * the category); record 0 is the empty one.
+ */
+export function combineCategories(
+  perCategory: readonly Segments[],
+  last: Key,
+  zero: Key,
+  one: Key,
+  records: RecordTable,
+): Intervals {
+  const c = CATEGORIES.length;
+  const at = new Array<number>(c).fill(0);
+  const ids = new Array<number>(c).fill(0);
+  const out: Intervals = { start: [], record: [] };
+  let p: Key = zero;
+  while (true) {
+    let next: Key = undefined; // undefined = the end of the space
+    for (let k = 0; k < c; k++) {
+      const seg = perCategory[k];
+      let j = at[k];
+      while (j < seg.end.length && seg.end[j] < p) j++;
+      at[k] = j;
+      if (j < seg.end.length && seg.start[j] <= p) {
+        ids[k] = seg.detail[j];
+        const e = seg.end[j] + one;
+        if (next === undefined || e < next) next = e;
+      } else {
+        ids[k] = 0;
+        if (j < seg.end.length && (next === undefined || seg.start[j] < next)) next = seg.start[j];
+      }
+    }
+    const rec = records.intern(ids);
+    if (out.record.length === 0 || out.record[out.record.length - 1] !== rec) {
+      out.start.push(p);
+      out.record.push(rec);
+    }
+    if (next === undefined || next > last) break;
+    p = next;
+  }
+  return out;
+}
+
+/** Distinct combinations of per-category detail ids. */
+export class RecordTable {
+  private readonly byKey = new Map<string, number>();
+  /** Flat: record r's detail id for category k at r * 8 + k. */
+  readonly details: number[] = [];
+  constructor() {
+    this.intern(new Array<number>(CATEGORIES.length).fill(0));
+  }
+  get count(): number {
+    return this.details.length / CATEGORIES.length;
+  }
+  intern(ids: readonly number[]): number {
+    const key = ids.join(',');
+    let rec = this.byKey.get(key);
+    if (rec === undefined) {
+      rec = this.count;
+      this.byKey.set(key, rec);
+      for (const id of ids) this.details.push(id);
+    }
+    return rec;
+  }
+}

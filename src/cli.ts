@@ -1,0 +1,254 @@
+#!/usr/bin/env node
+// `ipsift`: serve, import feeds, build. Every command takes --help; listings take --json.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { BuildError, runBuild } from './build/build.js';
+import { MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
+import { ConfigError, loadConfig } from './config.js';
+import { FeedImportError, importFeed, type FeedFormat } from './feeds/import.js';
+import { listFeeds, removeFeed } from './feeds/store.js';
+import { SlowHttpError } from './http/uws.js';
+import { jsonLogger } from './log.js';
+import type { DetailField } from './model/categories.js';
+import { startService } from './service.js';
+
+const HELP: Record<string, string> = {
+  '': `ipsift — IP classification service
+
+Usage: ipsift <command> [options]
+
+Commands:
+  serve                 run the HTTP service (default command)
+  feed import <file>    import a feed (canonical CSV or plain list)
+  feed list             list imported feeds
+  feed remove <name>    remove an imported feed
+  build                 build the serving index from all imported feeds and publish it
+  builds                list builds and the one serving
+  builds use <id>       make an existing build the serving one
+
+Every command takes --help. Configuration comes from the environment (see README):
+DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, BATCH_WORKERS, BATCH_QUEUE,
+MAX_BATCH_BODY_BYTES, TRUSTED_PROXIES, KEYLESS_TIER, DEMO, INDEX_POLL_MS, IPSIFT_ALLOW_SLOW_HTTP.`,
+  serve: `Usage: ipsift serve
+
+Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
+ADMIN_HOST:ADMIN_PORT (default 127.0.0.1:8081). On a data directory with no feeds and no
+builds it first imports the bundled demo feeds and builds (DEMO=0 to skip). A new build
+published by 'ipsift build' is picked up without a restart (also on SIGHUP).`,
+  'feed import': `Usage: ipsift feed import <file> [options]
+
+Imports a feed into DATA_DIR/feeds, replacing one of the same name. The file is checked
+whole first: on the first bad line nothing is imported and the error names file, line
+and reason.
+
+Formats:
+  csv   header row naming the columns, any order: network (CIDR, range a-b, or address),
+        category, and the category's detail columns (provider, confidence, method,
+        first_seen, last_seen, hits, hits_days_pct, providers_num)
+  list  one address, CIDR or range per line; '#' starts a comment
+
+Options:
+  --format csv|list      default: csv for *.csv files, else list
+  --name <name>          stored feed name (default: from the file name)
+  --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
+                         (required for lists; for CSV, fills empty category cells)
+  --provider, --confidence, --method, --first-seen, --last-seen, --hits,
+  --hits-days-pct, --providers-num <value>
+                         detail values for rows that do not give their own
+  --json                 print the result as JSON`,
+  'feed list': `Usage: ipsift feed list [--json]`,
+  'feed remove': `Usage: ipsift feed remove <name> [--json]`,
+  build: `Usage: ipsift build [--no-publish] [--json]
+
+Merges every imported feed into a new immutable build directory DATA_DIR/builds/<date>-<n>
+holding the serving index, prints counts and timings, and publishes it (running servers
+switch to it within INDEX_POLL_MS) unless --no-publish is given.`,
+  builds: `Usage: ipsift builds [--json]
+       ipsift builds use <id>`,
+};
+
+const DETAIL_OPTIONS: Record<string, DetailField> = {
+  provider: 'provider',
+  confidence: 'confidence',
+  method: 'method',
+  'first-seen': 'first_seen',
+  'last-seen': 'last_seen',
+  hits: 'hits',
+  'hits-days-pct': 'hits_days_pct',
+  'providers-num': 'providers_num',
+};
+
+class UsageError extends Error {}
+
+type Values = Record<string, string | boolean | undefined>;
+
+function parse(args: string[], options: ParseArgsConfig['options'] = {}): { values: Values; positionals: string[] } {
+  try {
+    return parseArgs({
+      args,
+      options: { ...options, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+function print(json: boolean | undefined, value: unknown, text: () => string): void {
+  process.stdout.write(json ? JSON.stringify(value, null, 2) + '\n' : text() + '\n');
+}
+
+async function serve(): Promise<void> {
+  const log = jsonLogger();
+  const config = loadConfig(process.env);
+  const service = await startService(config, log);
+  process.on('SIGHUP', () => void service.holder.reload());
+  const stop = (signal: string): void => {
+    log.info('stopping', { signal });
+    void service.close().then(() => process.exit(0));
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+function feedImport(args: string[]): void {
+  const options: ParseArgsConfig['options'] = {
+    format: { type: 'string' },
+    name: { type: 'string' },
+    category: { type: 'string' },
+  };
+  for (const o of Object.keys(DETAIL_OPTIONS)) options[o] = { type: 'string' };
+  const { values, positionals } = parse(args, options);
+  if (values.help) return print(false, null, () => HELP['feed import']);
+  if (positionals.length !== 1) throw new UsageError('feed import takes exactly one file');
+  const format = values.format as string | undefined;
+  if (format !== undefined && format !== 'csv' && format !== 'list') throw new UsageError('--format must be csv or list');
+  const details: Partial<Record<DetailField, string>> = {};
+  for (const [o, field] of Object.entries(DETAIL_OPTIONS)) {
+    const v = values[o];
+    if (typeof v === 'string') details[field] = v;
+  }
+  const config = loadConfig(process.env);
+  const r = importFeed({
+    dataDir: config.dataDir,
+    file: path.resolve(positionals[0]),
+    format: format as FeedFormat | undefined,
+    name: values.name as string | undefined,
+    category: values.category as string | undefined,
+    details,
+  });
+  print(values.json as boolean, r, () => {
+    const cats = Object.entries(r.byCategory)
+      .map(([c, n]) => `${c} ${n}`)
+      .join(', ');
+    return `imported feed ${r.name}: ${r.rows} networks (${cats}) → ${r.file}`;
+  });
+}
+
+function feedList(args: string[]): void {
+  const { values } = parse(args);
+  if (values.help) return print(false, null, () => HELP['feed list']);
+  const feeds = listFeeds(loadConfig(process.env).dataDir);
+  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes`).join('\n') : 'no feeds imported'));
+}
+
+function feedRemove(args: string[]): void {
+  const { values, positionals } = parse(args);
+  if (values.help) return print(false, null, () => HELP['feed remove']);
+  if (positionals.length !== 1) throw new UsageError('feed remove takes exactly one feed name');
+  const removed = removeFeed(loadConfig(process.env).dataDir, positionals[0]);
+  if (!removed) throw new UsageError(`no feed named ${positionals[0]}`);
+  print(values.json as boolean, { removed: positionals[0] }, () => `removed feed ${positionals[0]}`);
+}
+
+function build(args: string[]): void {
+  const { values } = parse(args, { 'no-publish': { type: 'boolean' } });
+  if (values.help) return print(false, null, () => HELP.build);
+  const started = performance.now();
+  const { id, dir, manifest } = runBuild({ dataDir: loadConfig(process.env).dataDir, publish: !values['no-publish'] });
+  const total = Math.round(performance.now() - started);
+  print(values.json as boolean, { ...manifest, dir, total_ms: total }, () => {
+    const ranges = (r: Record<string, number | undefined>) =>
+      Object.entries(r)
+        .map(([c, n]) => `${c} ${n}`)
+        .join(', ') || 'none';
+    const i = manifest.index;
+    return [
+      `build ${id}${manifest.published ? ' (published)' : ''} → ${dir}`,
+      `  ranges IPv4: ${ranges(manifest.ranges.v4)}`,
+      `  ranges IPv6: ${ranges(manifest.ranges.v6)}`,
+      `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.distinctFragments} distinct answer fragments, ${i.bytes} bytes`,
+      `  timings: ${Object.entries(manifest.timings_ms)
+        .map(([k, v]) => `${k} ${v} ms`)
+        .join(', ')}; total ${total} ms`,
+    ].join('\n');
+  });
+}
+
+function builds(args: string[]): void {
+  const { values, positionals } = parse(args);
+  if (values.help) return print(false, null, () => HELP.builds);
+  const dataDir = loadConfig(process.env).dataDir;
+  if (positionals[0] === 'use') {
+    if (positionals.length !== 2) throw new UsageError('builds use takes exactly one build id');
+    if (!listBuilds(dataDir).includes(positionals[1])) throw new UsageError(`no build ${positionals[1]}`);
+    publishBuild(dataDir, positionals[1]);
+    return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
+  }
+  if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}`);
+  const current = readCurrentBuildId(dataDir);
+  const list = listBuilds(dataDir).map((id) => {
+    const manifest = JSON.parse(fs.readFileSync(path.join(buildDir(dataDir, id), MANIFEST_FILE), 'utf8')) as { created: string; index: { bytes: number } };
+    return { id, current: id === current, created: manifest.created, bytes: manifest.index.bytes };
+  });
+  print(values.json as boolean, list, () =>
+    list.length ? list.map((b) => `${b.current ? '*' : ' '} ${b.id}\t${b.created}\t${b.bytes} bytes`).join('\n') : 'no builds',
+  );
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd = 'serve', sub, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'serve':
+        if (sub === '--help' || sub === '-h') return print(false, null, () => HELP.serve), 0;
+        await serve();
+        return -1; // keeps running
+      case 'feed':
+        if (sub === 'import') feedImport(rest);
+        else if (sub === 'list') feedList(rest);
+        else if (sub === 'remove') feedRemove(rest);
+        else throw new UsageError(`unknown feed command ${sub ?? '(none)'}: import, list or remove`);
+        return 0;
+      case 'build':
+        build(sub === undefined ? rest : [sub, ...rest]);
+        return 0;
+      case 'builds':
+        builds(sub === undefined ? rest : [sub, ...rest]);
+        return 0;
+      case '--help':
+      case '-h':
+      case 'help':
+        print(false, null, () => HELP['']);
+        return 0;
+      default:
+        throw new UsageError(`unknown command ${cmd}`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`ipsift: ${e.message}\n(see ipsift --help)\n`);
+      return 2;
+    }
+    if (e instanceof FeedImportError || e instanceof BuildError || e instanceof ConfigError || e instanceof SlowHttpError) {
+      process.stderr.write(`ipsift: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exitCode = code;

@@ -1,0 +1,112 @@
+// Configuration: defaults → environment (read here and nowhere else) → validated → frozen.
+
+import os from 'node:os';
+import path from 'node:path';
+import { parseNetwork, type Network } from './net/network.js';
+import { TIERS, tierIndex } from './model/projection.js';
+
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly adminHost: string;
+  readonly adminPort: number;
+  readonly dataDir: string;
+  /** Piscina workers answering POST /batch. */
+  readonly batchWorkers: number;
+  /** Batches that may wait for a worker; one more answers 429 with Retry-After. */
+  readonly batchQueue: number;
+  /** Largest accepted POST /batch body in bytes (413 above it). */
+  readonly maxBatchBodyBytes: number;
+  /** Peers whose X-Forwarded-For / Forwarded headers /myip believes. */
+  readonly trustedProxies: readonly Network[];
+  /** Field tier of keyless answers (index into TIERS). The contract's default is basic. */
+  readonly keylessTier: number;
+  /** Start even when uWebSockets.js fell back to its slow pure-JS server. */
+  readonly allowSlowHttp: boolean;
+  /** On a data directory with no feeds and no builds, import the bundled demo feeds and build. */
+  readonly demo: boolean;
+  /** How often the serving build pointer is checked for a new build. */
+  readonly indexPollMs: number;
+}
+
+/**
+ * Every valid 1000-address batch fits: the longest address is 45 characters, and even with
+ * every character written as a 6-byte \u escape plus quotes, comma and 200 bytes of
+ * whitespace an entry stays under 480 bytes (1000 × 480 < 512 KiB).
+ */
+export const DEFAULT_MAX_BATCH_BODY_BYTES = 512 * 1024;
+const MIN_MAX_BATCH_BODY_BYTES = 64 * 1024;
+
+export const DEFAULTS = Object.freeze({
+  host: '127.0.0.1',
+  port: 8080,
+  adminHost: '127.0.0.1',
+  adminPort: 8081,
+  dataDir: './data',
+  batchWorkers: Math.max(1, Math.min(4, os.availableParallelism())),
+  batchQueue: 64,
+  maxBatchBodyBytes: DEFAULT_MAX_BATCH_BODY_BYTES,
+  trustedProxies: '',
+  keylessTier: 'basic',
+  allowSlowHttp: false,
+  demo: true,
+  indexPollMs: 1000,
+});
+
+export class ConfigError extends Error {}
+
+function integer(name: string, text: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
+    throw new ConfigError(`${name} must be an integer ${min}..${max}, got ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+function flag(name: string, text: string): boolean {
+  if (/^(1|true|yes|on)$/i.test(text)) return true;
+  if (/^(0|false|no|off)$/i.test(text)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(text)}`);
+}
+
+/** Builds the configuration from an environment (process.env at the entry point). */
+export function loadConfig(env: Record<string, string | undefined>, overrides: Partial<Config> = {}): Config {
+  const get = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const proxies = (get('TRUSTED_PROXIES') ?? DEFAULTS.trustedProxies)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const r = parseNetwork(s);
+      if (!r.ok) throw new ConfigError(`TRUSTED_PROXIES: ${r.reason}`);
+      return r.network;
+    });
+  const tierName = get('KEYLESS_TIER') ?? DEFAULTS.keylessTier;
+  if (!(TIERS as readonly string[]).includes(tierName)) {
+    throw new ConfigError(`KEYLESS_TIER must be one of ${TIERS.join(', ')}, got ${JSON.stringify(tierName)}`);
+  }
+  const config: Config = {
+    host: get('HOST') ?? DEFAULTS.host,
+    port: integer('PORT', get('PORT') ?? String(DEFAULTS.port), 0, 65535),
+    adminHost: get('ADMIN_HOST') ?? DEFAULTS.adminHost,
+    adminPort: integer('ADMIN_PORT', get('ADMIN_PORT') ?? String(DEFAULTS.adminPort), 0, 65535),
+    dataDir: path.resolve(get('DATA_DIR') ?? DEFAULTS.dataDir),
+    batchWorkers: integer('BATCH_WORKERS', get('BATCH_WORKERS') ?? String(DEFAULTS.batchWorkers), 1, 64),
+    batchQueue: integer('BATCH_QUEUE', get('BATCH_QUEUE') ?? String(DEFAULTS.batchQueue), 0, 100000),
+    maxBatchBodyBytes: integer(
+      'MAX_BATCH_BODY_BYTES',
+      get('MAX_BATCH_BODY_BYTES') ?? String(DEFAULTS.maxBatchBodyBytes),
+      MIN_MAX_BATCH_BODY_BYTES,
+      64 * 1024 * 1024,
+    ),
+    trustedProxies: proxies,
+    keylessTier: tierIndex(tierName),
+    allowSlowHttp: flag('IPSIFT_ALLOW_SLOW_HTTP', get('IPSIFT_ALLOW_SLOW_HTTP') ?? String(DEFAULTS.allowSlowHttp)),
+    demo: flag('DEMO', get('DEMO') ?? String(DEFAULTS.demo)),
+    indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
+    ...overrides,
+  };
+  return Object.freeze(config);
+}

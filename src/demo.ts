@@ -1,0 +1,27 @@
+// First start on an empty data directory: import the bundled demo feeds (data/demo, listed
+// with their import options in feeds.json) and build, so `npm start` serves at once.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runBuild } from './build/build.js';
+import { listBuilds } from './build/builds.js';
+import { importFeed, type ImportOptions } from './feeds/import.js';
+import { listFeeds } from './feeds/store.js';
+import type { Logger } from './log.js';
+
+export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../data/demo');
+
+type DemoFeed = Omit<ImportOptions, 'dataDir' | 'file'> & { file: string };
+
+export function ensureDemo(dataDir: string, log: Logger): boolean {
+  if (listFeeds(dataDir).length > 0 || listBuilds(dataDir).length > 0) return false;
+  const feeds = JSON.parse(fs.readFileSync(path.join(DEMO_DIR, 'feeds.json'), 'utf8')) as DemoFeed[];
+  for (const feed of feeds) {
+    const r = importFeed({ ...feed, dataDir, file: path.join(DEMO_DIR, feed.file) });
+    log.info('demo feed imported', { feed: r.name, rows: r.rows });
+  }
+  const { id, manifest } = runBuild({ dataDir });
+  log.info('demo build published', { build: id, v4_intervals: manifest.index.v4, v6_intervals: manifest.index.v6 });
+  return true;
+}

@@ -1,0 +1,145 @@
+// `ipsift feed import`: the canonical CSV (DESIGN.md §3) and plain lists. The whole file is
+// validated before anything is written; the first bad line fails the import with
+// file, line and reason.
+
+import fs from 'node:fs';
+import { CATEGORIES, isCategory, type Category, type DetailField } from '../model/categories.js';
+import { parseNetwork } from '../net/network.js';
+import { CsvSyntaxError, readCsv } from './csv.js';
+import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
+import { checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
+
+export type FeedFormat = 'csv' | 'list';
+
+export interface ImportOptions {
+  dataDir: string;
+  file: string;
+  /** Default: `csv` for *.csv, else `list`. */
+  format?: FeedFormat;
+  /** Stored feed name; default: from the file name. Re-importing a name replaces it. */
+  name?: string;
+  /** Required for lists; for CSV it fills rows whose category cell is empty or absent. */
+  category?: string;
+  /** Detail values applied to every row that does not give its own (e.g. provider). */
+  details?: Partial<Record<DetailField, string>>;
+}
+
+export interface ImportResult extends FeedInfo {
+  rows: number;
+  byCategory: Partial<Record<Category, number>>;
+}
+
+export class FeedImportError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(line > 0 ? `${file}:${line}: ${reason}` : `${file}: ${reason}`);
+  }
+}
+
+const CSV_COLUMNS = new Set<string>(['network', 'category', ...ALL_DETAIL_FIELDS]);
+
+function makeEntry(
+  file: string,
+  line: number,
+  networkText: string,
+  category: string | undefined,
+  raw: Partial<Record<DetailField, string>>,
+): FeedEntry {
+  if (!category) throw new FeedImportError(file, line, 'no category: give a category column or --category');
+  if (!isCategory(category)) {
+    throw new FeedImportError(file, line, `unknown category ${JSON.stringify(category)}: one of ${CATEGORIES.join(', ')}`);
+  }
+  const net = parseNetwork(networkText);
+  if (!net.ok) throw new FeedImportError(file, line, net.reason);
+  const built = buildDetail(category, raw);
+  if ('reason' in built) throw new FeedImportError(file, line, built.reason);
+  const { family, start, end } = net.network;
+  return { family, start, end, category, detail: JSON.stringify(built.detail) };
+}
+
+function checkDefaults(file: string, options: ImportOptions): void {
+  if (options.category !== undefined && !isCategory(options.category)) {
+    throw new FeedImportError(file, 0, `unknown category ${JSON.stringify(options.category)}: one of ${CATEGORIES.join(', ')}`);
+  }
+  for (const key of Object.keys(options.details ?? {})) {
+    if (!(ALL_DETAIL_FIELDS as readonly string[]).includes(key)) throw new FeedImportError(file, 0, `unknown detail field ${key}`);
+  }
+}
+
+export function parseCsvFeed(file: string, text: string, options: ImportOptions): FeedEntry[] {
+  const entries: FeedEntry[] = [];
+  let columns: string[] | null = null;
+  try {
+    for (const record of readCsv(text)) {
+      if (!columns) {
+        columns = record.fields.map((f) => f.trim().toLowerCase());
+        const unknown = columns.find((c) => !CSV_COLUMNS.has(c));
+        if (unknown !== undefined) throw new FeedImportError(file, record.line, `unknown column ${JSON.stringify(unknown)}`);
+        const seen = new Set<string>();
+        for (const c of columns) {
+          if (seen.has(c)) throw new FeedImportError(file, record.line, `column ${c} appears twice`);
+          seen.add(c);
+        }
+        if (!seen.has('network')) throw new FeedImportError(file, record.line, 'the header has no network column');
+        continue;
+      }
+      if (record.fields.length !== columns.length) {
+        throw new FeedImportError(file, record.line, `expected ${columns.length} fields, found ${record.fields.length}`);
+      }
+      const raw: Partial<Record<DetailField, string>> = { ...options.details };
+      let network = '';
+      let category = options.category;
+      for (let i = 0; i < columns.length; i++) {
+        const value = record.fields[i].trim();
+        const col = columns[i];
+        if (col === 'network') network = value;
+        else if (col === 'category') {
+          if (value !== '') category = value;
+        } else if (value !== '') raw[col as DetailField] = value;
+      }
+      entries.push(makeEntry(file, record.line, network, category, raw));
+    }
+  } catch (e) {
+    if (e instanceof CsvSyntaxError) throw new FeedImportError(file, e.line, e.message);
+    throw e;
+  }
+  if (!columns) throw new FeedImportError(file, 0, 'the file is empty: a header row is required');
+  return entries;
+}
+
+export function parseListFeed(file: string, text: string, options: ImportOptions): FeedEntry[] {
+  if (!options.category) throw new FeedImportError(file, 0, 'a list needs --category');
+  const entries: FeedEntry[] = [];
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const hash = lines[i].indexOf('#');
+    const body = (hash >= 0 ? lines[i].slice(0, hash) : lines[i]).trim();
+    if (body === '') continue;
+    entries.push(makeEntry(file, i + 1, body, options.category, { ...options.details }));
+  }
+  return entries;
+}
+
+export function importFeed(options: ImportOptions): ImportResult {
+  const file = options.file;
+  checkDefaults(file, options);
+  const name = options.name ?? feedNameFromFile(file);
+  const nameProblem = checkFeedName(name);
+  if (nameProblem) throw new FeedImportError(file, 0, nameProblem);
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new FeedImportError(file, 0, `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+  const format = options.format ?? (file.toLowerCase().endsWith('.csv') ? 'csv' : 'list');
+  const entries = format === 'csv' ? parseCsvFeed(file, text, options) : parseListFeed(file, text, options);
+  if (entries.length === 0) throw new FeedImportError(file, 0, 'no networks in the file');
+  const byCategory: Partial<Record<Category, number>> = {};
+  for (const e of entries) byCategory[e.category] = (byCategory[e.category] ?? 0) + 1;
+  const info = writeFeed(options.dataDir, name, file, entries);
+  return { ...info, rows: entries.length, byCategory };
+}

@@ -1,0 +1,123 @@
+// Imported feeds, normalised: one file per feed under $DATA_DIR/feeds, one range per line:
+//   <family>\t<first, hex>\t<last, hex>\t<category>\t<detail JSON, canonical field order>
+// Written whole to a temporary file and renamed, so a feed is there completely or not at all.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { isCategory, type Category } from '../model/categories.js';
+import type { Family } from '../net/network.js';
+
+export interface FeedEntry {
+  family: Family;
+  start: bigint;
+  end: bigint;
+  category: Category;
+  /** Canonical JSON of the detail object. */
+  detail: string;
+}
+
+export interface FeedInfo {
+  name: string;
+  file: string;
+  bytes: number;
+}
+
+const HEADER = '# ipsift feed 1';
+const FEED_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+export function feedsDir(dataDir: string): string {
+  return path.join(dataDir, 'feeds');
+}
+
+export function checkFeedName(name: string): string | null {
+  return FEED_NAME.test(name) ? null : `feed name must match ${FEED_NAME.source}: ${JSON.stringify(name)}`;
+}
+
+export function feedNameFromFile(file: string): string {
+  return path
+    .basename(file)
+    .replace(/\.[^.]*$/, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^[^a-z0-9]+/, '')
+    .slice(0, 64);
+}
+
+function hex(v: bigint, family: Family): string {
+  return v.toString(16).padStart(family === 4 ? 8 : 32, '0');
+}
+
+export function writeFeed(dataDir: string, name: string, source: string, entries: readonly FeedEntry[]): FeedInfo {
+  const dir = feedsDir(dataDir);
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.feed`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = fs.openSync(tmp, 'w', 0o644);
+  try {
+    let chunk = `${HEADER}\n# source: ${path.basename(source)}\n`;
+    for (const e of entries) {
+      chunk += `${e.family}\t${hex(e.start, e.family)}\t${hex(e.end, e.family)}\t${e.category}\t${e.detail}\n`;
+      if (chunk.length > 1 << 20) {
+        fs.writeSync(fd, chunk);
+        chunk = '';
+      }
+    }
+    fs.writeSync(fd, chunk);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+  return { name, file, bytes: fs.statSync(file).size };
+}
+
+/** Imported feeds in name order (the build reads them in this order). */
+export function listFeeds(dataDir: string): FeedInfo[] {
+  const dir = feedsDir(dataDir);
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.feed'))
+    .sort()
+    .map((f) => {
+      const file = path.join(dir, f);
+      return { name: f.slice(0, -'.feed'.length), file, bytes: fs.statSync(file).size };
+    });
+}
+
+export function removeFeed(dataDir: string, name: string): boolean {
+  const file = path.join(feedsDir(dataDir), `${name}.feed`);
+  if (!fs.existsSync(file)) return false;
+  fs.unlinkSync(file);
+  return true;
+}
+
+/** Reads a stored feed; the file was validated at import, so a malformed line is corruption. */
+export function* readFeed(file: string): Generator<FeedEntry> {
+  const text = fs.readFileSync(file, 'latin1');
+  let at = 0;
+  let lineNo = 0;
+  while (at < text.length) {
+    let nl = text.indexOf('\n', at);
+    if (nl < 0) nl = text.length;
+    const line = text.slice(at, nl);
+    at = nl + 1;
+    lineNo++;
+    if (line === '' || line.charCodeAt(0) === 35) continue;
+    const t1 = line.indexOf('\t');
+    const t2 = line.indexOf('\t', t1 + 1);
+    const t3 = line.indexOf('\t', t2 + 1);
+    const t4 = line.indexOf('\t', t3 + 1);
+    const category = line.slice(t3 + 1, t4);
+    const family = line.charCodeAt(0) === 52 ? 4 : 6;
+    if (t4 < 0 || !isCategory(category)) throw new Error(`${file}:${lineNo}: corrupt feed line`);
+    yield {
+      family,
+      start: BigInt('0x' + line.slice(t1 + 1, t2)),
+      end: BigInt('0x' + line.slice(t2 + 1, t3)),
+      category,
+      // Stored as latin1 above; detail JSON may hold UTF-8 provider names.
+      detail: Buffer.from(line.slice(t4 + 1), 'latin1').toString('utf8'),
+    };
+  }
+}

@@ -1,0 +1,57 @@
+// The address /myip reports: the TCP peer, or — when the peer is a trusted proxy — the
+// client named in Forwarded (RFC 7239) or X-Forwarded-For, read right to left past
+// further trusted proxies.
+
+import { NOT_ADDRESS, ParsedAddress, addressBigInt, parseAddress, type AddressKind } from '../net/address.js';
+import type { Network } from '../net/network.js';
+
+export function isTrusted(p: ParsedAddress, kind: AddressKind, trusted: readonly Network[]): boolean {
+  if (trusted.length === 0 || kind === NOT_ADDRESS) return false;
+  const family = kind === 6 ? 6 : 4;
+  const v = addressBigInt(p);
+  return trusted.some((n) => n.family === family && v >= n.start && v <= n.end);
+}
+
+/** Address part of one Forwarded `for=` value or X-Forwarded-For element, port and brackets removed. */
+export function hopAddress(raw: string): string {
+  let s = raw.trim();
+  if (s.startsWith('"') && s.endsWith('"') && s.length >= 2) s = s.slice(1, -1);
+  if (s.startsWith('[')) {
+    const close = s.indexOf(']');
+    return close > 0 ? s.slice(1, close) : s;
+  }
+  // IPv4 with a port: exactly one colon.
+  const colon = s.indexOf(':');
+  if (colon > 0 && s.indexOf(':', colon + 1) < 0) return s.slice(0, colon);
+  return s;
+}
+
+/** Hops from a Forwarded header, in order (left = farthest). */
+export function forwardedHops(header: string): string[] {
+  const hops: string[] = [];
+  for (const element of header.split(',')) {
+    for (const pair of element.split(';')) {
+      const eq = pair.indexOf('=');
+      if (eq > 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') hops.push(hopAddress(pair.slice(eq + 1)));
+    }
+  }
+  return hops;
+}
+
+/**
+ * The client address text for a request from `peer`. Returns the peer when it is not a
+ * trusted proxy or the headers name no usable address.
+ */
+export function clientAddress(peer: string, forwarded: string, xForwardedFor: string, trusted: readonly Network[]): string {
+  const p = new ParsedAddress();
+  if (!isTrusted(p, parseAddress(peer, 0, peer.length, p), trusted)) return peer;
+  const hops = forwarded ? forwardedHops(forwarded) : xForwardedFor ? xForwardedFor.split(',').map(hopAddress) : [];
+  let client = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const kind = parseAddress(hops[i], 0, hops[i].length, p);
+    if (kind === NOT_ADDRESS) break; // obfuscated or garbled: nothing further left is believable
+    client = hops[i];
+    if (!isTrusted(p, kind, trusted)) break;
+  }
+  return client;
+}

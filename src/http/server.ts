@@ -1,0 +1,216 @@
+// The lookup front end on uWebSockets.js: GET /{ip} and GET /myip answered inline on this
+// thread from the shared index; POST /batch streamed in and answered by a Piscina worker.
+//
+// uWS discipline (STYLE.md): copy everything from HttpRequest before returning; answer
+// synchronously or register onAborted; every late write inside one cork; status, then
+// headers, then body; copy onData chunks; res never leaves this thread.
+
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
+import { BatchPool, QueueFullError } from '../batch/pool.js';
+import type { Config } from '../config.js';
+import type { IndexHolder } from '../index/loader.js';
+import type { Logger } from '../log.js';
+import { answerBatch, decodeOutcome } from '../lookup/batch.js';
+import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
+import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, normalisedText, parseAddress } from '../net/address.js';
+import { clientAddress } from './client-address.js';
+import { Metrics } from './metrics.js';
+import { uWS } from './uws.js';
+
+const JSON_TYPE = 'application/json';
+
+export interface LookupApp {
+  app: TemplatedApp;
+  metrics: Metrics;
+}
+
+export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extraHeader?: [string, string], close = false): void {
+  metrics.count(e.status);
+  res.writeStatus(e.statusLine).writeHeader('Content-Type', JSON_TYPE);
+  if (extraHeader) res.writeHeader(extraHeader[0], extraHeader[1]);
+  res.end(e.body, close);
+}
+
+/** Owns the reusable output buffer of this thread's single-lookup answers. */
+class SingleLookup {
+  private readonly parsed = new ParsedAddress();
+  private out = Buffer.allocUnsafeSlow(4096);
+
+  constructor(
+    private readonly holder: IndexHolder,
+    private readonly metrics: Metrics,
+  ) {}
+
+  /** Answers the address in text[start, end). `display` overrides the answer's ip text. */
+  answer(res: HttpResponse, text: string, start: number, end: number, tier: number, display?: string): void {
+    const p = this.parsed;
+    if (parseAddress(text, start, end, p) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
+    const serving = this.holder.current;
+    if (serving === null) return sendError(res, ERRORS.lookupFailed, this.metrics);
+    const index = serving.index;
+    const ip = display ?? normalisedText(text, start, end, p);
+    const record = recordOf(index, p);
+    const need = answerBytes(index, ip.length, record, tier);
+    if (need > this.out.length) this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
+    const n = writeAnswer(this.out, 0, ip, index, record, tier);
+    this.metrics.lookups++;
+    // uWS copies what it cannot send at once, so the buffer is free again on return.
+    res.writeHeader('Content-Type', JSON_TYPE).end(this.out.subarray(0, n));
+  }
+}
+
+function routeOf(url: string): 'ip' | 'myip' | 'batch' | 'none' {
+  if (url === '/myip') return 'myip';
+  if (url === '/batch') return 'batch';
+  return url.length > 1 && url.indexOf('/', 1) < 0 ? 'ip' : 'none';
+}
+
+const ALLOWED: Record<string, string> = { ip: 'GET', myip: 'GET', batch: 'POST' };
+
+function notRouted(res: HttpResponse, url: string, metrics: Metrics): void {
+  const route = routeOf(url);
+  if (route === 'none') return sendError(res, ERRORS.notFound, metrics);
+  sendError(res, ERRORS.methodNotAllowed, metrics, ['Allow', ALLOWED[route]]);
+}
+
+/** Guards a handler: an unexpected exception answers 500 instead of taking the process down. */
+function guarded(log: Logger, metrics: Metrics, handler: (res: HttpResponse, req: HttpRequest) => void) {
+  return (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handler(res, req);
+    } catch (e) {
+      log.error('request handler failed', { reason: e instanceof Error ? e.stack : String(e) });
+      try {
+        sendError(res, ERRORS.internal, metrics);
+      } catch {
+        // the response was already ended or aborted
+      }
+    }
+  };
+}
+
+export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, log: Logger): LookupApp {
+  const app = uWS.App();
+  const metrics = new Metrics();
+  const single = new SingleLookup(holder, metrics);
+  const tier = config.keylessTier;
+
+  app.get(
+    '/myip',
+    guarded(log, metrics, (res, req) => {
+      const peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+      const client =
+        config.trustedProxies.length === 0
+          ? peer
+          : clientAddress(peer, req.getHeader('forwarded'), req.getHeader('x-forwarded-for'), config.trustedProxies);
+      // A v4 client on a dual-stack socket shows as ::ffff:a.b.c.d; it is an IPv4 client.
+      const p = new ParsedAddress();
+      const display = parseAddress(client, 0, client.length, p) === IPV4_MAPPED ? formatIPv4(p.v4) : undefined;
+      single.answer(res, client, 0, client.length, tier, display);
+    }),
+  );
+
+  app.get(
+    '/*',
+    guarded(log, metrics, (res, req) => {
+      const url = req.getUrl();
+      if (routeOf(url) !== 'ip') return notRouted(res, url, metrics);
+      if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, tier);
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(url.slice(1));
+      } catch {
+        return sendError(res, ERRORS.notAddress, metrics);
+      }
+      single.answer(res, decoded, 0, decoded.length, tier);
+    }),
+  );
+
+  app.post(
+    '/batch',
+    guarded(log, metrics, (res, req) => {
+      const lengthHeader = req.getHeader('content-length');
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      if (pool.full) return sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1'], true);
+      const declared = lengthHeader === '' ? -1 : Number(lengthHeader);
+      if (declared > config.maxBatchBodyBytes) return sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true);
+      let body = new Uint8Array(new ArrayBuffer(declared >= 0 ? declared : 16 * 1024));
+      let length = 0;
+      let done = false;
+      res.onData((chunk, isLast) => {
+        if (done || aborted) return;
+        const n = chunk.byteLength;
+        if (length + n > config.maxBatchBodyBytes) {
+          done = true;
+          // Stop reading: answer and close rather than drain the rest.
+          res.cork(() => sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true));
+          return;
+        }
+        if (length + n > body.length) {
+          const grown = new Uint8Array(new ArrayBuffer(Math.min(config.maxBatchBodyBytes, Math.max(length + n, body.length * 2))));
+          grown.set(body.subarray(0, length));
+          body = grown;
+        }
+        body.set(new Uint8Array(chunk), length); // the chunk is invalid once we return
+        length += n;
+        if (!isLast) return;
+        done = true;
+        const exact = length === body.buffer.byteLength ? (body.buffer as ArrayBuffer) : body.buffer.slice(0, length);
+        runBatch(exact);
+      });
+
+      const runBatch = (bodyBytes: ArrayBuffer): void => {
+        const serving = holder.current;
+        pool
+          .run({ body: bodyBytes, tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null })
+          .then(
+            (frame) => respond(frame),
+            (e: unknown) => {
+              if (e instanceof QueueFullError) {
+                if (!aborted) res.cork(() => sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1']));
+                return;
+              }
+              // Workers keep failing: the dataset cannot be consulted, so every address is a 500.
+              log.error('batch worker failed twice; answering every address with 500', {
+                reason: e instanceof Error ? e.message : String(e),
+              });
+              respond(answerBatch(new TextDecoder().decode(bodyBytes), null, tier));
+            },
+          );
+      };
+
+      const respond = (frame: Uint8Array): void => {
+        if (aborted) return;
+        const { status, body: out } = decodeOutcome(frame);
+        metrics.count(status);
+        if (status === 200) metrics.batches++;
+        res.cork(() => {
+          res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(out);
+        });
+      };
+    }),
+  );
+
+  app.any(
+    '/*',
+    guarded(log, metrics, (res, req) => notRouted(res, req.getUrl(), metrics)),
+  );
+  return { app, metrics };
+}
+
+export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+      resolve({ socket, port: uWS.us_socket_local_port(socket) });
+    });
+  });
+}
+
+export function closeListen(socket: us_listen_socket): void {
+  uWS.us_listen_socket_close(socket);
+}

@@ -1,0 +1,26 @@
+// One answer: {"ip":"<normalised>" + the precomputed fragment of (record, tier).
+
+import { IPV6, type ParsedAddress } from '../net/address.js';
+import { isBogonV4, isBogonV6 } from '../net/bogons.js';
+import type { RangeIndex } from '../index/range-index.js';
+
+/** The record that answers for the address; record 0 (nothing known) for bogons. */
+export function recordOf(index: RangeIndex, p: ParsedAddress): number {
+  if (p.kind === IPV6) return isBogonV6(p.w) ? 0 : index.lookupV6(p.w);
+  return isBogonV4(p.v4) ? 0 : index.lookupV4(p.v4);
+}
+
+const IP_PREFIX = Buffer.from('{"ip":"');
+
+/** Bytes writeAnswer needs at most for an address of the given text length. */
+export function answerBytes(index: RangeIndex, ipLength: number, record: number, tier: number): number {
+  return IP_PREFIX.length + ipLength + 1 + index.fragmentLength(record, tier);
+}
+
+/** Writes the answer into out at pos and returns the end. `ip` is ASCII by construction. */
+export function writeAnswer(out: Buffer, pos: number, ip: string, index: RangeIndex, record: number, tier: number): number {
+  pos += IP_PREFIX.copy(out, pos);
+  pos += out.write(ip, pos, 'latin1');
+  out[pos++] = 34; // closing quote
+  return index.copyFragment(record, tier, out, pos);
+}

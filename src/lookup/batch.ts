@@ -1,0 +1,110 @@
+// POST /batch semantics (interface.md §2.3, §4 rules 2–3, §8): validate the body, collapse
+// exact duplicates, answer each distinct string once, keyed by the exact input string.
+// Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
+
+import { ERRORS, type ApiError } from '../api/errors.js';
+import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../net/address.js';
+import type { RangeIndex } from '../index/range-index.js';
+import { answerBytes, recordOf, writeAnswer } from './answer.js';
+
+export const MAX_BATCH_ADDRESSES = 1000;
+
+/**
+ * The outcome travels between threads as one transferable buffer: a 2-byte big-endian
+ * HTTP status, then the JSON body.
+ */
+export interface BatchOutcome {
+  status: number;
+  body: Uint8Array;
+}
+
+export function encodeOutcome(status: number, body: Uint8Array, frame?: Uint8Array): Uint8Array {
+  const out = frame ?? new Uint8Array(body.byteLength + 2);
+  out[0] = status >>> 8;
+  out[1] = status & 255;
+  if (!frame) out.set(body, 2);
+  return out;
+}
+
+export function decodeOutcome(frame: Uint8Array): BatchOutcome {
+  return { status: (frame[0] << 8) | frame[1], body: frame.subarray(2) };
+}
+
+function errorOutcome(e: ApiError): Uint8Array {
+  return encodeOutcome(e.status, e.body);
+}
+
+/** The validated `ips` array, or the error the whole call answers. */
+export function parseBatchBody(text: string): string[] | ApiError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return ERRORS.batchShape;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return ERRORS.batchShape;
+  const ips = (parsed as { ips?: unknown }).ips;
+  if (!Array.isArray(ips)) return ERRORS.batchShape;
+  for (let i = 0; i < ips.length; i++) if (typeof ips[i] !== 'string') return ERRORS.batchShape;
+  if (ips.length < 1 || ips.length > MAX_BATCH_ADDRESSES) return ERRORS.batchSize;
+  return ips as string[];
+}
+
+const OPEN = Buffer.from('{"results":{');
+const MIDDLE = Buffer.from('},"errors":{');
+const CLOSE = Buffer.from('}}');
+
+/**
+ * Answers a batch body (UTF-8 JSON) with the fields of `tier`. With no index every
+ * address answers 500 `lookup failed`; strings that are not addresses answer 400 all the same.
+ * Returns the framed outcome (see encodeOutcome) in a fresh buffer the caller may transfer.
+ */
+export function answerBatch(bodyText: string, index: RangeIndex | null, tier: number): Uint8Array {
+  const ips = parseBatchBody(bodyText);
+  if (!Array.isArray(ips)) return errorOutcome(ips);
+
+  const p = new ParsedAddress();
+  const seen = new Set<string>();
+  // Pass 1: classify each distinct string and size the body exactly.
+  const inputs: string[] = [];
+  const normalised: string[] = [];
+  const records: number[] = [];
+  let errorsText = '';
+  let size = OPEN.length + MIDDLE.length + CLOSE.length;
+  for (const s of ips) {
+    if (seen.has(s)) continue;
+    seen.add(s);
+    const kind = parseAddress(s, 0, s.length, p);
+    if (kind === NOT_ADDRESS || index === null) {
+      const e = kind === NOT_ADDRESS ? ERRORS.notAddress : ERRORS.lookupFailed;
+      errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
+      continue;
+    }
+    const ip = normalisedText(s, 0, s.length, p);
+    const record = recordOf(index, p);
+    inputs.push(s);
+    normalised.push(ip);
+    records.push(record);
+    // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
+    size += s.length + 3 + answerBytes(index, ip.length, record, tier) + 1;
+  }
+  const errorsBytes = Buffer.byteLength(errorsText);
+  size += errorsBytes;
+
+  // Pass 2: write into one buffer with the 2-byte status frame in front.
+  // Not allocUnsafe: a pooled slab would be detached when the result is transferred.
+  const frame = Buffer.allocUnsafeSlow(size + 2);
+  let pos = 2 + OPEN.copy(frame, 2);
+  for (let i = 0; i < inputs.length; i++) {
+    if (i > 0) frame[pos++] = 44; // ,
+    frame[pos++] = 34;
+    pos += frame.write(inputs[i], pos, 'latin1');
+    frame[pos++] = 34;
+    frame[pos++] = 58; // :
+    pos = writeAnswer(frame, pos, normalised[i], index!, records[i], tier);
+  }
+  pos += MIDDLE.copy(frame, pos);
+  pos += frame.write(errorsText, pos, 'utf8');
+  pos += CLOSE.copy(frame, pos);
+  return encodeOutcome(200, frame.subarray(0, pos), frame.subarray(0, pos));
+}

@@ -1,0 +1,94 @@
+// The plan projection (interface.md §2.2): which fields an answer carries for a plan.
+// One pure function; the index precomputes its output per record and tier at build time.
+
+import { CATEGORIES, type Category, type Classification, type Detail } from './categories.js';
+
+/** Field tiers, cumulative. Plans map onto them; absent fields are absent, never false/null. */
+export const TIERS = ['basic', 'starter', 'scale', 'max'] as const;
+export type Tier = (typeof TIERS)[number];
+export const TIER_COUNT = TIERS.length;
+
+export const TIER_BASIC = 0;
+export const TIER_STARTER = 1;
+export const TIER_SCALE = 2;
+export const TIER_MAX = 3;
+
+/** Plan names of the contract mapped to tiers; no key answers like `free`. */
+export const PLAN_TIERS: Readonly<Record<string, number>> = Object.freeze({
+  none: TIER_BASIC,
+  free: TIER_BASIC,
+  starter: TIER_STARTER,
+  scale: TIER_SCALE,
+  max: TIER_MAX,
+});
+
+export function tierIndex(tier: string): number {
+  const i = (TIERS as readonly string[]).indexOf(tier);
+  if (i < 0) throw new Error(`unknown tier ${JSON.stringify(tier)}: one of ${TIERS.join(', ')}`);
+  return i;
+}
+
+/** The first tier at which each category's flag and detail object appear. */
+const FLAG_TIER: Readonly<Record<Category, number>> = {
+  vpn: TIER_BASIC,
+  hosting: TIER_STARTER,
+  relay: TIER_STARTER,
+  tor: TIER_STARTER,
+  cdn: TIER_STARTER,
+  resproxy: TIER_SCALE,
+  dcproxy: TIER_SCALE,
+  mobproxy: TIER_SCALE,
+};
+const DETAIL_TIER: Readonly<Record<Category, number>> = {
+  vpn: TIER_STARTER,
+  hosting: TIER_SCALE,
+  relay: TIER_SCALE,
+  tor: TIER_SCALE,
+  cdn: TIER_SCALE,
+  resproxy: TIER_MAX,
+  dcproxy: TIER_MAX,
+  mobproxy: TIER_MAX,
+};
+
+export interface TierFields {
+  /** Categories whose is_<category> flag the tier carries, in answer order. */
+  readonly flags: readonly Category[];
+  /** Categories whose detail object the tier carries, in answer order. */
+  readonly details: readonly Category[];
+}
+
+export const TIER_FIELDS: readonly TierFields[] = TIERS.map((_, t) =>
+  Object.freeze({
+    flags: CATEGORIES.filter((c) => t >= FLAG_TIER[c]),
+    details: CATEGORIES.filter((c) => t >= DETAIL_TIER[c]),
+  }),
+);
+
+export type Answer = Record<string, string | boolean | Detail>;
+
+/**
+ * The lookup result for `ip` classified as `c` (null: a bogon or not in the dataset),
+ * as the given tier sees it. Keys come in the contract's order: ip, flags, details.
+ */
+export function project(ip: string, c: Classification | null, tier: number): Answer {
+  const fields = TIER_FIELDS[tier];
+  const answer: Answer = { ip };
+  for (const cat of fields.flags) answer[`is_${cat}`] = c?.[cat] !== undefined;
+  for (const cat of fields.details) answer[cat] = c?.[cat] ?? {};
+  return answer;
+}
+
+/**
+ * The text of an answer after `{"ip":"<ip>"`, from the categories' detail JSON texts
+ * (undefined: not in that category). What the index stores per record and tier; equal to
+ * the tail of JSON.stringify(project(…)) for the same data.
+ */
+export function answerFragment(detailJson: readonly (string | undefined)[], tier: number): string {
+  const fields = TIER_FIELDS[tier];
+  let text = '';
+  for (const cat of fields.flags) text += `,"is_${cat}":${detailJson[CATEGORY_INDEX[cat]] !== undefined}`;
+  for (const cat of fields.details) text += `,"${cat}":${detailJson[CATEGORY_INDEX[cat]] ?? '{}'}`;
+  return text + '}';
+}
+
+const CATEGORY_INDEX = Object.fromEntries(CATEGORIES.map((c, i) => [c, i])) as Record<Category, number>;

@@ -1,0 +1,217 @@
+// Strict textual address parsing (DESIGN.md §3) into integers, without allocation.
+//
+// IPv4: exactly four decimal parts 0..255, no leading zeros (what net.isIP accepts).
+// IPv6: RFC 4291 text forms, `::` at most once, an embedded dotted IPv4 only as the last
+// 32 bits; no zone identifiers. Anything else is not an address.
+
+export const NOT_ADDRESS = 0;
+export const IPV4 = 4;
+export const IPV6 = 6;
+/** IPv4-mapped IPv6 (::ffff:a.b.c.d): classified as the IPv4 address in `v4`. */
+export const IPV4_MAPPED = 46;
+export type AddressKind = typeof NOT_ADDRESS | typeof IPV4 | typeof IPV6 | typeof IPV4_MAPPED;
+
+/** Longest text form of an IPv6 address: ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 */
+export const MAX_ADDRESS_LENGTH = 45;
+
+/** Reusable parse result: one per thread, overwritten by every parse. */
+export class ParsedAddress {
+  kind: AddressKind = NOT_ADDRESS;
+  /** The IPv4 value (unsigned) for IPV4 and IPV4_MAPPED. */
+  v4 = 0;
+  /** The IPv6 value as four big-endian 32-bit words, for IPV6 and IPV4_MAPPED. */
+  readonly w = new Uint32Array(4);
+  /** 16-bit groups of the last IPv6 parse (scratch for formatting). */
+  readonly groups = new Uint16Array(8);
+}
+
+/**
+ * Parses s[start, end) as a dotted IPv4 address. Returns the unsigned value, or -1.
+ */
+export function parseIPv4(s: string, start: number, end: number): number {
+  let value = 0;
+  let parts = 0;
+  let i = start;
+  while (true) {
+    const first = i;
+    let part = 0;
+    while (i < end) {
+      const c = s.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      part = part * 10 + (c - 48);
+      i++;
+    }
+    const digits = i - first;
+    if (digits === 0 || digits > 3 || part > 255) return -1;
+    if (digits > 1 && s.charCodeAt(first) === 48) return -1; // leading zero
+    value = value * 256 + part;
+    parts++;
+    if (parts === 4) return i === end ? value : -1;
+    if (i >= end || s.charCodeAt(i) !== 46) return -1;
+    i++;
+  }
+}
+
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  if (c >= 97 && c <= 102) return c - 87;
+  if (c >= 65 && c <= 70) return c - 55;
+  return -1;
+}
+
+/** Parses s[start, end) as IPv6 text into out.groups. Returns false when it is not one. */
+function parseIPv6Groups(s: string, start: number, end: number, g: Uint16Array): boolean {
+  let n = 0;
+  let gap = -1; // index in g where `::` stands
+  let i = start;
+  if (s.charCodeAt(i) === 58) {
+    if (i + 1 >= end || s.charCodeAt(i + 1) !== 58) return false;
+    gap = 0;
+    i += 2;
+    if (i === end) {
+      g.fill(0);
+      return true;
+    }
+  }
+  while (true) {
+    let value = 0;
+    let j = i;
+    while (j < end && j - i < 5) {
+      const h = hexValue(s.charCodeAt(j));
+      if (h < 0) break;
+      value = value * 16 + h;
+      j++;
+    }
+    const digits = j - i;
+    if (digits === 0) return false;
+    if (j < end && s.charCodeAt(j) === 46) {
+      // Embedded IPv4: the last 32 bits.
+      if (n > 6) return false;
+      const v4 = parseIPv4(s, i, end);
+      if (v4 < 0) return false;
+      g[n++] = v4 >>> 16;
+      g[n++] = v4 & 0xffff;
+      break;
+    }
+    if (digits > 4 || n === 8) return false;
+    g[n++] = value;
+    if (j === end) break;
+    if (s.charCodeAt(j) !== 58) return false;
+    j++;
+    if (j < end && s.charCodeAt(j) === 58) {
+      if (gap >= 0) return false;
+      gap = n;
+      j++;
+      if (j === end) break;
+    } else if (j === end) {
+      return false; // a single trailing colon
+    }
+    i = j;
+  }
+  if (gap < 0) return n === 8;
+  if (n > 7) return false; // `::` stands for at least one group
+  const tail = n - gap;
+  for (let k = 0; k < tail; k++) g[7 - k] = g[n - 1 - k];
+  for (let k = gap; k < 8 - tail; k++) g[k] = 0;
+  return true;
+}
+
+/**
+ * Parses s[start, end) as an IPv4 or IPv6 address into `out` and returns its kind.
+ * Allocates nothing.
+ */
+export function parseAddress(s: string, start: number, end: number, out: ParsedAddress): AddressKind {
+  out.kind = NOT_ADDRESS;
+  const len = end - start;
+  if (len < 2 || len > MAX_ADDRESS_LENGTH) return NOT_ADDRESS;
+  // An IPv4 address has a '.' within its first four characters and no ':' at all.
+  let colon = false;
+  for (let i = start; i < end && i < start + 5; i++) {
+    if (s.charCodeAt(i) === 58) {
+      colon = true;
+      break;
+    }
+  }
+  if (!colon) {
+    const v4 = parseIPv4(s, start, end);
+    if (v4 < 0) return NOT_ADDRESS;
+    out.v4 = v4;
+    return (out.kind = IPV4);
+  }
+  const g = out.groups;
+  if (!parseIPv6Groups(s, start, end, g)) return NOT_ADDRESS;
+  const w = out.w;
+  w[0] = ((g[0] << 16) | g[1]) >>> 0;
+  w[1] = ((g[2] << 16) | g[3]) >>> 0;
+  w[2] = ((g[4] << 16) | g[5]) >>> 0;
+  w[3] = ((g[6] << 16) | g[7]) >>> 0;
+  if (w[0] === 0 && w[1] === 0 && w[2] === 0xffff) {
+    out.v4 = w[3];
+    return (out.kind = IPV4_MAPPED);
+  }
+  return (out.kind = IPV6);
+}
+
+export function formatIPv4(v: number): string {
+  return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+}
+
+/** RFC 5952 text of the eight groups: lower case, longest zero run (first on ties, ≥ 2) as `::`. */
+export function formatIPv6Groups(g: ArrayLike<number>): string {
+  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
+    return '::ffff:' + formatIPv4(((g[6] << 16) | g[7]) >>> 0);
+  }
+  let bestStart = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  let text = '';
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      text += i === 0 ? '::' : ':';
+      i += bestLen - 1;
+      continue;
+    }
+    text += g[i].toString(16);
+    if (i < 7) text += ':';
+  }
+  return text;
+}
+
+export function formatIPv6Words(w: ArrayLike<number>): string {
+  const g = [w[0] >>> 16, w[0] & 0xffff, w[1] >>> 16, w[1] & 0xffff, w[2] >>> 16, w[2] & 0xffff, w[3] >>> 16, w[3] & 0xffff];
+  return formatIPv6Groups(g);
+}
+
+/**
+ * The normalised `ip` of an answer: IPv4 text is already canonical once strictly parsed;
+ * IPv6 (including mapped) is re-rendered per RFC 5952.
+ */
+export function normalisedText(s: string, start: number, end: number, p: ParsedAddress): string {
+  if (p.kind === IPV4) return start === 0 && end === s.length ? s : s.slice(start, end);
+  return formatIPv6Groups(p.groups);
+}
+
+/** Parses one whole string; returns null when it is not an address. For the cold paths. */
+export function parseAddressText(s: string): ParsedAddress | null {
+  const p = new ParsedAddress();
+  return parseAddress(s, 0, s.length, p) === NOT_ADDRESS ? null : p;
+}
+
+/** The address as a bigint within its family (IPv4-mapped counts as IPv4). */
+export function addressBigInt(p: ParsedAddress): bigint {
+  if (p.kind === IPV4 || p.kind === IPV4_MAPPED) return BigInt(p.v4);
+  const w = p.w;
+  return (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]);
+}

@@ -1,0 +1,70 @@
+// Composition: index holder + batch pool + lookup app + admin app, started and stopped as one.
+
+import fs from 'node:fs';
+import type { us_listen_socket } from 'uWebSockets.js';
+import { BatchPool } from './batch/pool.js';
+import type { Config } from './config.js';
+import { ensureDemo } from './demo.js';
+import { createAdminApp } from './http/admin.js';
+import type { Metrics } from './http/metrics.js';
+import { closeListen, createLookupApp, listen } from './http/server.js';
+import { SlowHttpError, uwsIsNative } from './http/uws.js';
+import { IndexHolder } from './index/loader.js';
+import type { Logger } from './log.js';
+
+export interface Service {
+  readonly port: number;
+  readonly adminPort: number;
+  readonly holder: IndexHolder;
+  readonly pool: BatchPool;
+  readonly metrics: Metrics;
+  close(): Promise<void>;
+}
+
+export async function startService(config: Config, log: Logger): Promise<Service> {
+  if (!uwsIsNative()) {
+    if (!config.allowSlowHttp) throw new SlowHttpError();
+    log.warn('serving on the slow pure-JS fallback of uWebSockets.js (IPSIFT_ALLOW_SLOW_HTTP is set)');
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  if (config.demo) ensureDemo(config.dataDir, log);
+
+  const holder = new IndexHolder(config.dataDir, log);
+  await holder.reload();
+  holder.watch(config.indexPollMs);
+  if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
+
+  const pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
+  const { app, metrics } = createLookupApp(config, holder, pool, log);
+  const admin = createAdminApp(holder, pool, metrics);
+  const sockets: us_listen_socket[] = [];
+  try {
+    const main = await listen(app, config.host, config.port);
+    sockets.push(main.socket);
+    const adm = await listen(admin, config.adminHost, config.adminPort);
+    sockets.push(adm.socket);
+    log.info('listening', {
+      url: `http://${config.host}:${main.port}`,
+      admin: `http://${config.adminHost}:${adm.port}`,
+      batch_workers: config.batchWorkers,
+      build: holder.current?.buildId ?? null,
+    });
+    return {
+      port: main.port,
+      adminPort: adm.port,
+      holder,
+      pool,
+      metrics,
+      async close() {
+        for (const s of sockets) closeListen(s);
+        holder.close();
+        await pool.close();
+      },
+    };
+  } catch (e) {
+    for (const s of sockets) closeListen(s);
+    holder.close();
+    await pool.close();
+    throw e;
+  }
+}

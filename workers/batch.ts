@@ -1,0 +1,21 @@
+// Piscina worker: answers one POST /batch body against the shared index.
+
+import { move } from 'piscina';
+import type { BatchTask } from '../src/batch/protocol.js';
+import { RangeIndex } from '../src/index/range-index.js';
+import { answerBatch } from '../src/lookup/batch.js';
+
+let generation = -1;
+let index: RangeIndex | null = null;
+
+const decoder = new TextDecoder();
+
+export default function answer(task: BatchTask): ArrayBufferView {
+  if (task.generation !== generation) {
+    // The front end validated this index before publishing it; wrapping is O(1).
+    index = task.index ? new RangeIndex(new Uint8Array(task.index), { trusted: true }) : null;
+    generation = task.generation;
+  }
+  const frame = answerBatch(decoder.decode(task.body), index, task.tier);
+  return move(frame) as ArrayBufferView;
+}
