@@ -180,7 +180,7 @@ function build(args: string[]): void {
       `build ${id}${manifest.published ? ' (published)' : ''} → ${dir}`,
       `  ranges IPv4: ${ranges(manifest.ranges.v4)}`,
       `  ranges IPv6: ${ranges(manifest.ranges.v6)}`,
-      `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.distinctFragments} distinct answer fragments, ${i.bytes} bytes`,
+      `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.bytes} bytes`,
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
         .join(', ')}; total ${total} ms`,

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
-import { TIER_COUNT, answerFragment } from '../model/projection.js';
+import { detailsText, flagMask } from '../model/projection.js';
 import { listFeeds, readFeed } from '../feeds/store.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBuild } from './builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
@@ -90,8 +90,8 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     for (const e of readFeed(feed.file)) {
       const k = CATEGORIES.indexOf(e.category);
       const set = e.family === 4 ? v4[k] : v6[k];
-      set.start.push(e.family === 4 ? Number(e.start) : e.start);
-      set.end.push(e.family === 4 ? Number(e.end) : e.end);
+      set.start.push(e.start);
+      set.end.push(e.end);
       set.detail.push(details[k].intern(e.detail));
     }
   }
@@ -110,22 +110,29 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   lap('combine_categories');
 
   const c = CATEGORIES.length;
-  const fragments: string[] = new Array(records.count * TIER_COUNT);
-  const texts: (string | undefined)[] = new Array(c);
+  const masks: number[] = new Array(records.count);
+  const texts: string[] = new Array(records.count);
+  const ends: number[][] = new Array(records.count);
+  const json: (string | undefined)[] = new Array(c);
   for (let r = 0; r < records.count; r++) {
     for (let k = 0; k < c; k++) {
       const id = records.details[r * c + k];
-      texts[k] = id === 0 ? undefined : details[k].texts[id];
+      json[k] = id === 0 ? undefined : details[k].texts[id];
     }
-    for (let tier = 0; tier < TIER_COUNT; tier++) fragments[r * TIER_COUNT + tier] = answerFragment(texts, tier);
+    masks[r] = flagMask(json);
+    const d = detailsText(json);
+    texts[r] = d.text;
+    ends[r] = d.ends;
   }
-  lap('answer_fragments');
+  lap('record_texts');
   const { bytes, stats } = encodeIndex({
     v4Starts: iv4.start,
     v4Records: iv4.record,
     v6Starts: iv6.start,
     v6Records: iv6.record,
-    fragments,
+    masks,
+    details: texts,
+    ends,
   });
   lap('encode_index');
 

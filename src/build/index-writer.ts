@@ -8,12 +8,13 @@ export interface IndexInput {
   v4Records: readonly number[];
   v6Starts: readonly bigint[];
   v6Records: readonly number[];
-  /** Fragment text of record r, tier t at r * TIER_COUNT + t. */
-  fragments: readonly string[];
+  /** Per record: flag mask, details text, and per tier the byte length of its prefix shown. */
+  masks: readonly number[];
+  details: readonly string[];
+  ends: readonly (readonly number[])[];
 }
 
 export interface IndexStats extends IndexCounts {
-  distinctFragments: number;
   bytes: number;
 }
 
@@ -30,29 +31,14 @@ function bucketTable(count: number, startAtOrBefore: (i: number, h: number) => b
 }
 
 export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexStats } {
-  // Identical fragments are stored once.
-  const offsets = new Map<string, number>();
-  const pieces: Buffer[] = [];
+  const records = input.details.length;
   let blobBytes = 0;
-  const refs = new Uint32Array(input.fragments.length * 2);
-  input.fragments.forEach((text, i) => {
-    let off = offsets.get(text);
-    const bytes = Buffer.byteLength(text);
-    if (off === undefined) {
-      off = blobBytes;
-      offsets.set(text, off);
-      pieces.push(Buffer.from(text));
-      blobBytes += bytes;
-    }
-    refs[2 * i] = off;
-    refs[2 * i + 1] = bytes;
-  });
-
+  for (const text of input.details) blobBytes += Buffer.byteLength(text);
   const counts: IndexCounts = {
     tiers: TIER_COUNT,
     v4: input.v4Starts.length,
     v6: input.v6Starts.length,
-    records: input.fragments.length / TIER_COUNT,
+    records,
     blobBytes,
   };
   const l = layoutOf(counts);
@@ -81,8 +67,15 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
     }),
   );
 
-  u32(l.fragments, refs.length).set(refs);
-  let at = l.blob;
-  for (const p of pieces) at += p.copy(buf, at);
-  return { bytes: buf, stats: { ...counts, distinctFragments: pieces.length, bytes: l.total } };
+  const stride = 1 + TIER_COUNT;
+  const refs = u32(l.records, records * stride);
+  const masks = new Uint8Array(buf.buffer, buf.byteOffset + l.masks, records);
+  let at = 0;
+  for (let r = 0; r < records; r++) {
+    refs[r * stride] = at;
+    for (let t = 0; t < TIER_COUNT; t++) refs[r * stride + 1 + t] = input.ends[r][t];
+    masks[r] = input.masks[r];
+    at += buf.write(input.details[r], l.blob + at, 'utf8');
+  }
+  return { bytes: buf, stats: { ...counts, bytes: l.total } };
 }

@@ -16,6 +16,15 @@ export interface FeedEntry {
   detail: string;
 }
 
+/** A stored range as the build reads it: IPv4 bounds as numbers, IPv6 as bigints. */
+export interface StoredRange {
+  family: Family;
+  start: number | bigint;
+  end: number | bigint;
+  category: Category;
+  detail: string;
+}
+
 export interface FeedInfo {
   name: string;
   file: string;
@@ -93,7 +102,7 @@ export function removeFeed(dataDir: string, name: string): boolean {
 }
 
 /** Reads a stored feed; the file was validated at import, so a malformed line is corruption. */
-export function* readFeed(file: string): Generator<FeedEntry> {
+export function* readFeed(file: string): Generator<StoredRange> {
   const text = fs.readFileSync(file, 'latin1');
   let at = 0;
   let lineNo = 0;
@@ -113,8 +122,8 @@ export function* readFeed(file: string): Generator<FeedEntry> {
     if (t4 < 0 || !isCategory(category)) throw new Error(`${file}:${lineNo}: corrupt feed line`);
     yield {
       family,
-      start: BigInt('0x' + line.slice(t1 + 1, t2)),
-      end: BigInt('0x' + line.slice(t2 + 1, t3)),
+      start: family === 4 ? parseInt(line.slice(t1 + 1, t2), 16) : BigInt('0x' + line.slice(t1 + 1, t2)),
+      end: family === 4 ? parseInt(line.slice(t2 + 1, t3), 16) : BigInt('0x' + line.slice(t2 + 1, t3)),
       category,
       // Stored as latin1 above; detail JSON may hold UTF-8 provider names.
       detail: Buffer.from(line.slice(t4 + 1), 'latin1').toString('utf8'),

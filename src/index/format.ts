@@ -8,13 +8,19 @@
 //   v6 bucket   u32[65537]  interval holding (h << 112)
 //   v6 starts   u32[v6 * 4] four big-endian words per interval, ascending, first = ::
 //   v6 records  u32[v6]
-//   fragments   u32[records * tiers * 2]  (offset, length) of each answer fragment in blob
-//   blob        bytes       the JSON after {"ip":"…" for each distinct fragment
+//   records     u32[records * (1 + tiers)]  per record: blob offset of its details text,
+//               then for each tier the length of that text's prefix the tier shows
+//   masks       u8[records], padded to 4: bit k set = the record is in category k
+//   blob        bytes       details texts: `,"vpn":{…},"hosting":{…},…` per record
+//
+// An answer is {"ip":"<ip>" + flags text (per tier and mask, made at load) + the tier's
+// prefix of the record's details text + }. Tier field sets are prefixes of the contract's
+// field order, so two copies make any tier's answer.
 //
 // Every section starts on a 4-byte boundary, so each is a zero-copy Uint32Array view.
 
 export const MAGIC = 'IPSIFTX1';
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 export const HEADER_BYTES = 64;
 export const BUCKETS = 65536;
 
@@ -34,7 +40,8 @@ export interface IndexLayout {
   v6Bucket: number;
   v6Starts: number;
   v6Records: number;
-  fragments: number;
+  records: number;
+  masks: number;
   blob: number;
   total: number;
 }
@@ -52,9 +59,10 @@ export function layoutOf(c: IndexCounts): IndexLayout {
   const v6Bucket = take((BUCKETS + 1) * 4);
   const v6Starts = take(c.v6 * 16);
   const v6Records = take(c.v6 * 4);
-  const fragments = take(c.records * c.tiers * 8);
+  const records = take(c.records * (1 + c.tiers) * 4);
+  const masks = take(Math.ceil(c.records / 4) * 4);
   const blob = take(c.blobBytes);
-  return { v4Bucket, v4Starts, v4Records, v6Bucket, v6Starts, v6Records, fragments, blob, total: at };
+  return { v4Bucket, v4Starts, v4Records, v6Bucket, v6Starts, v6Records, records, masks, blob, total: at };
 }
 
 export function writeHeader(buf: Buffer, c: IndexCounts): void {

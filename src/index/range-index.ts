@@ -1,8 +1,35 @@
 // Read side of the serving index: typed-array views over one (shared) buffer, no copies.
-// A lookup is a bucket step plus a binary search over integers; the answer bytes are a
-// precomputed fragment per record and tier.
+// A lookup is a bucket step plus a binary search over integers; an answer is two
+// precomputed pieces: the flags text of (tier, mask) and the tier's prefix of the record's
+// details text.
 
+import { CATEGORIES } from '../model/categories.js';
+import { TIER_COUNT, flagsText } from '../model/projection.js';
 import { BUCKETS, layoutOf, readHeader, type IndexCounts } from './format.js';
+
+const MASKS = 1 << CATEGORIES.length;
+
+/** Flags texts for every (tier, mask): small, made once per thread. */
+class FlagTable {
+  readonly bytes: Buffer;
+  readonly start = new Uint32Array(TIER_COUNT * MASKS);
+  readonly end = new Uint32Array(TIER_COUNT * MASKS);
+  constructor() {
+    const texts: string[] = [];
+    let at = 0;
+    for (let t = 0; t < TIER_COUNT; t++) {
+      for (let m = 0; m < MASKS; m++) {
+        const text = flagsText(t, m);
+        texts.push(text);
+        this.start[t * MASKS + m] = at;
+        at += text.length;
+        this.end[t * MASKS + m] = at;
+      }
+    }
+    this.bytes = Buffer.from(texts.join(''), 'latin1');
+  }
+}
+let flagTable: FlagTable | null = null;
 
 export class RangeIndex {
   readonly counts: IndexCounts;
@@ -14,9 +41,11 @@ export class RangeIndex {
   private readonly v6Bucket: Uint32Array;
   private readonly v6Starts: Uint32Array;
   private readonly v6Records: Uint32Array;
-  private readonly fragments: Uint32Array;
+  private readonly records: Uint32Array;
+  private readonly masks: Uint8Array;
   private readonly blob: Buffer;
-  private readonly tiers: number;
+  private readonly stride: number;
+  private readonly flags: FlagTable;
 
   /**
    * Throws when the bytes are not a consistent index. `trusted` skips the O(n) checks for
@@ -26,7 +55,9 @@ export class RangeIndex {
     this.bytes = bytes;
     const c = readHeader(bytes);
     this.counts = c;
-    this.tiers = c.tiers;
+    if (c.tiers !== TIER_COUNT) throw new Error(`index has ${c.tiers} tiers, this version serves ${TIER_COUNT}`);
+    this.stride = 1 + c.tiers;
+    this.flags = flagTable ??= new FlagTable();
     const l = layoutOf(c);
     const buf = bytes.buffer;
     const o = bytes.byteOffset;
@@ -37,7 +68,8 @@ export class RangeIndex {
     this.v6Bucket = new Uint32Array(buf, o + l.v6Bucket, BUCKETS + 1);
     this.v6Starts = new Uint32Array(buf, o + l.v6Starts, c.v6 * 4);
     this.v6Records = new Uint32Array(buf, o + l.v6Records, c.v6);
-    this.fragments = new Uint32Array(buf, o + l.fragments, c.records * c.tiers * 2);
+    this.records = new Uint32Array(buf, o + l.records, c.records * this.stride);
+    this.masks = new Uint8Array(buf, o + l.masks, c.records);
     this.blob = Buffer.from(buf, o + l.blob, c.blobBytes);
     if (!options.trusted) this.checkShape();
   }
@@ -52,9 +84,11 @@ export class RangeIndex {
     if (this.v4Bucket[BUCKETS] !== c.v4 - 1 || this.v6Bucket[BUCKETS] !== c.v6 - 1) throw new Error('bucket table is damaged');
     for (let i = 0; i < c.v4; i++) if (this.v4Records[i] >= c.records) throw new Error('IPv4 interval names a missing record');
     for (let i = 0; i < c.v6; i++) if (this.v6Records[i] >= c.records) throw new Error('IPv6 interval names a missing record');
-    const f = this.fragments;
-    for (let i = 0; i < f.length; i += 2) {
-      if (f[i] + f[i + 1] > c.blobBytes) throw new Error('answer fragment lies outside the blob');
+    const r = this.records;
+    for (let i = 0; i < r.length; i += this.stride) {
+      for (let t = 1; t < this.stride; t++) {
+        if (r[i] + r[i + t] > c.blobBytes) throw new Error('record details lie outside the blob');
+      }
     }
   }
 
@@ -103,21 +137,30 @@ export class RangeIndex {
     return this.v6Records[lo];
   }
 
-  /** Copies the answer fragment of (record, tier) into out at pos; returns the new end. */
+  /** Writes the answer after `{"ip":"…"` for (record, tier) into out at pos; returns the end. */
   copyFragment(record: number, tier: number, out: Buffer, pos: number): number {
-    const f = (record * this.tiers + tier) * 2;
-    const off = this.fragments[f];
-    return pos + this.blob.copy(out, pos, off, off + this.fragments[f + 1]);
+    const f = this.flags;
+    const k = tier * MASKS + this.masks[record];
+    pos += f.bytes.copy(out, pos, f.start[k], f.end[k]);
+    const r = record * this.stride;
+    const len = this.records[r + 1 + tier];
+    if (len !== 0) {
+      const off = this.records[r];
+      pos += this.blob.copy(out, pos, off, off + len);
+    }
+    out[pos] = 125; // }
+    return pos + 1;
   }
 
   fragmentLength(record: number, tier: number): number {
-    return this.fragments[(record * this.tiers + tier) * 2 + 1];
+    const k = tier * MASKS + this.masks[record];
+    return this.flags.end[k] - this.flags.start[k] + this.records[record * this.stride + 1 + tier] + 1;
   }
 
   /** The fragment as text (cold paths and tests). */
   fragmentText(record: number, tier: number): string {
-    const f = (record * this.tiers + tier) * 2;
-    const off = this.fragments[f];
-    return this.blob.toString('utf8', off, off + this.fragments[f + 1]);
+    const out = Buffer.alloc(this.fragmentLength(record, tier));
+    this.copyFragment(record, tier, out, 0);
+    return out.toString('utf8');
   }
 }

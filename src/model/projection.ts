@@ -78,17 +78,39 @@ export function project(ip: string, c: Classification | null, tier: number): Ans
   return answer;
 }
 
-/**
- * The text of an answer after `{"ip":"<ip>"`, from the categories' detail JSON texts
- * (undefined: not in that category). What the index stores per record and tier; equal to
- * the tail of JSON.stringify(project(…)) for the same data.
- */
-export function answerFragment(detailJson: readonly (string | undefined)[], tier: number): string {
-  const fields = TIER_FIELDS[tier];
-  let text = '';
-  for (const cat of fields.flags) text += `,"is_${cat}":${detailJson[CATEGORY_INDEX[cat]] !== undefined}`;
-  for (const cat of fields.details) text += `,"${cat}":${detailJson[CATEGORY_INDEX[cat]] ?? '{}'}`;
-  return text + '}';
+// The index stores answers in two pieces that rely on this: each tier's flags and detail
+// objects are prefixes of the contract's order (checked here, at load).
+for (const f of TIER_FIELDS) {
+  if (f.flags.some((c, i) => CATEGORIES[i] !== c) || f.details.some((c, i) => CATEGORIES[i] !== c)) {
+    throw new Error('tier fields must be prefixes of the category order');
+  }
 }
 
-const CATEGORY_INDEX = Object.fromEntries(CATEGORIES.map((c, i) => [c, i])) as Record<Category, number>;
+/** Bit k of a flag mask: the address is in CATEGORIES[k]. */
+export function flagMask(detailJson: readonly (string | undefined)[]): number {
+  let mask = 0;
+  for (let k = 0; k < CATEGORIES.length; k++) if (detailJson[k] !== undefined) mask |= 1 << k;
+  return mask;
+}
+
+/** The flags piece of an answer for a tier and flag mask: `,"is_vpn":true,…`. */
+export function flagsText(tier: number, mask: number): string {
+  let text = '';
+  TIER_FIELDS[tier].flags.forEach((cat, k) => (text += `,"is_${cat}":${(mask & (1 << k)) !== 0}`));
+  return text;
+}
+
+/**
+ * The details piece of a record: every category's `,"<cat>":{…}` in order, and where each
+ * tier's prefix of it ends (index = tier).
+ */
+export function detailsText(detailJson: readonly (string | undefined)[]): { text: string; ends: number[] } {
+  let text = '';
+  const endAfter: number[] = [];
+  CATEGORIES.forEach((cat, k) => {
+    text += `,"${cat}":${detailJson[k] ?? '{}'}`;
+    endAfter.push(Buffer.byteLength(text));
+  });
+  const ends = TIER_FIELDS.map((f) => (f.details.length === 0 ? 0 : endAfter[f.details.length - 1]));
+  return { text, ends };
+}
