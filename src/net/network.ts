@@ -66,7 +66,7 @@ export function parseNetwork(raw: string): NetworkResult {
   if (dash >= 0) {
     const a = parseOne(text.slice(0, dash).trim(), p);
     const b = parseOne(text.slice(dash + 1).trim(), p);
-    if (!a || !b) return { ok: false, reason: `not an address range: ${JSON.stringify(text)}` };
+    if (!a || !b) return { ok: false, reason: `not an address, CIDR or range: ${JSON.stringify(text)}` };
     if (a.family !== b.family) return { ok: false, reason: `range mixes IPv4 and IPv6: ${JSON.stringify(text)}` };
     if (a.value > b.value) return { ok: false, reason: `range ends before it starts: ${JSON.stringify(text)}` };
     return { ok: true, network: unmap({ family: a.family, start: a.value, end: b.value }) };

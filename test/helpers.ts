@@ -1,0 +1,69 @@
+// Shared test plumbing: temp data directories, an in-process service on ephemeral ports,
+// and a plain HTTP client (one connection per request, so nothing lingers after a test).
+
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Config } from '../src/config.js';
+import { silentLogger, type Logger } from '../src/log.js';
+import { startService, type Service } from '../src/service.js';
+
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
+
+export function tempDir(prefix = 'ipsift-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function writeFile(dir: string, name: string, text: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
+  const config = loadConfig({}, { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, ...overrides });
+  return startService(config, log);
+}
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+export function request(
+  port: number,
+  method: string,
+  urlPath: string,
+  body?: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown = undefined;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          // not JSON: left undefined for the assertion to catch
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.end(body);
+    else req.end();
+  });
+}
+
+export const get = (port: number, p: string, headers?: Record<string, string>) => request(port, 'GET', p, undefined, headers);
+export const postBatch = (port: number, body: unknown) =>
+  request(port, 'POST', '/batch', typeof body === 'string' ? body : JSON.stringify(body), { 'Content-Type': 'application/json' });

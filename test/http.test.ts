@@ -1,0 +1,302 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { runBuild } from '../src/build/build.js';
+import { DEFAULT_MAX_BATCH_BODY_BYTES } from '../src/config.js';
+import { importFeed } from '../src/feeds/import.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import type { Service } from '../src/service.js';
+import { get, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
+
+const FEED = `network,category,provider,confidence,method,last_seen
+81.7.3.0/24,vpn,ExampleVPN,high,server_list,2026-11-01
+81.7.3.16/28,tor,Tor Project,high,,2026-11-02
+2a01:4f8:c012::/48,vpn,ExampleVPN,medium,exit_probe,2026-10-01
+`;
+
+function dataDirWithBuild(): string {
+  const dir = tempDir();
+  importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+  runBuild({ dataDir: dir });
+  return dir;
+}
+
+describe('lookup HTTP API (keyless)', () => {
+  let svc: Service;
+  before(async () => {
+    svc = await startTestService({ dataDir: dataDirWithBuild() });
+  });
+  after(() => svc.close());
+
+  test('GET /{ip} answers ip and is_vpn as application/json', async () => {
+    const r = await get(svc.port, '/81.7.3.20');
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.deepEqual(r.json, { ip: '81.7.3.20', is_vpn: true });
+    assert.deepEqual((await get(svc.port, '/81.7.4.1')).json, { ip: '81.7.4.1', is_vpn: false });
+  });
+
+  test('IPv6 answers carry the RFC 5952 form; IPv4-mapped is classified as IPv4', async () => {
+    assert.deepEqual((await get(svc.port, '/2A01:04F8:C012:0000:0000:0000:0000:0001')).json, { ip: '2a01:4f8:c012::1', is_vpn: true });
+    assert.deepEqual((await get(svc.port, '/::ffff:81.7.3.1')).json, { ip: '::ffff:81.7.3.1', is_vpn: true });
+    assert.deepEqual((await get(svc.port, '/2a01%3A4f8%3Ac012%3A%3A2')).json, { ip: '2a01:4f8:c012::2', is_vpn: true });
+  });
+
+  test('a bogon is answered without classification', async () => {
+    assert.deepEqual((await get(svc.port, '/10.1.2.3')).json, { ip: '10.1.2.3', is_vpn: false });
+    assert.deepEqual((await get(svc.port, '/fe80::1')).json, { ip: 'fe80::1', is_vpn: false });
+  });
+
+  for (const bad of ['/1.2.3', '/01.2.3.4', '/fe80::1%25eth0', '/hello', '/%zz', '/1.2.3.4%20']) {
+    test(`GET ${bad} is 400 'not a valid IP address'`, async () => {
+      const r = await get(svc.port, bad);
+      assert.equal(r.status, 400);
+      assert.equal(r.headers['content-type'], 'application/json');
+      assert.deepEqual(r.json, { error: 'not a valid IP address' });
+    });
+  }
+
+  test('GET /myip answers for the TCP peer', async () => {
+    assert.deepEqual((await get(svc.port, '/myip', { 'X-Forwarded-For': '81.7.3.20' })).json, { ip: '127.0.0.1', is_vpn: false });
+  });
+
+  test('unknown routes are JSON 404, wrong methods JSON 405 with Allow', async () => {
+    for (const p of ['/', '/a/b', '/1.2.3.4/', '/api/v1/nothing']) {
+      const r = await get(svc.port, p);
+      assert.equal(r.status, 404, p);
+      assert.deepEqual(r.json, { error: 'not found' });
+    }
+    const cases: [string, string, string][] = [
+      ['GET', '/batch', 'POST'],
+      ['POST', '/1.2.3.4', 'GET'],
+      ['DELETE', '/myip', 'GET'],
+      ['PUT', '/batch', 'POST'],
+    ];
+    for (const [method, p, allow] of cases) {
+      const r = await request(svc.port, method, p, method === 'GET' ? undefined : '{}');
+      assert.equal(r.status, 405, `${method} ${p}`);
+      assert.equal(r.headers.allow, allow);
+      assert.equal(r.headers['content-type'], 'application/json');
+      assert.deepEqual(r.json, { error: 'method not allowed' });
+    }
+  });
+
+  test('POST /batch: keyed by the exact input, duplicates collapse, non-addresses are 400 entries', async () => {
+    const ips = ['81.7.3.20', '81.7.3.20', '2A01:4F8:C012::1', 'nope', '::ffff:81.7.3.1', '192.168.0.1', 'nope', ''];
+    const r = await postBatch(svc.port, { ips });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.deepEqual(r.json, {
+      results: {
+        '81.7.3.20': { ip: '81.7.3.20', is_vpn: true },
+        '2A01:4F8:C012::1': { ip: '2a01:4f8:c012::1', is_vpn: true },
+        '::ffff:81.7.3.1': { ip: '::ffff:81.7.3.1', is_vpn: true },
+        '192.168.0.1': { ip: '192.168.0.1', is_vpn: false },
+      },
+      errors: {
+        nope: { status: 400, error: 'not a valid IP address' },
+        '': { status: 400, error: 'not a valid IP address' },
+      },
+    });
+  });
+
+  test('POST /batch keeps strange input strings as exact keys', async () => {
+    const ips = ['__proto__', 'a"b\\c', 'ü', 'constructor'];
+    const r = await postBatch(svc.port, { ips });
+    assert.deepEqual(Object.keys(r.json.errors), ips);
+    assert.deepEqual(r.json.results, {});
+  });
+
+  const shapes: [string, string][] = [
+    ['not JSON', '{"ips": ['],
+    ['an array', '["1.2.3.4"]'],
+    ['null', 'null'],
+    ['a string', '"1.2.3.4"'],
+    ['no ips', '{"addresses":["1.2.3.4"]}'],
+    ['ips not an array', '{"ips":"1.2.3.4"}'],
+    ['a number in ips', '{"ips":["1.2.3.4",5]}'],
+    ['null in ips', '{"ips":[null]}'],
+    ['an empty body', ''],
+  ];
+  for (const [name, body] of shapes) {
+    test(`POST /batch with ${name} is 400 with the body-shape message`, async () => {
+      const r = await postBatch(svc.port, body);
+      assert.equal(r.status, 400);
+      assert.deepEqual(r.json, { error: 'body must be a JSON object whose ips member is an array of strings' });
+    });
+  }
+
+  test('POST /batch with 0 or 1001 addresses is 400; 1000 is answered', async () => {
+    for (const n of [0, 1001]) {
+      const r = await postBatch(svc.port, { ips: Array.from({ length: n }, (_, i) => `81.7.${i >> 8}.${i & 255}`) });
+      assert.equal(r.status, 400, String(n));
+      assert.deepEqual(r.json, { error: 'ips must hold between 1 and 1000 addresses' });
+    }
+    const ips = Array.from({ length: 1000 }, (_, i) => `81.7.${i >> 8}.${i & 255}`);
+    const r = await postBatch(svc.port, { ips });
+    assert.equal(r.status, 200);
+    assert.equal(Object.keys(r.json.results).length, 1000);
+    assert.deepEqual(r.json.results['81.7.3.5'], { ip: '81.7.3.5', is_vpn: true });
+  });
+
+  test('the largest valid 1000-address batch, fully \\u-escaped, fits under the body limit', async () => {
+    const longest = (i: number) => `${(0x1000 + i).toString(16)}:ffff:ffff:ffff:ffff:ffff:255.255.255.255`;
+    const escaped = (s: string) => '"' + [...s].map((ch) => '\\u' + ch.charCodeAt(0).toString(16).padStart(4, '0')).join('') + '"';
+    const body = `{"ips":[${Array.from({ length: 1000 }, (_, i) => escaped(longest(i))).join(',\n  ')}]}`;
+    assert.ok(Buffer.byteLength(body) < DEFAULT_MAX_BATCH_BODY_BYTES);
+    const r = await postBatch(svc.port, body);
+    assert.equal(r.status, 200);
+    assert.equal(longest(999).length, 45);
+    assert.equal(Object.keys(r.json.results).length, 1000);
+  });
+
+  test('a body over the limit is 413 at once from Content-Length', async () => {
+    const r = await postBatch(svc.port, 'x'.repeat(DEFAULT_MAX_BATCH_BODY_BYTES + 1));
+    assert.equal(r.status, 413);
+    assert.deepEqual(r.json, { error: 'request body too large' });
+  });
+
+  test('a chunked body is cut off with 413 as soon as it passes the limit', async () => {
+    const reply = await new Promise<{ status: number; body: string; sent: number }>((resolve, reject) => {
+      let sent = 0;
+      let answered = false;
+      const req = http.request(
+        { host: '127.0.0.1', port: svc.port, method: 'POST', path: '/batch', agent: false, headers: { 'Transfer-Encoding': 'chunked' } },
+        (res) => {
+          answered = true;
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, sent }));
+        },
+      );
+      req.on('error', (e) => (answered ? undefined : reject(e)));
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = (): void => {
+        // Keep sending far past the limit; the server must answer long before we are done.
+        while (!answered && sent < 64 * DEFAULT_MAX_BATCH_BODY_BYTES) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return void req.once('drain', pump);
+        }
+        if (!answered) req.end();
+      };
+      pump();
+    });
+    assert.equal(reply.status, 413, reply.body);
+    assert.ok(reply.sent < 32 * DEFAULT_MAX_BATCH_BODY_BYTES, `the server read ${reply.sent} bytes before answering`);
+    assert.deepEqual(JSON.parse(reply.body), { error: 'request body too large' });
+  });
+});
+
+describe('lookup HTTP API with max-tier keyless answers and trusted proxies', () => {
+  let svc: Service;
+  before(async () => {
+    const { parseNetwork } = await import('../src/net/network.js');
+    const loopback = parseNetwork('127.0.0.0/8');
+    assert.ok(loopback.ok);
+    svc = await startTestService({ dataDir: dataDirWithBuild(), keylessTier: TIER_MAX, trustedProxies: [loopback.network] });
+  });
+  after(() => svc.close());
+
+  test('every field is present with its detail', async () => {
+    const r = await get(svc.port, '/81.7.3.20');
+    assert.deepEqual(r.json, {
+      ip: '81.7.3.20',
+      is_vpn: true,
+      is_hosting: false,
+      is_relay: false,
+      is_tor: true,
+      is_cdn: false,
+      is_resproxy: false,
+      is_dcproxy: false,
+      is_mobproxy: false,
+      vpn: { provider: 'ExampleVPN', last_seen: '2026-11-01', confidence: 'high', method: 'server_list' },
+      hosting: {},
+      relay: {},
+      tor: { provider: 'Tor Project', confidence: 'high', last_seen: '2026-11-02' },
+      cdn: {},
+      resproxy: {},
+      dcproxy: {},
+      mobproxy: {},
+    });
+  });
+
+  test('/myip behind a trusted proxy reports the client from X-Forwarded-For, right to left', async () => {
+    const r = await get(svc.port, '/myip', { 'X-Forwarded-For': '198.51.100.1, 81.7.3.20, 127.0.0.5' });
+    assert.equal(r.json.ip, '81.7.3.20');
+    assert.equal(r.json.is_tor, true);
+  });
+
+  test('/myip prefers Forwarded, with brackets and ports', async () => {
+    const r = await get(svc.port, '/myip', { Forwarded: 'for="[2a01:4f8:c012::9]:4711";proto=https', 'X-Forwarded-For': '81.7.3.20' });
+    assert.equal(r.json.ip, '2a01:4f8:c012::9');
+    assert.equal(r.json.is_vpn, true);
+  });
+
+  test('/myip falls back to the peer when the header is garbage', async () => {
+    assert.equal((await get(svc.port, '/myip', { 'X-Forwarded-For': 'unknown' })).json.ip, '127.0.0.1');
+  });
+});
+
+describe('lookups with no build loaded', () => {
+  let svc: Service;
+  let dataDir: string;
+  before(async () => {
+    dataDir = tempDir();
+    svc = await startTestService({ dataDir });
+  });
+  after(() => svc.close());
+
+  test('GET /{ip} and /myip are 500 lookup failed; readiness is 503', async () => {
+    for (const p of ['/81.7.3.20', '/10.0.0.1', '/myip']) {
+      const r = await get(svc.port, p);
+      assert.equal(r.status, 500, p);
+      assert.deepEqual(r.json, { error: 'lookup failed' });
+    }
+    assert.equal((await get(svc.adminPort, '/readyz')).status, 503);
+    assert.equal((await get(svc.adminPort, '/healthz')).status, 200);
+  });
+
+  test('a batch is 200 with every address a 500 entry', async () => {
+    const r = await postBatch(svc.port, { ips: ['81.7.3.20', '2a01:4f8:c012::1', 'x'] });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json, {
+      results: {},
+      errors: {
+        '81.7.3.20': { status: 500, error: 'lookup failed' },
+        '2a01:4f8:c012::1': { status: 500, error: 'lookup failed' },
+        x: { status: 400, error: 'not a valid IP address' },
+      },
+    });
+  });
+
+  test('a build published later is picked up without a restart', async () => {
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir });
+    for (let i = 0; i < 100 && !svc.holder.current; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual((await get(svc.port, '/81.7.3.20')).json, { ip: '81.7.3.20', is_vpn: true });
+    assert.equal((await get(svc.adminPort, '/readyz')).status, 200);
+  });
+});
+
+describe('a full batch queue', () => {
+  let svc: Service;
+  before(async () => {
+    svc = await startTestService({ dataDir: dataDirWithBuild(), batchWorkers: 1, batchQueue: 0 });
+  });
+  after(() => svc.close());
+
+  test('answers 429 rate limit exceeded with Retry-After, and serves the rest', async () => {
+    const ips = Array.from({ length: 1000 }, (_, i) => `81.${i & 255}.${i >> 8}.1`);
+    const replies = await Promise.all(Array.from({ length: 40 }, () => postBatch(svc.port, { ips })));
+    const refused = replies.filter((r) => r.status === 429);
+    const served = replies.filter((r) => r.status === 200);
+    assert.ok(refused.length > 0, 'nothing was refused');
+    assert.ok(served.length > 0, 'nothing was served');
+    assert.equal(refused.length + served.length, replies.length);
+    for (const r of refused) {
+      assert.deepEqual(r.json, { error: 'rate limit exceeded' });
+      assert.equal(r.headers['retry-after'], '1');
+    }
+    for (const r of served) assert.equal(Object.keys(r.json.results).length, 1000);
+  });
+});

@@ -1,0 +1,200 @@
+// The range index against a naive reference on seeded random feeds: dense overlaps, equal
+// networks, every range boundary probed, IPv4 and IPv6, all four tiers.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { before, describe, test } from 'node:test';
+import { runBuild } from '../src/build/build.js';
+import { INDEX_FILE, buildDir } from '../src/build/builds.js';
+import { importFeed } from '../src/feeds/import.js';
+import { loadIndexFile } from '../src/index/loader.js';
+import type { RangeIndex } from '../src/index/range-index.js';
+import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
+import { CATEGORIES, DETAIL_FIELDS, type Category, type Classification, type Detail } from '../src/model/categories.js';
+import { TIER_COUNT, project } from '../src/model/projection.js';
+import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
+import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
+import { formatAddress, type Family } from '../src/net/network.js';
+import { prng } from '../scripts/gen-feeds.js';
+import { tempDir, writeFile } from './helpers.js';
+
+interface RefRange {
+  family: Family;
+  start: bigint;
+  end: bigint;
+  category: Category;
+  detail: Detail;
+  text: string;
+}
+
+const V4_WINDOW = 23n << 24n; // 23.0.0.0, a 2^20-address window of dense overlaps
+const V6_WINDOW = 0x2a001450n << 96n;
+const WINDOW = 1n << 20n;
+
+function randomDetail(rnd: () => number, category: Category, i: number): Detail {
+  const d: Detail = {};
+  for (const f of DETAIL_FIELDS[category]) {
+    if (rnd() < 0.15) continue;
+    if (f === 'provider') d[f] = `p${(rnd() * 6) | 0}`;
+    else if (f === 'confidence') d[f] = ['low', 'medium', 'high'][(rnd() * 3) | 0];
+    else if (f === 'method') d[f] = 'traffic';
+    else if (f === 'first_seen') d[f] = '2026-01-0' + (1 + ((rnd() * 9) | 0));
+    else if (f === 'last_seen') d[f] = '2026-03-0' + (1 + ((rnd() * 3) | 0)); // few values: ties happen
+    else d[f] = (i * 7) % 50;
+  }
+  return d;
+}
+
+function randomRanges(seed: number, count: number): RefRange[] {
+  const rnd = prng(seed);
+  const out: RefRange[] = [];
+  for (let i = 0; i < count; i++) {
+    const category = CATEGORIES[(rnd() * CATEGORIES.length) | 0];
+    const detail = randomDetail(rnd, category, i);
+    const text = JSON.stringify(Object.fromEntries(DETAIL_FIELDS[category].filter((f) => f in detail).map((f) => [f, detail[f]])));
+    if (i > 0 && rnd() < 0.1) {
+      const same = out[(rnd() * out.length) | 0];
+      out.push({ ...same, category, detail, text }); // an equal network, another detail
+      continue;
+    }
+    const family: Family = rnd() < 0.35 ? 6 : 4;
+    const base = family === 4 ? V4_WINDOW : V6_WINDOW;
+    let start = base + BigInt(Math.floor(rnd() * Number(WINDOW)));
+    let end: bigint;
+    if (rnd() < 0.6) {
+      const bits = BigInt((rnd() * 13) | 0); // CIDR /20../32 in the window's terms
+      start &= ~((1n << bits) - 1n);
+      end = start + (1n << bits) - 1n;
+    } else {
+      end = start + BigInt(Math.floor(rnd() * 5000));
+    }
+    out.push({ family, start, end, category, detail, text });
+  }
+  // Ranges reaching into bogon space: bogons must still answer as bogons.
+  out.push({ family: 4, start: (9n << 24n) + 0xffff00n, end: (10n << 24n) + 255n, category: 'vpn', detail: {}, text: '{}' });
+  out.push({ family: 6, start: 0xfbffn << 112n, end: (0xfc00n << 112n) + 5n, category: 'tor', detail: {}, text: '{}' });
+  return out;
+}
+
+function toCsv(ranges: RefRange[]): string {
+  const fields = ['provider', 'confidence', 'method', 'first_seen', 'last_seen', 'hits', 'hits_days_pct', 'providers_num'] as const;
+  const lines = ['network,category,' + fields.join(',')];
+  for (const r of ranges) {
+    const d = r.detail as Record<string, unknown>;
+    lines.push(
+      [`${formatAddress(r.family, r.start)}-${formatAddress(r.family, r.end)}`, r.category, ...fields.map((f) => (d[f] === undefined ? '' : String(d[f])))].join(','),
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** The obvious answer: scan every range. */
+function referenceClassification(ranges: RefRange[], family: Family, v: bigint): Classification {
+  const c: Classification = {};
+  const best: Partial<Record<Category, RefRange>> = {};
+  for (const r of ranges) {
+    if (r.family !== family || v < r.start || v > r.end) continue;
+    const b = best[r.category];
+    const size = r.end - r.start;
+    const bSize = b ? b.end - b.start : 0n;
+    const ls = String(r.detail.last_seen ?? '');
+    const bls = String(b?.detail.last_seen ?? '');
+    if (!b || size < bSize || (size === bSize && (ls > bls || (ls === bls && r.text > b.text)))) best[r.category] = r;
+  }
+  for (const cat of CATEGORIES) if (best[cat]) c[cat] = JSON.parse(best[cat]!.text) as Detail;
+  return c;
+}
+
+function answerFromIndex(index: RangeIndex, text: string, tier: number): string {
+  const p = new ParsedAddress();
+  assert.notEqual(parseAddress(text, 0, text.length, p), NOT_ADDRESS, text);
+  const ip = normalisedText(text, 0, text.length, p);
+  const record = recordOf(index, p);
+  const out = Buffer.alloc(answerBytes(index, ip.length, record, tier));
+  const n = writeAnswer(out, 0, ip, index, record, tier);
+  assert.equal(n, out.length);
+  return out.toString('utf8');
+}
+
+describe('range index', () => {
+  const dataDir = tempDir();
+  const ranges = randomRanges(2026, 1800);
+  let index: RangeIndex;
+
+  before(async () => {
+    // Split across two feeds so the build has to merge files.
+    const half = Math.floor(ranges.length / 2);
+    importFeed({ dataDir, file: writeFile(dataDir, 'a.csv', toCsv(ranges.slice(0, half))) });
+    importFeed({ dataDir, file: writeFile(dataDir, 'b.csv', toCsv(ranges.slice(half))) });
+    const { id } = runBuild({ dataDir });
+    index = (await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE))).index;
+  });
+
+  test('answers exactly as the naive reference on ≥ 100 000 probes, every range boundary included', () => {
+    const rnd = prng(7);
+    const probes: [Family, bigint][] = [];
+    for (const r of ranges) {
+      for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push([r.family, v]);
+    }
+    while (probes.length < 100_000) {
+      const family: Family = rnd() < 0.5 ? 4 : 6;
+      const inWindow = rnd() < 0.9;
+      const v = inWindow
+        ? (family === 4 ? V4_WINDOW : V6_WINDOW) + BigInt(Math.floor(rnd() * Number(WINDOW)))
+        : family === 4
+          ? BigInt(Math.floor(rnd() * 2 ** 32))
+          : (BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | BigInt(Math.floor(rnd() * 2 ** 52));
+      probes.push([family, v]);
+    }
+    const p = new ParsedAddress();
+    let classified = 0;
+    for (const [family, v] of probes) {
+      const text = formatAddress(family, v);
+      parseAddress(text, 0, text.length, p);
+      const bogon = family === 4 ? isBogonV4(Number(v)) : isBogonV6(p.w);
+      const c = bogon ? null : referenceClassification(ranges, family, v);
+      if (c && Object.keys(c).length > 0) classified++;
+      for (let tier = 0; tier < TIER_COUNT; tier++) {
+        const expected = JSON.stringify(project(text, c, tier));
+        assert.equal(answerFromIndex(index, text, tier), expected, `${text} tier ${tier}`);
+      }
+    }
+    assert.ok(probes.length >= 100_000);
+    assert.ok(classified > probes.length / 3, `only ${classified} probes hit a range`);
+  });
+
+  test('IPv4-mapped IPv6 answers with the IPv4 classification', () => {
+    const r = ranges.find((x) => x.family === 4)!;
+    const v4 = formatAddress(4, r.start);
+    const mapped = answerFromIndex(index, `::ffff:${v4}`, 3);
+    assert.equal(mapped, answerFromIndex(index, v4, 3).replace(`"ip":"${v4}"`, `"ip":"::ffff:${v4}"`));
+  });
+
+  test('the same feeds build a byte-identical index, whatever the order of rows and files', () => {
+    const other = tempDir();
+    const shuffled = [...ranges].reverse();
+    importFeed({ dataDir: other, file: writeFile(other, 'z.csv', toCsv(shuffled)) });
+    const first = runBuild({ dataDir: other });
+    const second = runBuild({ dataDir: other });
+    assert.notEqual(first.id, second.id);
+    const a = fs.readFileSync(path.join(first.dir, INDEX_FILE));
+    const b = fs.readFileSync(path.join(second.dir, INDEX_FILE));
+    const c = Buffer.from(index.bytes);
+    assert.ok(a.equals(b));
+    assert.ok(a.equals(c), 'row and file order changed the index');
+  });
+
+  test('a damaged index file is refused at load', async () => {
+    const dir = tempDir();
+    const good = Buffer.from(index.bytes);
+    const cut = writeFile(dir, 'cut.bin', '');
+    fs.writeFileSync(cut, good.subarray(0, good.length - 8));
+    await assert.rejects(loadIndexFile(cut), /does not match its header/);
+    const bad = Buffer.from(good);
+    bad.writeUInt32LE(0xffffffff, 64 + 65537 * 4 + index.counts.v4 * 4); // first IPv4 record id
+    const badFile = path.join(dir, 'bad.bin');
+    fs.writeFileSync(badFile, bad);
+    await assert.rejects(loadIndexFile(badFile), /missing record/);
+  });
+});
