@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { describe, test } from 'node:test';
+import { runBuild } from '../src/build/build.js';
+import { importFeed } from '../src/feeds/import.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import { PROJECT_ROOT, get, postBatch, startTestService, tempDir, writeFile } from './helpers.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function feed(provider: string): string {
+  return `network,category,provider,last_seen\n81.7.0.0/16,vpn,${provider},2026-11-01\n2a01:4f8::/32,hosting,${provider},2026-11-01\n`;
+}
+
+describe('resilience', () => {
+  test('a batch worker killed mid-batch is replaced; every batch is still answered correctly', async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'f.csv', feed('Alpha')) });
+    runBuild({ dataDir });
+    const svc = await startTestService({ dataDir, batchWorkers: 2, batchQueue: 64, keylessTier: TIER_MAX });
+    try {
+      const ips = Array.from({ length: 1000 }, (_, i) => (i % 2 ? `81.7.${i >> 8}.${i & 255}` : `2a01:4f8::${i.toString(16)}`));
+      let stop = false;
+      const statuses: number[] = [];
+      const client = async (): Promise<void> => {
+        while (!stop) {
+          const r = await postBatch(svc.port, { ips });
+          statuses.push(r.status);
+          assert.equal(r.status, 200);
+          assert.deepEqual(r.json.errors, {}, 'a batch lost entries to a killed worker');
+          assert.equal(Object.keys(r.json.results).length, 1000);
+          assert.equal(r.json.results['81.7.0.1'].vpn.provider, 'Alpha');
+        }
+      };
+      const clients = Array.from({ length: 4 }, client);
+      const killedThreads = new Set<number>();
+      for (let k = 0; k < 8; k++) {
+        await sleep(60);
+        const victim = svc.pool.workers[k % svc.pool.workers.length];
+        if (victim) {
+          killedThreads.add(victim.threadId);
+          await victim.terminate();
+        }
+      }
+      stop = true;
+      await Promise.all(clients);
+      assert.ok(killedThreads.size >= 4, 'workers were not killed');
+      assert.ok(svc.pool.workerFailures > 0, 'no batch was in flight when a worker died');
+      assert.ok(statuses.length > 20);
+      // The pool is whole again and still answers.
+      await sleep(100);
+      assert.equal(svc.pool.workers.length, 2);
+      assert.equal((await postBatch(svc.port, { ips: ['81.7.1.1'] })).json.results['81.7.1.1'].is_vpn, true);
+      assert.equal((await get(svc.port, '/81.7.1.1')).status, 200);
+    } finally {
+      await svc.close();
+    }
+  });
+
+  test('a new build is hot-swapped under load with zero failed requests, on the front end and in the workers', async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'f.csv', feed('Alpha')), name: 'f' });
+    runBuild({ dataDir });
+    const svc = await startTestService({ dataDir, batchWorkers: 2, keylessTier: TIER_MAX, indexPollMs: 50 });
+    try {
+      let stop = false;
+      const seen: { single: string[]; batch: string[] } = { single: [], batch: [] };
+      const failures: string[] = [];
+      const singleClient = async (): Promise<void> => {
+        for (let i = 0; !stop; i++) {
+          const r = await get(svc.port, i % 2 ? '/81.7.3.4' : '/2a01:4f8::1');
+          if (r.status !== 200) failures.push(`GET ${r.status} ${r.text}`);
+          else seen.single.push((r.json.vpn.provider ?? r.json.hosting.provider) as string);
+        }
+      };
+      const batchClient = async (): Promise<void> => {
+        const ips = Array.from({ length: 200 }, (_, i) => `81.7.${i}.9`);
+        while (!stop) {
+          const r = await postBatch(svc.port, { ips });
+          if (r.status !== 200 || Object.keys(r.json.errors).length) failures.push(`batch ${r.status} ${r.text.slice(0, 200)}`);
+          else {
+            const providers = new Set(Object.values(r.json.results).map((x: any) => x.vpn.provider)); // eslint-disable-line @typescript-eslint/no-explicit-any
+            assert.equal(providers.size, 1, 'one batch mixed two builds');
+            seen.batch.push([...providers][0] as string);
+          }
+        }
+      };
+      const load = [singleClient(), singleClient(), singleClient(), batchClient(), batchClient()];
+      await sleep(300);
+      // Build and publish from another process, as an operator would.
+      writeFile(dataDir, 'f.csv', feed('Beta'));
+      const cli = path.join(PROJECT_ROOT, 'dist/src/cli.js');
+      const env = { ...process.env, DATA_DIR: dataDir };
+      await run(process.execPath, [cli, 'feed', 'import', path.join(dataDir, 'f.csv'), '--name', 'f'], { env });
+      await run(process.execPath, [cli, 'build'], { env });
+      for (let i = 0; i < 100 && svc.holder.current?.generation !== 2; i++) await sleep(20);
+      await sleep(300);
+      stop = true;
+      await Promise.all(load);
+      assert.deepEqual(failures, []);
+      for (const series of [seen.single, seen.batch]) {
+        assert.equal(series[0], 'Alpha');
+        assert.equal(series[series.length - 1], 'Beta');
+        const firstBeta = series.indexOf('Beta');
+        assert.ok(series.slice(firstBeta).every((p) => p === 'Beta'), 'an answer went back to the old build');
+      }
+      assert.ok(seen.single.length > 100 && seen.batch.length > 10, `light load: ${seen.single.length} / ${seen.batch.length}`);
+    } finally {
+      await svc.close();
+    }
+  });
+});
