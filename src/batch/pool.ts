@@ -1,8 +1,8 @@
 // The batch worker pool: a fixed number of Piscina workers and a bounded queue.
 //
 // A full queue is an explicit answer (the caller turns it into 429 + Retry-After), never
-// unbounded growth. A worker that dies is replaced by Piscina; its task is tried once more
-// on another worker, since a lookup is pure and answering it twice is harmless.
+// unbounded growth. A worker that dies is replaced by Piscina; its task is tried again
+// on another worker (twice at most), since a lookup is pure and answering it twice is harmless.
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,7 @@ import type { BatchTask } from './protocol.js';
 export interface BatchPoolOptions {
   workers: number;
   maxQueue: number;
-  /** Further attempts after a worker failure (default 1). */
+  /** Further attempts after a worker failure (default 2). */
   retries?: number;
 }
 
@@ -34,7 +34,7 @@ export class BatchPool {
 
   constructor(options: BatchPoolOptions) {
     this.maxQueue = options.maxQueue;
-    this.retries = options.retries ?? 1;
+    this.retries = options.retries ?? 2;
     this.pool = new Piscina({
       filename: WORKER_FILE,
       minThreads: options.workers,
@@ -60,7 +60,7 @@ export class BatchPool {
   }
 
   /**
-   * Runs the task (its body is transferred to the worker) and resolves with the framed
+   * Runs the task and resolves with the framed
    * outcome. Rejects with QueueFullError when full, or with the worker's error after the
    * retries are spent.
    */
@@ -69,14 +69,16 @@ export class BatchPool {
     this.inFlight++;
     try {
       for (let attempt = 0; ; attempt++) {
-        // Keep the body for a retry: a transferred buffer is gone from this thread.
-        const body = attempt < this.retries ? task.body.slice(0) : task.body;
         try {
-          const out = await this.pool.run({ ...task, body }, { transferList: [body] });
+          // The body is copied, not transferred: Piscina may hand a task whose worker died
+          // before taking it to another worker, and a transferred buffer would arrive empty.
+          const out = await this.pool.run(task);
           return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
         } catch (e) {
           this.workerFailures++;
           if (attempt >= this.retries) throw e;
+          // Let Piscina see the worker's exit first, so the retry goes to a live one.
+          await new Promise((r) => setTimeout(r, 1));
         }
       }
     } finally {

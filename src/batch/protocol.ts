@@ -2,7 +2,7 @@
 // posting it shares the memory (no copy); `generation` tells the worker when to re-wrap it.
 
 export interface BatchTask {
-  /** UTF-8 JSON request body, transferred. */
+  /** UTF-8 JSON request body (copied to the worker; at most MAX_BATCH_BODY_BYTES). */
   body: ArrayBuffer;
   tier: number;
   generation: number;
