@@ -1,0 +1,303 @@
+// `npm run bench`: figures for the lookup path, all taken in one run on this machine.
+//
+//   1. build time of a 1 M-range synthetic feed set (cached between runs by seed)
+//   2. in-process lookups/s (parse + bogon check + search), and with answer writing
+//   3. GET /{ip} req/s, p50/p99 for ipsift next to a fixed-body uWebSockets.js server,
+//      with wrk (if installed: it can show the ceiling) and autocannon; server CPU share
+//   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s
+//   5. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
+//
+// Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
+// BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_DIR (default $TMPDIR/ipsift-bench).
+
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import autocannon from 'autocannon';
+import { runBuild } from '../src/build/build.js';
+import { INDEX_FILE, buildDir, readCurrentBuildId } from '../src/build/builds.js';
+import { importFeed } from '../src/feeds/import.js';
+import { loadIndexFile } from '../src/index/loader.js';
+import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, normalisedText, parseAddress } from '../src/net/address.js';
+import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const RANGES = Number(process.env.BENCH_RANGES ?? 1_000_000);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
+const DIR = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'ipsift-bench');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function out(line: string): void {
+  process.stdout.write(line + '\n');
+}
+
+async function prepareBuild(): Promise<string> {
+  const dataDir = path.join(DIR, `data-${RANGES}`);
+  if (readCurrentBuildId(dataDir)) {
+    out(`build: reusing ${dataDir} (delete it to rebuild)`);
+  } else {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const csv = path.join(DIR, `feed-${RANGES}.csv`);
+    let t = performance.now();
+    writeFeedCsv(csv, { ranges: RANGES, seed: 7 });
+    out(`feed: ${RANGES} synthetic ranges generated in ${Math.round(performance.now() - t)} ms`);
+    t = performance.now();
+    importFeed({ dataDir, file: csv, name: 'synthetic' });
+    out(`feed: imported in ${Math.round(performance.now() - t)} ms`);
+  }
+  const t = performance.now();
+  const { manifest } = runBuild({ dataDir });
+  const i = manifest.index;
+  out(
+    `build: ${RANGES} ranges → ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${(i.bytes / 2 ** 20).toFixed(1)} MiB index ` +
+      `in ${((performance.now() - t) / 1000).toFixed(2)} s (${Object.entries(manifest.timings_ms)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')} ms)`,
+  );
+  return dataDir;
+}
+
+function randomAddresses(n: number, seed: number): string[] {
+  const rnd = prng(seed);
+  const w = new Uint32Array(4);
+  return Array.from({ length: n }, () => {
+    if (rnd() < 0.8) return formatIPv4(Math.floor(rnd() * 2 ** 32));
+    w[0] = (0x2001 + Math.floor(rnd() * 0xc00)) * 65536 + Math.floor(rnd() * 65536);
+    w[1] = Math.floor(rnd() * 2 ** 32);
+    w[2] = Math.floor(rnd() * 2 ** 32);
+    w[3] = Math.floor(rnd() * 2 ** 32);
+    return formatIPv6Words(w);
+  });
+}
+
+async function inProcess(dataDir: string): Promise<void> {
+  const id = readCurrentBuildId(dataDir)!;
+  const { index } = await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE));
+  const addresses = randomAddresses(1 << 20, 11);
+  const p = new ParsedAddress();
+  const outBuf = Buffer.allocUnsafe(64 * 1024);
+  const rounds = (label: string, body: () => number): void => {
+    const rates: number[] = [];
+    let sink = 0;
+    for (let r = 0; r < 6; r++) {
+      const t = performance.now();
+      sink += body();
+      rates.push(addresses.length / ((performance.now() - t) / 1000));
+    }
+    rates.shift(); // warm-up
+    rates.sort((a, b) => a - b);
+    out(`in-process ${label}: median ${(rates[2] / 1e6).toFixed(2)} M/s, best ${(rates[4] / 1e6).toFixed(2)} M/s (checksum ${sink % 997})`);
+  };
+  rounds('lookups (parse + bogon check + search)', () => {
+    let sum = 0;
+    for (const s of addresses) if (parseAddress(s, 0, s.length, p) !== NOT_ADDRESS) sum += recordOf(index, p);
+    return sum;
+  });
+  rounds('answers (… + normalise + write max-tier JSON)', () => {
+    let sum = 0;
+    for (const s of addresses) {
+      if (parseAddress(s, 0, s.length, p) === NOT_ADDRESS) continue;
+      const ip = normalisedText(s, 0, s.length, p);
+      const record = recordOf(index, p);
+      if (answerBytes(index, ip.length, record, TIER_MAX) <= outBuf.length) sum += writeAnswer(outBuf, 0, ip, index, record, TIER_MAX);
+    }
+    return sum;
+  });
+}
+
+interface Server {
+  child: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<Server> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  return new Promise((resolve, reject) => {
+    const onData = (c: Buffer): void => {
+      log += c;
+      const m = ready.exec(log);
+      if (m) {
+        resolve({
+          child,
+          port: Number(m[1]),
+          stop: () =>
+            new Promise((r) => {
+              child.once('exit', () => r());
+              child.kill('SIGKILL');
+            }),
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${log}`)));
+  });
+}
+
+function startIpsift(dataDir: string, env: Record<string, string>): Promise<Server> {
+  return startProcess(
+    [path.join(ROOT, 'dist/src/cli.js'), 'serve'],
+    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', ...env },
+    /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
+  );
+}
+
+function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) / 1024;
+}
+
+interface LoadResult {
+  rps: number;
+  p50: string;
+  p99: string;
+  cpu: number;
+  errors: number;
+}
+
+async function haveWrk(): Promise<boolean> {
+  try {
+    await exec('wrk', ['--version']).catch((e: { stdout?: string }) => {
+      if (!String(e.stdout ?? '').includes('wrk')) throw e;
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS): Promise<LoadResult> {
+  const before = cpuSeconds(server.child.pid!);
+  const t = performance.now();
+  const { stdout } = await exec('wrk', [
+    '-t1',
+    `-c${connections}`,
+    `-d${SECONDS}s`,
+    '--latency',
+    '-s',
+    path.join(ROOT, 'loadtest', script),
+    `http://127.0.0.1:${server.port}`,
+    '--',
+    String(seed),
+  ]);
+  const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0);
+  const p50 = /\s50%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
+  const p99 = /\s99%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
+  const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
+  return { rps, p50, p99, cpu, errors };
+}
+
+async function autocannonGet(server: Server, paths: string[]): Promise<LoadResult> {
+  const before = cpuSeconds(server.child.pid!);
+  const t = performance.now();
+  let n = 0;
+  const result = await autocannon({
+    url: `http://127.0.0.1:${server.port}`,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: paths[n++ % paths.length] }) }],
+  });
+  const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
+  return {
+    rps: result.requests.average,
+    p50: `${result.latency.p50}ms`,
+    p99: `${result.latency.p99}ms`,
+    cpu,
+    errors: result.non2xx + result.errors,
+  };
+}
+
+function show(label: string, r: LoadResult, unit = 'req/s', scale = 1): string {
+  return `${label}: ${Math.round(r.rps * scale).toLocaleString('en')} ${unit}, p50 ${r.p50}, p99 ${r.p99}, server CPU ${(r.cpu * 100).toFixed(0)}% of a core, non-2xx ${r.errors}`;
+}
+
+async function http(dataDir: string): Promise<void> {
+  const useWrk = await haveWrk();
+  if (!useWrk) out('wrk is not installed (apt-get install wrk): autocannon only, which saturates near 68 k req/s here');
+  const paths = randomAddresses(20000, 3).map((a) => '/' + a);
+
+  const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
+  const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  try {
+    for (const [name, server] of [
+      ['fixed-body uWS', fixed],
+      ['ipsift GET /{ip}', ipsift],
+    ] as const) {
+      await autocannonGet(server, paths.slice(0, 1000)); // warm-up
+      if (useWrk) out(show(`wrk        ${name}`, await wrk(server, 'random-get.lua', 5)));
+      out(show(`autocannon ${name}`, await autocannonGet(server, paths)));
+    }
+    if (useWrk) {
+      const a = await wrk(fixed, 'random-get.lua', 9);
+      const b = await wrk(ipsift, 'random-get.lua', 9);
+      out(`ratio ipsift / fixed-body (wrk, back to back): ${(b.rps / a.rps).toFixed(2)}`);
+    }
+  } finally {
+    await fixed.stop();
+    await ipsift.stop();
+  }
+
+  const batchServer = await startIpsift(dataDir, { KEYLESS_TIER: 'max', BATCH_WORKERS: '2' });
+  try {
+    if (useWrk) {
+      // A few connections keep both workers busy; more would only fill the queue (429s).
+      await wrk(batchServer, 'batch.lua', 1, BATCH_CONNECTIONS);
+      out(show(`wrk        ipsift POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections`, await wrk(batchServer, 'batch.lua', 2, BATCH_CONNECTIONS), 'IPs/s', 1000));
+    } else {
+      const bodies = Array.from({ length: 32 }, (_, b) => JSON.stringify({ ips: randomAddresses(1000, 100 + b) }));
+      let n = 0;
+      const r = await autocannon({
+        url: `http://127.0.0.1:${batchServer.port}/batch`,
+        connections: 16,
+        duration: SECONDS,
+        method: 'POST',
+        requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[n++ % bodies.length] }) }],
+      });
+      out(`autocannon ipsift POST /batch ×1000, max tier: ${Math.round(r.requests.average * 1000).toLocaleString('en')} IPs/s, non-2xx ${r.non2xx}`);
+    }
+  } finally {
+    await batchServer.stop();
+  }
+}
+
+async function memory(dataDir: string): Promise<void> {
+  const body = JSON.stringify({ ips: randomAddresses(1000, 77) });
+  const line: string[] = [];
+  for (const workers of [1, 4]) {
+    const server = await startIpsift(dataDir, { BATCH_WORKERS: String(workers), KEYLESS_TIER: 'max' });
+    try {
+      // Enough concurrent batches that every worker has mapped the index and answered.
+      await autocannon({ url: `http://127.0.0.1:${server.port}/batch`, connections: 8, amount: 400, method: 'POST', body });
+      await sleep(200);
+      line.push(`${workers} worker${workers > 1 ? 's' : ''} ${rssMiB(server.child.pid!).toFixed(0)} MiB`);
+    } finally {
+      await server.stop();
+    }
+  }
+  const id = readCurrentBuildId(dataDir)!;
+  const indexMiB = fs.statSync(path.join(buildDir(dataDir, id), INDEX_FILE)).size / 2 ** 20;
+  out(`server RSS after batches on every worker: ${line.join(', ')} (index ${indexMiB.toFixed(0)} MiB, held once in shared memory)`);
+}
+
+out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`);
+const dataDir = await prepareBuild();
+await inProcess(dataDir);
+await http(dataDir);
+await memory(dataDir);
