@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, buildDir, readCurrentBuildId } from '../src/build/builds.js';
+import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
@@ -54,7 +54,9 @@ async function prepareBuild(): Promise<string> {
     out(`feed: imported in ${Math.round(performance.now() - t)} ms`);
   }
   const t = performance.now();
-  const { manifest } = runBuild({ dataDir });
+  const { id, manifest } = runBuild({ dataDir });
+  // Each run builds anew (the build time is a figure); keep only this run's build on disk.
+  for (const old of listBuilds(dataDir)) if (old !== id) fs.rmSync(buildDir(dataDir, old), { recursive: true, force: true });
   const i = manifest.index;
   out(
     `build: ${RANGES} ranges → ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${(i.bytes / 2 ** 20).toFixed(1)} MiB index ` +
