@@ -13,8 +13,16 @@ import { startService, type Service } from '../src/service.js';
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
 
+const tempDirs: string[] = [];
+process.once('exit', () => {
+  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory, removed when the test process exits. */
 export function tempDir(prefix = 'ipsift-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
 }
 
 export function writeFile(dir: string, name: string, text: string): string {
