@@ -1,23 +1,18 @@
 // Counters for the admin port's Prometheus endpoint. Plain fields: the hot path only adds.
 
 export class Metrics {
+  /** Single lookups answered 200 (GET /{ip}, /myip). */
   lookups = 0;
+  /** Batches answered 200. */
   batches = 0;
-  private readonly byStatus = new Map<number, number>();
-  private okSingles = 0;
+  private readonly refusals = new Map<number, number>();
 
+  /** Counts a non-200 answer; 200s are counted by the fields above. */
   count(status: number): void {
-    if (status === 200) {
-      this.okSingles++;
-      return;
-    }
-    this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
+    if (status !== 200) this.refusals.set(status, (this.refusals.get(status) ?? 0) + 1);
   }
 
-  /** Responses by status, with single-lookup 200s folded in. */
   responses(): Map<number, number> {
-    const all = new Map(this.byStatus);
-    all.set(200, this.okSingles + this.lookups);
-    return all;
+    return new Map([[200, this.lookups + this.batches], ...this.refusals]);
   }
 }

@@ -186,8 +186,8 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       const respond = (frame: Uint8Array): void => {
         if (aborted) return;
         const { status, body: out } = decodeOutcome(frame);
-        metrics.count(status);
         if (status === 200) metrics.batches++;
+        else metrics.count(status);
         res.cork(() => {
           res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(out);
         });
