@@ -42,14 +42,18 @@ class SingleLookup {
     private readonly metrics: Metrics,
   ) {}
 
-  /** Answers the address in text[start, end). `display` overrides the answer's ip text. */
-  answer(res: HttpResponse, text: string, start: number, end: number, tier: number, display?: string): void {
+  /**
+   * Answers the address in text[start, end). For a connection's own address (`peer`), an
+   * IPv4 client seen on a dual-stack socket as ::ffff:a.b.c.d is shown as plain IPv4.
+   */
+  answer(res: HttpResponse, text: string, start: number, end: number, tier: number, peer = false): void {
     const p = this.parsed;
-    if (parseAddress(text, start, end, p) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
+    const kind = parseAddress(text, start, end, p);
+    if (kind === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
     const serving = this.holder.current;
     if (serving === null) return sendError(res, ERRORS.lookupFailed, this.metrics);
     const index = serving.index;
-    const ip = display ?? normalisedText(text, start, end, p);
+    const ip = peer && kind === IPV4_MAPPED ? formatIPv4(p.v4) : normalisedText(text, start, end, p);
     const record = recordOf(index, p);
     const need = answerBytes(index, ip.length, record, tier);
     if (need > this.out.length) this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
@@ -104,10 +108,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
         config.trustedProxies.length === 0
           ? peer
           : clientAddress(peer, req.getHeader('forwarded'), req.getHeader('x-forwarded-for'), config.trustedProxies);
-      // A v4 client on a dual-stack socket shows as ::ffff:a.b.c.d; it is an IPv4 client.
-      const p = new ParsedAddress();
-      const display = parseAddress(client, 0, client.length, p) === IPV4_MAPPED ? formatIPv4(p.v4) : undefined;
-      single.answer(res, client, 0, client.length, tier, display);
+      single.answer(res, client, 0, client.length, tier, true);
     }),
   );
 

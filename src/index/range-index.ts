@@ -156,11 +156,4 @@ export class RangeIndex {
     const k = tier * MASKS + this.masks[record];
     return this.flags.end[k] - this.flags.start[k] + this.records[record * this.stride + 1 + tier] + 1;
   }
-
-  /** The fragment as text (cold paths and tests). */
-  fragmentText(record: number, tier: number): string {
-    const out = Buffer.alloc(this.fragmentLength(record, tier));
-    this.copyFragment(record, tier, out, 0);
-    return out.toString('utf8');
-  }
 }

@@ -203,12 +203,6 @@ export function normalisedText(s: string, start: number, end: number, p: ParsedA
   return formatIPv6Groups(p.groups);
 }
 
-/** Parses one whole string; returns null when it is not an address. For the cold paths. */
-export function parseAddressText(s: string): ParsedAddress | null {
-  const p = new ParsedAddress();
-  return parseAddress(s, 0, s.length, p) === NOT_ADDRESS ? null : p;
-}
-
 /** The address as a bigint within its family (IPv4-mapped counts as IPv4). */
 export function addressBigInt(p: ParsedAddress): bigint {
   if (p.kind === IPV4 || p.kind === IPV4_MAPPED) return BigInt(p.v4);
