@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { IPV6, NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
-import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
+import { BOGON_RANGES_V4, BOGON_RANGES_V6, isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, parseNetwork } from '../src/net/network.js';
+import { prng } from '../scripts/gen-feeds.js';
 import { SHARED_REAL } from './helpers.js';
 
 function isBogon(s: string): boolean {
@@ -22,6 +23,26 @@ function edges(cidr: string): string[] {
 }
 
 describe('bogons', () => {
+  test('the fast path agrees with the range list, at every range edge and at random', () => {
+    const inRanges = (ranges: readonly { start: bigint; end: bigint }[], a: bigint): boolean => ranges.some((r) => a >= r.start && a <= r.end);
+    const w = new Uint32Array(4);
+    const v6 = (a: bigint): boolean => {
+      for (let k = 0; k < 4; k++) w[k] = Number((a >> BigInt(96 - 32 * k)) & 0xffffffffn);
+      return isBogonV6(w);
+    };
+    const probes4: bigint[] = [];
+    const probes6: bigint[] = [];
+    for (const r of BOGON_RANGES_V4) probes4.push(r.start - 1n, r.start, r.end, r.end + 1n);
+    for (const r of BOGON_RANGES_V6) probes6.push(r.start - 1n, r.start, r.end, r.end + 1n);
+    const rnd = prng(5);
+    for (let i = 0; i < 20000; i++) {
+      probes4.push(BigInt(Math.floor(rnd() * 2 ** 32)));
+      probes6.push((BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | BigInt(Math.floor(rnd() * 2 ** 32)));
+    }
+    for (const a of probes4) if (a >= 0n && a < 2n ** 32n) assert.equal(isBogonV4(Number(a)), inRanges(BOGON_RANGES_V4, a), `IPv4 ${a}`);
+    for (const a of probes6) if (a >= 0n && a < 2n ** 128n) assert.equal(v6(a), inRanges(BOGON_RANGES_V6, a), `IPv6 ${a.toString(16)}`);
+  });
+
   const table: [string, boolean][] = [
     ['0.0.0.0', true],
     ['0.255.255.255', true],

@@ -116,7 +116,33 @@ BOGON_RANGES_V6.forEach((r, i) => {
   }
 });
 
+/**
+ * Per top 16 bits of an address: CLEAN (no bogon inside), BOGON (all bogon) or MIXED (scan
+ * the ranges). Almost every lookup is settled by one byte.
+ */
+const BOGON = 1;
+const MIXED = 2;
+function topTable(ranges: readonly Network[], bits: number): Uint8Array {
+  const table = new Uint8Array(65536);
+  const shift = BigInt(bits - 16);
+  const span = 1n << shift;
+  for (const r of ranges) {
+    const first = Number(r.start >> shift);
+    const last = Number(r.end >> shift);
+    for (let h = first; h <= last; h++) {
+      const whole = r.start <= BigInt(h) * span && r.end >= BigInt(h + 1) * span - 1n;
+      if (whole) table[h] = BOGON;
+      else table[h] = MIXED;
+    }
+  }
+  return table;
+}
+const v4Top = topTable(BOGON_RANGES_V4, 32);
+const v6Top = topTable(BOGON_RANGES_V6, 128);
+
 export function isBogonV4(a: number): boolean {
+  const top = v4Top[a >>> 16];
+  if (top !== MIXED) return top === BOGON;
   // Ranges are few and sorted: a linear scan that stops early beats a search here.
   for (let i = 0; i < v4Bounds.length; i += 2) {
     if (a < v4Bounds[i]) return false;
@@ -136,6 +162,8 @@ function compare6(w: Uint32Array, at: number): number {
 }
 
 export function isBogonV6(w: Uint32Array): boolean {
+  const top = v6Top[w[0] >>> 16];
+  if (top !== MIXED) return top === BOGON;
   for (let i = 0; i < v6Bounds.length; i += 8) {
     if (compare6(w, i) < 0) return false;
     if (compare6(w, i + 4) <= 0) return true;
