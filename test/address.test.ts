@@ -11,6 +11,7 @@ import {
   formatIPv6Groups,
   normalisedText,
   parseAddress,
+  writeIPv6Groups,
 } from '../src/net/address.js';
 import { prng } from '../scripts/gen-feeds.js';
 
@@ -132,6 +133,20 @@ describe('address parsing', () => {
       assert.equal(normalise(text), text);
       const full = g.map((x) => x.toString(16).padStart(4, '0').toUpperCase()).join(':');
       assert.equal(normalise(full), text);
+    }
+  });
+
+  test('writeIPv6Groups writes the bytes of formatIPv6Groups, at any offset, mapped forms too', () => {
+    const rnd = prng(77);
+    const out = Buffer.alloc(64);
+    const g = new Uint16Array(16);
+    for (let i = 0; i < 20000; i++) {
+      for (let k = 0; k < 16; k++) g[k] = rnd() < 0.5 ? 0 : rnd() < 0.1 ? 0xffff : (rnd() * 65536) | 0;
+      if (i % 10 === 0) g.set([0, 0, 0, 0, 0, 0xffff], 8);
+      const end = writeIPv6Groups(out, 3, g, 8);
+      const text = formatIPv6Groups(g, 8);
+      assert.equal(out.toString('latin1', 3, end), text);
+      assert.ok(end - 3 <= 45);
     }
   });
 });

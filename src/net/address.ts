@@ -25,47 +25,52 @@ export class ParsedAddress {
   readonly groups = new Uint16Array(8);
 }
 
+/** Hex digit values by character code; -1 for anything else. */
+const HEX = new Int8Array(256).fill(-1);
+for (let c = 48; c <= 57; c++) HEX[c] = c - 48;
+for (let c = 97; c <= 102; c++) HEX[c] = c - 87;
+for (let c = 65; c <= 70; c++) HEX[c] = c - 55;
+
 /**
  * Parses s[start, end) as a dotted IPv4 address. Returns the unsigned value, or -1.
+ * One pass with no look-ahead: this is the hot path of every IPv4 lookup.
  */
 export function parseIPv4(s: string, start: number, end: number): number {
   let value = 0;
-  let parts = 0;
-  let i = start;
-  while (true) {
-    const first = i;
-    let part = 0;
-    while (i < end) {
-      const c = s.charCodeAt(i);
-      if (c < 48 || c > 57) break;
-      part = part * 10 + (c - 48);
-      i++;
+  let part = 0;
+  let partStart = start;
+  let dots = 0;
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 46) {
+      if (dots === 3 || !isDecimalPart(s, partStart, i, part)) return -1;
+      value = value * 256 + part;
+      dots++;
+      part = 0;
+      partStart = i + 1;
+    } else {
+      const d = c - 48;
+      if (d < 0 || d > 9) return -1;
+      part = part * 10 + d;
     }
-    const digits = i - first;
-    if (digits === 0 || digits > 3 || part > 255) return -1;
-    if (digits > 1 && s.charCodeAt(first) === 48) return -1; // leading zero
-    value = value * 256 + part;
-    parts++;
-    if (parts === 4) return i === end ? value : -1;
-    if (i >= end || s.charCodeAt(i) !== 46) return -1;
-    i++;
   }
+  if (dots !== 3 || !isDecimalPart(s, partStart, end, part)) return -1;
+  return value * 256 + part;
 }
 
-function hexValue(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  if (c >= 97 && c <= 102) return c - 87;
-  if (c >= 65 && c <= 70) return c - 55;
-  return -1;
+/** s[start, end) of decimal digits, worth `part`, is 0..255 with no leading zero. */
+function isDecimalPart(s: string, start: number, end: number, part: number): boolean {
+  const digits = end - start;
+  return digits !== 0 && digits <= 3 && part <= 255 && (digits === 1 || s.charCodeAt(start) !== 48);
 }
 
-/** Parses s[start, end) as IPv6 text into out.groups. Returns false when it is not one. */
+/** Parses s[start, end) as IPv6 text into g. Returns false when it is not one. */
 function parseIPv6Groups(s: string, start: number, end: number, g: Uint16Array): boolean {
   let n = 0;
   let gap = -1; // index in g where `::` stands
   let i = start;
   if (s.charCodeAt(i) === 58) {
-    if (i + 1 >= end || s.charCodeAt(i + 1) !== 58) return false;
+    if (s.charCodeAt(i + 1) !== 58) return false;
     gap = 0;
     i += 2;
     if (i === end) {
@@ -74,39 +79,39 @@ function parseIPv6Groups(s: string, start: number, end: number, g: Uint16Array):
     }
   }
   while (true) {
+    const first = i;
     let value = 0;
-    let j = i;
-    while (j < end && j - i < 5) {
-      const h = hexValue(s.charCodeAt(j));
+    let c = 0;
+    while (i < end) {
+      c = s.charCodeAt(i);
+      const h = c < 256 ? HEX[c] : -1;
       if (h < 0) break;
-      value = value * 16 + h;
-      j++;
+      value = (value << 4) | h;
+      i++;
     }
-    const digits = j - i;
-    if (digits === 0) return false;
-    if (j < end && s.charCodeAt(j) === 46) {
+    const digits = i - first;
+    if (i < end && c === 46) {
       // Embedded IPv4: the last 32 bits.
       if (n > 6) return false;
-      const v4 = parseIPv4(s, i, end);
+      const v4 = parseIPv4(s, first, end);
       if (v4 < 0) return false;
       g[n++] = v4 >>> 16;
       g[n++] = v4 & 0xffff;
       break;
     }
-    if (digits > 4 || n === 8) return false;
+    if (digits === 0 || digits > 4 || n === 8) return false;
     g[n++] = value;
-    if (j === end) break;
-    if (s.charCodeAt(j) !== 58) return false;
-    j++;
-    if (j < end && s.charCodeAt(j) === 58) {
+    if (i === end) break;
+    if (c !== 58) return false;
+    i++;
+    if (i < end && s.charCodeAt(i) === 58) {
       if (gap >= 0) return false;
       gap = n;
-      j++;
-      if (j === end) break;
-    } else if (j === end) {
+      i++;
+      if (i === end) break;
+    } else if (i === end) {
       return false; // a single trailing colon
     }
-    i = j;
   }
   if (gap < 0) return n === 8;
   if (n > 7) return false; // `::` stands for at least one group
@@ -114,6 +119,10 @@ function parseIPv6Groups(s: string, start: number, end: number, g: Uint16Array):
   for (let k = 0; k < tail; k++) g[7 - k] = g[n - 1 - k];
   for (let k = gap; k < 8 - tail; k++) g[k] = 0;
   return true;
+}
+
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
 }
 
 /**
@@ -124,19 +133,16 @@ export function parseAddress(s: string, start: number, end: number, out: ParsedA
   out.kind = NOT_ADDRESS;
   const len = end - start;
   if (len < 2 || len > MAX_ADDRESS_LENGTH) return NOT_ADDRESS;
-  // An IPv4 address has a '.' within its first four characters and no ':' at all.
-  let colon = false;
-  for (let i = start; i < end && i < start + 5; i++) {
-    if (s.charCodeAt(i) === 58) {
-      colon = true;
-      break;
+  // IPv4 text opens with 1-3 digits and a '.'; IPv6 text never does (an embedded IPv4
+  // follows at least one ':').
+  if (len <= 15 && isDigit(s.charCodeAt(start))) {
+    const c1 = s.charCodeAt(start + 1);
+    if (c1 === 46 || (isDigit(c1) && (s.charCodeAt(start + 2) === 46 || (isDigit(s.charCodeAt(start + 2)) && s.charCodeAt(start + 3) === 46)))) {
+      const v4 = parseIPv4(s, start, end);
+      if (v4 < 0) return NOT_ADDRESS;
+      out.v4 = v4;
+      return (out.kind = IPV4);
     }
-  }
-  if (!colon) {
-    const v4 = parseIPv4(s, start, end);
-    if (v4 < 0) return NOT_ADDRESS;
-    out.v4 = v4;
-    return (out.kind = IPV4);
   }
   const g = out.groups;
   if (!parseIPv6Groups(s, start, end, g)) return NOT_ADDRESS;
@@ -156,20 +162,20 @@ export function formatIPv4(v: number): string {
   return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 }
 
-/** RFC 5952 text of the eight groups: lower case, longest zero run (first on ties, ≥ 2) as `::`. */
-export function formatIPv6Groups(g: ArrayLike<number>): string {
-  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
-    return '::ffff:' + formatIPv4(((g[6] << 16) | g[7]) >>> 0);
+/** RFC 5952 text of the eight groups g[at..at+7]: lower case, longest zero run (first on ties, ≥ 2) as `::`. */
+export function formatIPv6Groups(g: ArrayLike<number>, at = 0): string {
+  if (g[at] === 0 && g[at + 1] === 0 && g[at + 2] === 0 && g[at + 3] === 0 && g[at + 4] === 0 && g[at + 5] === 0xffff) {
+    return '::ffff:' + formatIPv4(((g[at + 6] << 16) | g[at + 7]) >>> 0);
   }
   let bestStart = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
-    if (g[i] !== 0) {
+    if (g[at + i] !== 0) {
       i++;
       continue;
     }
     let j = i;
-    while (j < 8 && g[j] === 0) j++;
+    while (j < 8 && g[at + j] === 0) j++;
     if (j - i > bestLen) {
       bestStart = i;
       bestLen = j - i;
@@ -183,10 +189,54 @@ export function formatIPv6Groups(g: ArrayLike<number>): string {
       i += bestLen - 1;
       continue;
     }
-    text += g[i].toString(16);
+    text += g[at + i].toString(16);
     if (i < 7) text += ':';
   }
   return text;
+}
+
+const HEX_DIGITS = Buffer.from('0123456789abcdef');
+
+/**
+ * Writes what formatIPv6Groups(g, at) returns, as ASCII into out at pos, without making a
+ * string; returns the end. At most MAX_ADDRESS_LENGTH bytes.
+ */
+export function writeIPv6Groups(out: Uint8Array, pos: number, g: ArrayLike<number>, at: number): number {
+  if (g[at] === 0 && g[at + 1] === 0 && g[at + 2] === 0 && g[at + 3] === 0 && g[at + 4] === 0 && g[at + 5] === 0xffff) {
+    const text = formatIPv6Groups(g, at);
+    for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);
+    return pos;
+  }
+  let bestStart = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (g[at + i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[at + j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  for (let i = 0; i < 8; i++) {
+    if (i === bestStart) {
+      out[pos++] = 58;
+      if (i === 0) out[pos++] = 58;
+      i += bestLen - 1;
+      continue;
+    }
+    const v = g[at + i];
+    if (v >= 0x1000) out[pos++] = HEX_DIGITS[v >>> 12];
+    if (v >= 0x100) out[pos++] = HEX_DIGITS[(v >>> 8) & 15];
+    if (v >= 0x10) out[pos++] = HEX_DIGITS[(v >>> 4) & 15];
+    out[pos++] = HEX_DIGITS[v & 15];
+    if (i < 7) out[pos++] = 58;
+  }
+  return pos;
 }
 
 export function formatIPv6Words(w: ArrayLike<number>): string {
