@@ -8,6 +8,7 @@ import { before, describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE, buildDir } from '../src/build/builds.js';
 import { importFeed } from '../src/feeds/import.js';
+import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
@@ -60,15 +61,20 @@ function randomRanges(seed: number, count: number): RefRange[] {
     }
     const family: Family = rnd() < 0.35 ? 6 : 4;
     const base = family === 4 ? V4_WINDOW : V6_WINDOW;
-    let start = base + BigInt(Math.floor(rnd() * Number(WINDOW)));
-    let end: bigint;
+    // IPv6 windows at three scales: the low 20 bits (every start shares its search key),
+    // bits 80..99 (one bucket, distinct keys) and bits 100..119 (across buckets).
+    const unit = family === 4 ? 0n : [0n, 80n, 100n][(rnd() * 3) | 0];
+    let offset = BigInt(Math.floor(rnd() * Number(WINDOW)));
+    let length: bigint;
     if (rnd() < 0.6) {
       const bits = BigInt((rnd() * 13) | 0); // CIDR /20../32 in the window's terms
-      start &= ~((1n << bits) - 1n);
-      end = start + (1n << bits) - 1n;
+      offset &= ~((1n << bits) - 1n);
+      length = 1n << bits;
     } else {
-      end = start + BigInt(Math.floor(rnd() * 5000));
+      length = BigInt(1 + Math.floor(rnd() * 5000));
     }
+    const start = base + (offset << unit);
+    const end = start + (length << unit) - 1n;
     out.push({ family, start, end, category, detail, text });
   }
   // Ranges reaching into bogon space: bogons must still answer as bogons.
@@ -141,7 +147,9 @@ describe('range index', () => {
       const family: Family = rnd() < 0.5 ? 4 : 6;
       const inWindow = rnd() < 0.9;
       const v = inWindow
-        ? (family === 4 ? V4_WINDOW : V6_WINDOW) + BigInt(Math.floor(rnd() * Number(WINDOW)))
+        ? family === 4
+          ? V4_WINDOW + BigInt(Math.floor(rnd() * Number(WINDOW)))
+          : V6_WINDOW + (BigInt(Math.floor(rnd() * Number(WINDOW))) << [0n, 80n, 100n][(rnd() * 3) | 0]) + BigInt(Math.floor(rnd() * 2 ** 20))
         : family === 4
           ? BigInt(Math.floor(rnd() * 2 ** 32))
           : (BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | BigInt(Math.floor(rnd() * 2 ** 52));
@@ -192,7 +200,7 @@ describe('range index', () => {
     fs.writeFileSync(cut, good.subarray(0, good.length - 8));
     await assert.rejects(loadIndexFile(cut), /does not match its header/);
     const bad = Buffer.from(good);
-    bad.writeUInt32LE(0xffffffff, 64 + 65537 * 4 + index.counts.v4 * 4); // first IPv4 record id
+    bad.writeUInt32LE(0xffffffff, layoutOf(index.counts).v4Rows + 4); // first IPv4 interval's record
     const badFile = path.join(dir, 'bad.bin');
     fs.writeFileSync(badFile, bad);
     await assert.rejects(loadIndexFile(badFile), /missing record/);

@@ -1,6 +1,6 @@
 // Serialises resolved intervals and answer fragments into the index file format.
 
-import { BUCKETS, layoutOf, writeHeader, type IndexCounts } from '../index/format.js';
+import { BUCKETS, BUCKET_BITS, v6Key, V4_ROW, V6_KEY_ROW, layoutOf, recordRow, writeHeader, type IndexCounts } from '../index/format.js';
 import { TIER_COUNT } from '../model/projection.js';
 
 export interface IndexInput {
@@ -18,12 +18,12 @@ export interface IndexStats extends IndexCounts {
   bytes: number;
 }
 
-/** Interval holding each (h << shift): the last i whose start <= that point. */
-function bucketTable(count: number, startAtOrBefore: (i: number, h: number) => boolean): Uint32Array {
+/** Per bucket h: the last interval starting before h's first address (0 for h = 0). */
+function bucketTable(count: number, startsBefore: (i: number, h: number) => boolean): Uint32Array {
   const table = new Uint32Array(BUCKETS + 1);
   let j = 0;
   for (let h = 0; h < BUCKETS; h++) {
-    while (j + 1 < count && startAtOrBefore(j + 1, h)) j++;
+    while (j + 1 < count && startsBefore(j + 1, h)) j++;
     table[h] = j;
   }
   table[BUCKETS] = count - 1;
@@ -46,35 +46,36 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
   writeHeader(buf, counts);
   const u32 = (at: number, n: number): Uint32Array => new Uint32Array(buf.buffer, buf.byteOffset + at, n);
 
-  const v4Starts = u32(l.v4Starts, counts.v4);
-  v4Starts.set(input.v4Starts);
-  u32(l.v4Records, counts.v4).set(input.v4Records);
-  u32(l.v4Bucket, BUCKETS + 1).set(bucketTable(counts.v4, (i, h) => v4Starts[i] <= h * 65536));
+  const v4Rows = u32(l.v4Rows, counts.v4 * V4_ROW);
+  for (let i = 0; i < counts.v4; i++) {
+    v4Rows[i * V4_ROW] = input.v4Starts[i];
+    v4Rows[i * V4_ROW + 1] = input.v4Records[i];
+  }
+  const span = 2 ** (32 - BUCKET_BITS);
+  u32(l.v4Bucket, BUCKETS + 1).set(bucketTable(counts.v4, (i, h) => v4Rows[i * V4_ROW] < h * span));
 
+  const v6Keys = u32(l.v6Keys, counts.v6 * V6_KEY_ROW);
   const v6Starts = u32(l.v6Starts, counts.v6 * 4);
   input.v6Starts.forEach((v, i) => {
-    v6Starts[4 * i] = Number(v >> 96n);
-    v6Starts[4 * i + 1] = Number((v >> 64n) & 0xffffffffn);
-    v6Starts[4 * i + 2] = Number((v >> 32n) & 0xffffffffn);
-    v6Starts[4 * i + 3] = Number(v & 0xffffffffn);
+    const w0 = Number(v >> 96n);
+    const w1 = Number((v >> 64n) & 0xffffffffn);
+    v6Starts[i * 4] = w0;
+    v6Starts[i * 4 + 1] = w1;
+    v6Starts[i * 4 + 2] = Number((v >> 32n) & 0xffffffffn);
+    v6Starts[i * 4 + 3] = Number(v & 0xffffffffn);
+    v6Keys[i * V6_KEY_ROW] = v6Key(w0, w1);
+    v6Keys[i * V6_KEY_ROW + 1] = input.v6Records[i];
   });
-  u32(l.v6Records, counts.v6).set(input.v6Records);
-  u32(l.v6Bucket, BUCKETS + 1).set(
-    bucketTable(counts.v6, (i, h) => {
-      const w0 = v6Starts[4 * i];
-      const b = h * 65536;
-      return w0 < b || (w0 === b && v6Starts[4 * i + 1] === 0 && v6Starts[4 * i + 2] === 0 && v6Starts[4 * i + 3] === 0);
-    }),
-  );
+  u32(l.v6Bucket, BUCKETS + 1).set(bucketTable(counts.v6, (i, h) => v6Starts[i * 4] < h * span));
 
-  const stride = 1 + TIER_COUNT;
-  const refs = u32(l.records, records * stride);
-  const masks = new Uint8Array(buf.buffer, buf.byteOffset + l.masks, records);
+  const stride = recordRow(TIER_COUNT);
+  const rows = u32(l.records, records * stride);
   let at = 0;
   for (let r = 0; r < records; r++) {
-    refs[r * stride] = at;
-    for (let t = 0; t < TIER_COUNT; t++) refs[r * stride + 1 + t] = input.ends[r][t];
-    masks[r] = input.masks[r];
+    const k = r * stride;
+    rows[k] = at;
+    rows[k + 1] = input.masks[r];
+    for (let t = 0; t < TIER_COUNT; t++) rows[k + 2 + t] = input.ends[r][t];
     at += buf.write(input.details[r], l.blob + at, 'utf8');
   }
   return { bytes: buf, stats: { ...counts, bytes: l.total } };

@@ -2,27 +2,42 @@
 //
 //   header      64 bytes: magic "IPSIFTX1", u32 version, u32 tiers, u32 v4 count,
 //               u32 v6 count, u32 records, u32 blob bytes, zero padding
-//   v4 bucket   u32[65537]  interval holding (h << 16), for h = top 16 bits of the address
-//   v4 starts   u32[v4]     first address of each interval, ascending, starts[0] = 0
-//   v4 records  u32[v4]
-//   v6 bucket   u32[65537]  interval holding (h << 112)
-//   v6 starts   u32[v6 * 4] four big-endian words per interval, ascending, first = ::
-//   v6 records  u32[v6]
-//   records     u32[records * (1 + tiers)]  per record: blob offset of its details text,
-//               then for each tier the length of that text's prefix the tier shows
-//   masks       u8[records], padded to 4: bit k set = the record is in category k
+//   v4 bucket   u32[2^20 + 1]  per h (top 20 bits): the last interval starting before h << 12
+//               (0 for h = 0); intervals starting inside bucket h follow it
+//   v4 rows     u32[v4 * 2]    per interval: first address, record; ascending, first = 0
+//   v6 bucket   u32[2^20 + 1]  the same over the top 20 bits of IPv6 addresses
+//   v6 keys     u32[v6 * 2]    per interval: bits 20..51 of its first address, record.
+//               Within one bucket the top 20 bits agree, so the key orders the search
+//               and only equal keys need the full start
+//   v6 starts   u32[v6 * 4]    four big-endian words of each interval's first address,
+//               ascending, first = ::
+//   records     u32[records * (2 + tiers)]  per record: blob offset of its details text,
+//               category mask (bit k = category k), then per tier the length of the prefix
+//               of that text the tier shows
 //   blob        bytes       details texts: `,"vpn":{…},"hosting":{…},…` per record
 //
 // An answer is {"ip":"<ip>" + flags text (per tier and mask, made at load) + the tier's
 // prefix of the record's details text + }. Tier field sets are prefixes of the contract's
 // field order, so two copies make any tier's answer.
 //
-// Every section starts on a 4-byte boundary, so each is a zero-copy Uint32Array view.
+// Memory latency, not arithmetic, bounds a lookup, so the layout minimises dependent cache
+// misses: a 20-bit bucket leaves few intervals to search, each search key carries its record,
+// and a record row carries its mask. Every section starts on a 4-byte boundary, so each is
+// a zero-copy Uint32Array view.
 
 export const MAGIC = 'IPSIFTX1';
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 export const HEADER_BYTES = 64;
-export const BUCKETS = 65536;
+export const BUCKET_BITS = 20;
+export const BUCKETS = 1 << BUCKET_BITS;
+export const V4_ROW = 2;
+export const V6_KEY_ROW = 2;
+/** The IPv6 search key: the 32 bits after the bucket bits. */
+export function v6Key(w0: number, w1: number): number {
+  return ((w0 << BUCKET_BITS) | (w1 >>> (32 - BUCKET_BITS))) >>> 0;
+}
+/** Words per record row: blob offset, mask, then one prefix length per tier. */
+export const recordRow = (tiers: number): number => 2 + tiers;
 
 export interface IndexCounts {
   tiers: number;
@@ -35,13 +50,11 @@ export interface IndexCounts {
 /** Byte offsets of each section, derived from the counts. */
 export interface IndexLayout {
   v4Bucket: number;
-  v4Starts: number;
-  v4Records: number;
+  v4Rows: number;
   v6Bucket: number;
+  v6Keys: number;
   v6Starts: number;
-  v6Records: number;
   records: number;
-  masks: number;
   blob: number;
   total: number;
 }
@@ -54,15 +67,13 @@ export function layoutOf(c: IndexCounts): IndexLayout {
     return here;
   };
   const v4Bucket = take((BUCKETS + 1) * 4);
-  const v4Starts = take(c.v4 * 4);
-  const v4Records = take(c.v4 * 4);
+  const v4Rows = take(c.v4 * V4_ROW * 4);
   const v6Bucket = take((BUCKETS + 1) * 4);
+  const v6Keys = take(c.v6 * V6_KEY_ROW * 4);
   const v6Starts = take(c.v6 * 16);
-  const v6Records = take(c.v6 * 4);
-  const records = take(c.records * (1 + c.tiers) * 4);
-  const masks = take(Math.ceil(c.records / 4) * 4);
+  const records = take(c.records * recordRow(c.tiers) * 4);
   const blob = take(c.blobBytes);
-  return { v4Bucket, v4Starts, v4Records, v6Bucket, v6Starts, v6Records, records, masks, blob, total: at };
+  return { v4Bucket, v4Rows, v6Bucket, v6Keys, v6Starts, records, blob, total: at };
 }
 
 export function writeHeader(buf: Buffer, c: IndexCounts): void {

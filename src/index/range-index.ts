@@ -5,7 +5,9 @@
 
 import { CATEGORIES } from '../model/categories.js';
 import { TIER_COUNT, flagsText } from '../model/projection.js';
-import { BUCKETS, layoutOf, readHeader, type IndexCounts } from './format.js';
+import { BUCKETS, BUCKET_BITS, V4_ROW, V6_KEY_ROW, layoutOf, v6Key, readHeader, recordRow, type IndexCounts } from './format.js';
+
+const BUCKET_SHIFT = 32 - BUCKET_BITS;
 
 const MASKS = 1 << CATEGORIES.length;
 
@@ -36,13 +38,11 @@ export class RangeIndex {
   /** The whole file's bytes (a view over shared memory when loaded for serving). */
   readonly bytes: Uint8Array;
   private readonly v4Bucket: Uint32Array;
-  private readonly v4Starts: Uint32Array;
-  private readonly v4Records: Uint32Array;
+  private readonly v4Rows: Uint32Array;
   private readonly v6Bucket: Uint32Array;
+  private readonly v6Keys: Uint32Array;
   private readonly v6Starts: Uint32Array;
-  private readonly v6Records: Uint32Array;
   private readonly records: Uint32Array;
-  private readonly masks: Uint8Array;
   private readonly blob: Buffer;
   private readonly stride: number;
   private readonly flags: FlagTable;
@@ -56,20 +56,18 @@ export class RangeIndex {
     const c = readHeader(bytes);
     this.counts = c;
     if (c.tiers !== TIER_COUNT) throw new Error(`index has ${c.tiers} tiers, this version serves ${TIER_COUNT}`);
-    this.stride = 1 + c.tiers;
+    this.stride = recordRow(c.tiers);
     this.flags = flagTable ??= new FlagTable();
     const l = layoutOf(c);
     const buf = bytes.buffer;
     const o = bytes.byteOffset;
     if (o % 4 !== 0) throw new Error('index buffer must be 4-byte aligned');
     this.v4Bucket = new Uint32Array(buf, o + l.v4Bucket, BUCKETS + 1);
-    this.v4Starts = new Uint32Array(buf, o + l.v4Starts, c.v4);
-    this.v4Records = new Uint32Array(buf, o + l.v4Records, c.v4);
+    this.v4Rows = new Uint32Array(buf, o + l.v4Rows, c.v4 * V4_ROW);
     this.v6Bucket = new Uint32Array(buf, o + l.v6Bucket, BUCKETS + 1);
+    this.v6Keys = new Uint32Array(buf, o + l.v6Keys, c.v6 * V6_KEY_ROW);
     this.v6Starts = new Uint32Array(buf, o + l.v6Starts, c.v6 * 4);
-    this.v6Records = new Uint32Array(buf, o + l.v6Records, c.v6);
     this.records = new Uint32Array(buf, o + l.records, c.records * this.stride);
-    this.masks = new Uint8Array(buf, o + l.masks, c.records);
     this.blob = Buffer.from(buf, o + l.blob, c.blobBytes);
     if (!options.trusted) this.checkShape();
   }
@@ -77,16 +75,24 @@ export class RangeIndex {
   /** Cheap structural checks so a damaged file fails at load, not on a lookup. */
   private checkShape(): void {
     const c = this.counts;
-    if (this.v4Starts[0] !== 0) throw new Error('IPv4 intervals do not start at 0.0.0.0');
-    if (this.v6Starts[0] !== 0 || this.v6Starts[1] !== 0 || this.v6Starts[2] !== 0 || this.v6Starts[3] !== 0) {
-      throw new Error('IPv6 intervals do not start at ::');
-    }
+    const v4 = this.v4Rows;
+    const v6 = this.v6Starts;
+    if (v4[0] !== 0) throw new Error('IPv4 intervals do not start at 0.0.0.0');
+    if (v6[0] !== 0 || v6[1] !== 0 || v6[2] !== 0 || v6[3] !== 0) throw new Error('IPv6 intervals do not start at ::');
     if (this.v4Bucket[BUCKETS] !== c.v4 - 1 || this.v6Bucket[BUCKETS] !== c.v6 - 1) throw new Error('bucket table is damaged');
-    for (let i = 0; i < c.v4; i++) if (this.v4Records[i] >= c.records) throw new Error('IPv4 interval names a missing record');
-    for (let i = 0; i < c.v6; i++) if (this.v6Records[i] >= c.records) throw new Error('IPv6 interval names a missing record');
+    for (let h = 0; h < BUCKETS; h++) {
+      if (this.v4Bucket[h] > this.v4Bucket[h + 1] || this.v6Bucket[h] > this.v6Bucket[h + 1]) throw new Error('bucket table is damaged');
+    }
+    for (let i = 1; i < v4.length; i += V4_ROW) if (v4[i] >= c.records) throw new Error('IPv4 interval names a missing record');
+    const keys = this.v6Keys;
+    for (let i = 0; i < c.v6; i++) {
+      if (keys[i * V6_KEY_ROW + 1] >= c.records) throw new Error('IPv6 interval names a missing record');
+      if (keys[i * V6_KEY_ROW] !== v6Key(v6[i * 4], v6[i * 4 + 1])) throw new Error('IPv6 search key is damaged');
+    }
     const r = this.records;
     for (let i = 0; i < r.length; i += this.stride) {
-      for (let t = 1; t < this.stride; t++) {
+      if (r[i + 1] >= MASKS) throw new Error('record has an unknown category');
+      for (let t = 2; t < this.stride; t++) {
         if (r[i] + r[i + t] > c.blobBytes) throw new Error('record details lie outside the blob');
       }
     }
@@ -94,56 +100,63 @@ export class RangeIndex {
 
   /** Record of the interval holding IPv4 address `a` (unsigned). */
   lookupV4(a: number): number {
-    const starts = this.v4Starts;
-    const h = a >>> 16;
+    const rows = this.v4Rows;
+    const h = a >>> BUCKET_SHIFT;
     let lo = this.v4Bucket[h];
     let hi = this.v4Bucket[h + 1];
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      if (starts[mid] <= a) lo = mid;
+      if (rows[mid * V4_ROW] <= a) lo = mid;
       else hi = mid - 1;
     }
-    return this.v4Records[lo];
+    return rows[lo * V4_ROW + 1];
   }
 
   /** Record of the interval holding the IPv6 address in words w[0..3] (big-endian order). */
   lookupV6(w: Uint32Array): number {
-    const starts = this.v6Starts;
+    const keys = this.v6Keys;
     const w0 = w[0];
     const w1 = w[1];
-    const w2 = w[2];
-    const w3 = w[3];
-    const h = w0 >>> 16;
-    let lo = this.v6Bucket[h];
+    const k = v6Key(w0, w1);
+    const h = w0 >>> BUCKET_SHIFT;
+    const first = this.v6Bucket[h];
+    let lo = first;
     let hi = this.v6Bucket[h + 1];
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
-      const k = mid * 4;
-      // starts[mid] <= w ?
-      const s0 = starts[k];
-      let le: boolean;
-      if (s0 !== w0) le = s0 < w0;
-      else {
-        const s1 = starts[k + 1];
-        if (s1 !== w1) le = s1 < w1;
-        else {
-          const s2 = starts[k + 2];
-          le = s2 !== w2 ? s2 < w2 : starts[k + 3] <= w3;
-        }
-      }
-      if (le) lo = mid;
+      if (keys[mid * V6_KEY_ROW] <= k) lo = mid;
       else hi = mid - 1;
     }
-    return this.v6Records[lo];
+    if (lo !== first && keys[lo * V6_KEY_ROW] === k) {
+      // Intervals past `first` start inside this bucket. Keys cannot order those whose key
+      // equals the address's; their full starts can (those with smaller keys start before
+      // the address, so "starts at or before" stays monotonic over (first, lo]).
+      hi = lo;
+      lo = first;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if (this.startsAfter(mid, w)) hi = mid - 1;
+        else lo = mid;
+      }
+    }
+    return keys[lo * V6_KEY_ROW + 1];
+  }
+
+  /** Whether interval i of IPv6 starts after the address w. */
+  private startsAfter(i: number, w: Uint32Array): boolean {
+    const s = this.v6Starts;
+    const k = i * 4;
+    for (let j = 0; j < 4; j++) if (s[k + j] !== w[j]) return s[k + j] > w[j];
+    return false;
   }
 
   /** Writes the answer after `{"ip":"…"` for (record, tier) into out at pos; returns the end. */
   copyFragment(record: number, tier: number, out: Buffer, pos: number): number {
     const f = this.flags;
-    const k = tier * MASKS + this.masks[record];
-    pos += f.bytes.copy(out, pos, f.start[k], f.end[k]);
     const r = record * this.stride;
-    const len = this.records[r + 1 + tier];
+    const k = tier * MASKS + this.records[r + 1];
+    pos += f.bytes.copy(out, pos, f.start[k], f.end[k]);
+    const len = this.records[r + 2 + tier];
     if (len !== 0) {
       const off = this.records[r];
       pos += this.blob.copy(out, pos, off, off + len);
@@ -153,7 +166,24 @@ export class RangeIndex {
   }
 
   fragmentLength(record: number, tier: number): number {
-    const k = tier * MASKS + this.masks[record];
-    return this.flags.end[k] - this.flags.start[k] + this.records[record * this.stride + 1 + tier] + 1;
+    const r = record * this.stride;
+    const k = tier * MASKS + this.records[r + 1];
+    return this.flags.end[k] - this.flags.start[k] + this.records[r + 2 + tier] + 1;
+  }
+
+  /**
+   * Reads one byte per cache line of the (record, tier) details, so that a later
+   * copyFragment finds them in cache. Called for a whole batch in a tight loop, the misses
+   * of different records overlap instead of stalling each copy in turn. Returns a value
+   * only so the reads are not optimised away.
+   */
+  touchFragment(record: number, tier: number): number {
+    const r = record * this.stride;
+    const off = this.records[r];
+    const end = off + this.records[r + 2 + tier];
+    const blob = this.blob;
+    let sum = 0;
+    for (let at = off; at < end; at += 64) sum += blob[at];
+    return sum;
   }
 }
