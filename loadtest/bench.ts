@@ -8,7 +8,8 @@
 //   5. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
-// BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_DIR (default $TMPDIR/ipsift-bench).
+// BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_DIR (default $TMPDIR/ipsift-bench),
+// BENCH_ONLY=in-process (build and in-process figures only).
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -16,15 +17,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { loadIndexFile } from '../src/index/loader.js';
+import { AddressBatch } from '../src/lookup/address-batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
+import { MAX_BATCH_ADDRESSES, answerBatch } from '../src/lookup/batch.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, normalisedText, parseAddress } from '../src/net/address.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
+import { lookupAll } from './lookup-all.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -82,8 +87,9 @@ function randomAddresses(n: number, seed: number): string[] {
 
 async function inProcess(dataDir: string): Promise<void> {
   const id = readCurrentBuildId(dataDir)!;
-  const { index } = await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE));
-  const addresses = randomAddresses(1 << 20, 11);
+  const { shared, index } = await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE));
+  // Flat strings, as JSON.parse and uWS deliver them (formatting makes rope strings).
+  const addresses: string[] = JSON.parse(JSON.stringify(randomAddresses(1 << 20, 11)));
   const p = new ParsedAddress();
   const outBuf = Buffer.allocUnsafe(64 * 1024);
   const rounds = (label: string, body: () => number): void => {
@@ -98,7 +104,10 @@ async function inProcess(dataDir: string): Promise<void> {
     rates.sort((a, b) => a - b);
     out(`in-process ${label}: median ${(rates[2] / 1e6).toFixed(2)} M/s, best ${(rates[4] / 1e6).toFixed(2)} M/s (checksum ${sink % 997})`);
   };
-  rounds('lookups (parse + bogon check + search)', () => {
+  const batch = new AddressBatch(MAX_BATCH_ADDRESSES);
+  rounds(`lookups in batches of ${MAX_BATCH_ADDRESSES}, 1 thread (parse all + bogon check + search all)`, () => lookupAll(addresses, index, batch));
+  await lookupThreads(shared, addresses, os.cpus().length);
+  rounds('lookups one at a time (parse + bogon check + search)', () => {
     let sum = 0;
     for (const s of addresses) if (parseAddress(s, 0, s.length, p) !== NOT_ADDRESS) sum += recordOf(index, p);
     return sum;
@@ -113,6 +122,31 @@ async function inProcess(dataDir: string): Promise<void> {
     }
     return sum;
   });
+  const bodies: string[] = [];
+  for (let at = 0; at < addresses.length; at += MAX_BATCH_ADDRESSES) {
+    bodies.push(JSON.stringify({ ips: addresses.slice(at, at + MAX_BATCH_ADDRESSES) }));
+  }
+  rounds(`batch answers (answerBatch: JSON body in, max-tier JSON out, as a worker does)`, () => {
+    let sum = 0;
+    for (const body of bodies) sum += answerBatch(body, index, TIER_MAX).byteLength;
+    return sum;
+  });
+}
+
+/** The same loop on n threads at once, all reading the one shared index (as batch workers do). */
+async function lookupThreads(shared: SharedArrayBuffer, addresses: string[], n: number): Promise<void> {
+  const rounds = 5;
+  const threads = Array.from({ length: n }, () => new Worker(path.join(ROOT, 'dist/loadtest/lookup-thread.js'), { workerData: { shared, addresses, rounds } }));
+  try {
+    await Promise.all(threads.map((t) => new Promise((r) => t.once('message', r)))); // warmed up
+    const done = threads.map((t) => new Promise<{ ms: number }>((r) => t.once('message', r)));
+    for (const t of threads) t.postMessage('go');
+    const results = await Promise.all(done);
+    const slowest = Math.max(...results.map((r) => r.ms));
+    out(`in-process lookups in batches of ${MAX_BATCH_ADDRESSES}, ${n} threads on one shared index: ${((n * rounds * addresses.length) / (slowest / 1000) / 1e6).toFixed(2)} M/s in all`);
+  } finally {
+    await Promise.all(threads.map((t) => t.terminate()));
+  }
 }
 
 interface Server {
@@ -301,5 +335,7 @@ async function memory(dataDir: string): Promise<void> {
 out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`);
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
-await http(dataDir);
-await memory(dataDir);
+if (process.env.BENCH_ONLY !== 'in-process') {
+  await http(dataDir);
+  await memory(dataDir);
+}

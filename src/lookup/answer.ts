@@ -19,8 +19,25 @@ export function answerBytes(index: RangeIndex, ipLength: number, record: number,
 
 /** Writes the answer into out at pos and returns the end. `ip` is ASCII by construction. */
 export function writeAnswer(out: Buffer, pos: number, ip: string, index: RangeIndex, record: number, tier: number): number {
-  pos += IP_PREFIX.copy(out, pos);
-  pos += out.write(ip, pos, 'latin1');
-  out[pos++] = 34; // closing quote
+  pos = writeAnswerOpening(out, pos);
+  pos = writeAscii(out, pos, ip);
+  return writeAnswerRest(out, pos, index, record, tier);
+}
+
+/** `{"ip":"`: the part of an answer before the address. */
+export function writeAnswerOpening(out: Uint8Array, pos: number): number {
+  for (let i = 0; i < IP_PREFIX.length; i++) out[pos++] = IP_PREFIX[i];
+  return pos;
+}
+
+/** The part of an answer after the address: its closing quote and the fragment. */
+export function writeAnswerRest(out: Buffer, pos: number, index: RangeIndex, record: number, tier: number): number {
+  out[pos++] = 34;
   return index.copyFragment(record, tier, out, pos);
+}
+
+/** Writes a short ASCII string; for address-sized text a loop beats a native write call. */
+export function writeAscii(out: Uint8Array, pos: number, text: string): number {
+  for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);
+  return pos;
 }

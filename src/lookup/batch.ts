@@ -3,9 +3,10 @@
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../net/address.js';
+import { MAX_ADDRESS_LENGTH, NOT_ADDRESS } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
-import { answerBytes, recordOf, writeAnswer } from './answer.js';
+import { AddressBatch } from './address-batch.js';
+import { answerBytes, writeAnswerOpening, writeAnswerRest, writeAscii } from './answer.js';
 
 export const MAX_BATCH_ADDRESSES = 1000;
 
@@ -54,6 +55,11 @@ const OPEN = Buffer.from('{"results":{');
 const MIDDLE = Buffer.from('},"errors":{');
 const CLOSE = Buffer.from('}}');
 
+/** Per-thread scratch: a batch is answered synchronously, start to end. */
+const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
+/** Sink for touchFragment's reads. */
+let touched = 0;
+
 /**
  * Answers a batch body (UTF-8 JSON) with the fields of `tier`. With no index every
  * address answers 500 `lookup failed`; strings that are not addresses answer 400 all the same.
@@ -63,45 +69,53 @@ export function answerBatch(bodyText: string, index: RangeIndex | null, tier: nu
   const ips = parseBatchBody(bodyText);
   if (!Array.isArray(ips)) return errorOutcome(ips);
 
-  const p = new ParsedAddress();
+  // Pass 1: parse each distinct string; errors are written in input order.
+  const batch = scratch;
+  batch.clear();
   const seen = new Set<string>();
-  // Pass 1: classify each distinct string and size the body exactly.
   const inputs: string[] = [];
-  const normalised: string[] = [];
-  const records: number[] = [];
   let errorsText = '';
-  let size = OPEN.length + MIDDLE.length + CLOSE.length;
   for (const s of ips) {
     if (seen.has(s)) continue;
     seen.add(s);
-    const kind = parseAddress(s, 0, s.length, p);
-    if (kind === NOT_ADDRESS || index === null) {
-      const e = kind === NOT_ADDRESS ? ERRORS.notAddress : ERRORS.lookupFailed;
-      errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
+    const kind = batch.add(s);
+    if (kind !== NOT_ADDRESS && index !== null) {
+      inputs.push(s);
       continue;
     }
-    const ip = normalisedText(s, 0, s.length, p);
-    const record = recordOf(index, p);
-    inputs.push(s);
-    normalised.push(ip);
-    records.push(record);
-    // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
-    size += s.length + 3 + answerBytes(index, ip.length, record, tier) + 1;
+    if (kind !== NOT_ADDRESS) batch.clear(); // no index: nothing is kept, every address fails
+    const e = kind === NOT_ADDRESS ? ERRORS.notAddress : ERRORS.lookupFailed;
+    errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
+  }
+
+  // Pass 2: search them all, then bound the body's size (an address's normalised text
+  // takes at most MAX_ADDRESS_LENGTH bytes) and bring each answer's details into cache.
+  let size = OPEN.length + MIDDLE.length + CLOSE.length;
+  if (index !== null) {
+    batch.resolve(index);
+    const records = batch.records;
+    for (let i = 0; i < inputs.length; i++) {
+      // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
+      size += inputs[i].length + 3 + answerBytes(index, MAX_ADDRESS_LENGTH, records[i], tier) + 1;
+    }
+    for (let i = 0; i < inputs.length; i++) touched += index.touchFragment(records[i], tier);
   }
   const errorsBytes = Buffer.byteLength(errorsText);
   size += errorsBytes;
 
-  // Pass 2: write into one buffer with the 2-byte status frame in front.
+  // Pass 3: write into one buffer with the 2-byte status frame in front.
   // Not allocUnsafe: a pooled slab would be detached when the result is transferred.
   const frame = Buffer.allocUnsafeSlow(size + 2);
   let pos = 2 + OPEN.copy(frame, 2);
   for (let i = 0; i < inputs.length; i++) {
     if (i > 0) frame[pos++] = 44; // ,
     frame[pos++] = 34;
-    pos += frame.write(inputs[i], pos, 'latin1');
+    pos = writeAscii(frame, pos, inputs[i]);
     frame[pos++] = 34;
     frame[pos++] = 58; // :
-    pos = writeAnswer(frame, pos, normalised[i], index!, records[i], tier);
+    pos = writeAnswerOpening(frame, pos);
+    pos = batch.writeNormalised(i, inputs[i], frame, pos);
+    pos = writeAnswerRest(frame, pos, index!, batch.records[i], tier);
   }
   pos += MIDDLE.copy(frame, pos);
   pos += frame.write(errorsText, pos, 'utf8');
