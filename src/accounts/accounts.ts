@@ -1,0 +1,237 @@
+// Organisations and API keys in the control database. Secrets are 192 random bits, shown
+// once, stored only as their SHA-256 (a secret with that much entropy needs no slow hash);
+// a key is found by the hash of what the client presents, through a unique index.
+
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { parseNetwork } from '../net/network.js';
+import type { ControlDb } from './control-db.js';
+import type { Plan, Plans } from './plans.js';
+
+export const SCOPES = ['db.download', 'apikeys.manage'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const SECRET_TAG = 'isk_';
+/** Characters of the key shown as key_prefix: the tag and 8 of the random part. */
+const PREFIX_LENGTH = SECRET_TAG.length + 8;
+
+export class AccountError extends Error {}
+
+export interface Organisation {
+  id: string;
+  name: string;
+  plan: string;
+  /** 'default' follows the plan; 'none' is no limit; 'set' is hard_limit. */
+  hardLimitMode: 'default' | 'none' | 'set';
+  hardLimit: number | null;
+  createdAt: string;
+}
+
+export interface ApiKey {
+  id: string;
+  orgId: string;
+  name: string;
+  keyPrefix: string;
+  scopes: Scope[];
+  allowedCidrs: string[];
+  expires: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+}
+
+interface OrgRow {
+  id: string;
+  name: string;
+  plan: string;
+  hard_limit_mode: Organisation['hardLimitMode'];
+  hard_limit: number | null;
+  created_at: string;
+}
+
+interface KeyRow {
+  id: string;
+  org_id: string;
+  name: string;
+  key_prefix: string;
+  scopes: string;
+  allowed_cidrs: string;
+  expires: string | null;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const orgOf = (r: OrgRow): Organisation => ({
+  id: r.id,
+  name: r.name,
+  plan: r.plan,
+  hardLimitMode: r.hard_limit_mode,
+  hardLimit: r.hard_limit,
+  createdAt: r.created_at,
+});
+
+const keyOf = (r: KeyRow): ApiKey => ({
+  id: r.id,
+  orgId: r.org_id,
+  name: r.name,
+  keyPrefix: r.key_prefix,
+  scopes: JSON.parse(r.scopes) as Scope[],
+  allowedCidrs: JSON.parse(r.allowed_cidrs) as string[],
+  expires: r.expires,
+  revokedAt: r.revoked_at,
+  createdAt: r.created_at,
+});
+
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+function newSecret(): string {
+  return SECRET_TAG + randomBytes(24).toString('base64url');
+}
+
+/** The overage limit in force: the organisation's own, or its plan's default. */
+export function effectiveHardLimit(org: Organisation, plan: Plan): number | null {
+  if (org.hardLimitMode === 'set') return org.hardLimit;
+  if (org.hardLimitMode === 'none') return null;
+  return plan.defaultHardLimit;
+}
+
+export function planOf(plans: Plans, org: Organisation): Plan {
+  const plan = plans.byKey.get(org.plan);
+  if (!plan) throw new AccountError(`organisation ${org.id} is on plan ${org.plan}, which the plans file ${plans.file} does not define`);
+  return plan;
+}
+
+function checkPlan(plans: Plans, plan: string): void {
+  if (!plans.byKey.has(plan)) throw new AccountError(`unknown plan ${JSON.stringify(plan)}: one of ${[...plans.byKey.keys()].join(', ')}`);
+}
+
+export function createOrganisation(db: ControlDb, plans: Plans, name: string, plan: string): Organisation {
+  if (name.trim() === '') throw new AccountError('an organisation needs a name');
+  checkPlan(plans, plan);
+  const row: OrgRow = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
+  db.prepare('INSERT INTO organisations (id, name, plan, hard_limit_mode, hard_limit, created_at) VALUES (@id, @name, @plan, @hard_limit_mode, @hard_limit, @created_at)').run(row);
+  return orgOf(row);
+}
+
+export function listOrganisations(db: ControlDb): Organisation[] {
+  return (db.prepare('SELECT * FROM organisations ORDER BY created_at, id').all() as OrgRow[]).map(orgOf);
+}
+
+export function getOrganisation(db: ControlDb, id: string): Organisation | null {
+  const row = db.prepare('SELECT * FROM organisations WHERE id = ?').get(id) as OrgRow | undefined;
+  return row ? orgOf(row) : null;
+}
+
+function mustGetOrganisation(db: ControlDb, id: string): Organisation {
+  const org = getOrganisation(db, id);
+  if (!org) throw new AccountError(`no organisation ${id}`);
+  return org;
+}
+
+export function setPlan(db: ControlDb, plans: Plans, id: string, plan: string): Organisation {
+  checkPlan(plans, plan);
+  mustGetOrganisation(db, id);
+  db.prepare('UPDATE organisations SET plan = ? WHERE id = ?').run(plan, id);
+  return mustGetOrganisation(db, id);
+}
+
+/** A number sets the limit; null removes it (overage allowed); 'default' follows the plan. */
+export function setHardLimit(db: ControlDb, id: string, limit: number | null | 'default'): Organisation {
+  mustGetOrganisation(db, id);
+  if (typeof limit === 'number' && (!Number.isSafeInteger(limit) || limit < 0)) throw new AccountError('an overage limit is an integer ≥ 0');
+  const mode = limit === 'default' ? 'default' : limit === null ? 'none' : 'set';
+  db.prepare('UPDATE organisations SET hard_limit_mode = ?, hard_limit = ? WHERE id = ?').run(mode, typeof limit === 'number' ? limit : null, id);
+  return mustGetOrganisation(db, id);
+}
+
+export interface NewKey {
+  orgId: string;
+  name: string;
+  scopes?: readonly string[];
+  allowedCidrs?: readonly string[];
+  /** ISO 8601 date-time, or null for never. */
+  expires?: string | null;
+}
+
+/** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
+export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes: Scope[]; cidrs: string[]; expires: string | null } {
+  if (typeof k.name !== 'string' || k.name.trim() === '' || k.name.length > 200) throw new AccountError('a key needs a name (1..200 characters)');
+  const scopes: Scope[] = [];
+  for (const s of k.scopes ?? []) {
+    if (!(SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${SCOPES.join(', ')}`);
+    if (!scopes.includes(s as Scope)) scopes.push(s as Scope);
+  }
+  const cidrs: string[] = [];
+  for (const c of k.allowedCidrs ?? []) {
+    if (typeof c !== 'string' || !c.includes('/')) throw new AccountError(`not a CIDR: ${JSON.stringify(c)}`);
+    const r = parseNetwork(c);
+    if (!r.ok) throw new AccountError(`not a CIDR: ${JSON.stringify(c)} (${r.reason})`);
+    cidrs.push(c.trim());
+  }
+  let expires: string | null = null;
+  if (k.expires !== undefined && k.expires !== null) {
+    const t = Date.parse(k.expires);
+    if (typeof k.expires !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(k.expires) || Number.isNaN(t)) {
+      throw new AccountError(`expires must be an ISO 8601 date-time: ${JSON.stringify(k.expires)}`);
+    }
+    expires = new Date(t).toISOString();
+  }
+  return { name: k.name, scopes, cidrs, expires };
+}
+
+/** Creates a key; the secret is returned here and never again. */
+export function createKey(db: ControlDb, k: NewKey): { key: ApiKey; secret: string } {
+  mustGetOrganisation(db, k.orgId);
+  const f = checkKeyFields(k);
+  const secret = newSecret();
+  const row: KeyRow & { secret_hash: string } = {
+    id: randomUUID(),
+    org_id: k.orgId,
+    name: f.name,
+    key_prefix: secret.slice(0, PREFIX_LENGTH),
+    secret_hash: hashSecret(secret),
+    scopes: JSON.stringify(f.scopes),
+    allowed_cidrs: JSON.stringify(f.cidrs),
+    expires: f.expires,
+    revoked_at: null,
+    created_at: new Date().toISOString(),
+  };
+  db.prepare(
+    `INSERT INTO api_keys (id, org_id, name, key_prefix, secret_hash, scopes, allowed_cidrs, expires, revoked_at, created_at)
+     VALUES (@id, @org_id, @name, @key_prefix, @secret_hash, @scopes, @allowed_cidrs, @expires, @revoked_at, @created_at)`,
+  ).run(row);
+  return { key: keyOf(row), secret };
+}
+
+export function listKeys(db: ControlDb, orgId?: string): ApiKey[] {
+  const rows = orgId
+    ? (db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id').all(orgId) as KeyRow[])
+    : (db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]);
+  return rows.map(keyOf);
+}
+
+export function getKey(db: ControlDb, id: string): ApiKey | null {
+  const row = db.prepare('SELECT * FROM api_keys WHERE id = ?').get(id) as KeyRow | undefined;
+  return row ? keyOf(row) : null;
+}
+
+export function findKeyBySecret(db: ControlDb, secret: string): ApiKey | null {
+  const row = db.prepare('SELECT * FROM api_keys WHERE secret_hash = ?').get(hashSecret(secret)) as KeyRow | undefined;
+  return row ? keyOf(row) : null;
+}
+
+export function revokeKey(db: ControlDb, id: string): ApiKey {
+  if (!getKey(db, id)) throw new AccountError(`no API key ${id}`);
+  db.prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(new Date().toISOString(), id);
+  return getKey(db, id)!;
+}
+
+/** A new secret for the key; the old one stops working. Revoked keys cannot be rotated. */
+export function rotateKey(db: ControlDb, id: string): { key: ApiKey; secret: string } {
+  const key = getKey(db, id);
+  if (!key) throw new AccountError(`no API key ${id}`);
+  if (key.revokedAt) throw new AccountError(`API key ${id} is revoked`);
+  const secret = newSecret();
+  db.prepare('UPDATE api_keys SET secret_hash = ?, key_prefix = ? WHERE id = ?').run(hashSecret(secret), secret.slice(0, PREFIX_LENGTH), id);
+  return { key: getKey(db, id)!, secret };
+}
