@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseNetwork, type Network } from './net/network.js';
 import { TIERS, tierIndex } from './model/projection.js';
+import { DEFAULT_PLANS_FILE } from './accounts/plans.js';
 
 export interface Config {
   readonly host: string;
@@ -27,6 +28,8 @@ export interface Config {
   readonly demo: boolean;
   /** How often the serving build pointer is checked for a new build. */
   readonly indexPollMs: number;
+  /** Plans file (quotas, rates, overage defaults); config/plans.json by default. */
+  readonly plansFile: string;
 }
 
 /**
@@ -51,6 +54,7 @@ export const DEFAULTS = Object.freeze({
   allowSlowHttp: false,
   demo: true,
   indexPollMs: 1000,
+  plansFile: DEFAULT_PLANS_FILE,
 });
 
 export class ConfigError extends Error {}
@@ -106,6 +110,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     allowSlowHttp: flag('IPSIFT_ALLOW_SLOW_HTTP', get('IPSIFT_ALLOW_SLOW_HTTP') ?? String(DEFAULTS.allowSlowHttp)),
     demo: flag('DEMO', get('DEMO') ?? String(DEFAULTS.demo)),
     indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
+    plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
     ...overrides,
   };
   return Object.freeze(config);

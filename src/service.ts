@@ -10,6 +10,14 @@ import type { Metrics } from './http/metrics.js';
 import { closeListen, createLookupApp, listen } from './http/server.js';
 import { SlowHttpError, uwsIsNative } from './http/uws.js';
 import { IndexHolder } from './index/loader.js';
+import { KeyCache } from './accounts/auth.js';
+import { openControlDb } from './accounts/control-db.js';
+import { ensureDemoAccounts } from './accounts/demo-accounts.js';
+import { loadPlans } from './accounts/plans.js';
+import { Meter } from './accounting/meter.js';
+import { AccountingStore } from './accounting/store.js';
+import { AccountApi } from './http/account-api.js';
+import { Gate } from './http/gate.js';
 import type { Logger } from './log.js';
 
 export interface Service {
@@ -34,8 +42,24 @@ export async function startService(config: Config, log: Logger): Promise<Service
   holder.watch(config.indexPollMs);
   if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
 
+  const plans = loadPlans(config.plansFile);
+  const control = openControlDb(config.dataDir);
+  const store = new AccountingStore(config.dataDir);
+  const meter = new Meter(store);
+  const keys = new KeyCache(control, plans);
+  const gate = new Gate(keys, meter, plans, config.keylessTier);
+  if (config.demo) ensureDemoAccounts(control, plans, config.dataDir, log);
+  const closeAccounts = async (): Promise<void> => {
+    keys.close();
+    meter.close();
+    await store.close();
+    control.close();
+  };
+
   const pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
-  const { app, metrics } = createLookupApp(config, holder, pool, log);
+  const { app, metrics } = createLookupApp(config, holder, pool, gate, log);
+  const accountApi = new AccountApi(control, plans, gate, keys, log);
+  accountApi.register(app, metrics);
   const admin = createAdminApp(holder, pool, metrics);
   const sockets: us_listen_socket[] = [];
   try {
@@ -59,12 +83,14 @@ export async function startService(config: Config, log: Logger): Promise<Service
         for (const s of sockets) closeListen(s);
         holder.close();
         await pool.close();
+        await closeAccounts();
       },
     };
   } catch (e) {
     for (const s of sockets) closeListen(s);
     holder.close();
     await pool.close();
+    await closeAccounts();
     throw e;
   }
 }

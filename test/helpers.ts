@@ -31,8 +31,21 @@ export function writeFile(dir: string, name: string, text: string): string {
   return file;
 }
 
+/** Writes a plans file; by default limits so high that tests about other things never meet them. */
+export function plansFile(dir: string, doc?: unknown): string {
+  const rate = { per_second: 1_000_000, burst: 1_000_000 };
+  const lavish = {
+    keyless: { daily_cap: 1_000_000_000, rate },
+    plans: ['free', 'starter', 'scale', 'max'].map((tier) => ({ key: tier, tier, quota: 1_000_000_000, rate, hard_limit: null })),
+  };
+  return writeFile(dir, 'plans.json', JSON.stringify(doc ?? lavish));
+}
+
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
-  const config = loadConfig({}, { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, ...overrides });
+  const config = loadConfig(
+    {},
+    { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
+  );
   return startService(config, log);
 }
 

@@ -1,7 +1,8 @@
 // Piscina worker: answers one POST /batch body against the shared index.
 
 import { move } from 'piscina';
-import type { BatchTask } from '../src/batch/protocol.js';
+import { ERRORS } from '../src/api/errors.js';
+import { REFUSE_KEYLESS, type BatchTask } from '../src/batch/protocol.js';
 import { RangeIndex } from '../src/index/range-index.js';
 import { answerBatch } from '../src/lookup/batch.js';
 
@@ -16,6 +17,7 @@ export default function answer(task: BatchTask): ArrayBufferView {
     index = task.index ? new RangeIndex(new Uint8Array(task.index), { trusted: true }) : null;
     generation = task.generation;
   }
-  const frame = answerBatch(decoder.decode(task.body), index, task.tier);
+  const refusal = task.refusal === REFUSE_KEYLESS ? ERRORS.keylessCap : ERRORS.allowanceSpent;
+  const frame = answerBatch(decoder.decode(task.body), index, task.tier, task.budget, refusal);
   return move(frame) as ArrayBufferView;
 }

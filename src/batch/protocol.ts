@@ -8,4 +8,11 @@ export interface BatchTask {
   generation: number;
   /** The serving index, or null when none is loaded (every address answers 500). */
   index: SharedArrayBuffer | null;
+  /** Distinct valid addresses the allowance lets this batch answer; the rest are 429 entries. */
+  budget: number;
+  /** Which 429 those entries carry: REFUSE_KEYLESS (daily cap) or REFUSE_PLAN (allowance). */
+  refusal: number;
 }
+
+export const REFUSE_KEYLESS = 0;
+export const REFUSE_PLAN = 1;

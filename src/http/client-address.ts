@@ -2,15 +2,9 @@
 // client named in Forwarded (RFC 7239) or X-Forwarded-For, read right to left past
 // further trusted proxies.
 
-import { NOT_ADDRESS, ParsedAddress, addressBigInt, parseAddress, type AddressKind } from '../net/address.js';
-import type { Network } from '../net/network.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
+import { inNetworks, type Network } from '../net/network.js';
 
-export function isTrusted(p: ParsedAddress, kind: AddressKind, trusted: readonly Network[]): boolean {
-  if (trusted.length === 0 || kind === NOT_ADDRESS) return false;
-  const family = kind === 6 ? 6 : 4;
-  const v = addressBigInt(p);
-  return trusted.some((n) => n.family === family && v >= n.start && v <= n.end);
-}
 
 /** Address part of one Forwarded `for=` value or X-Forwarded-For element, port and brackets removed. */
 export function hopAddress(raw: string): string {
@@ -44,14 +38,14 @@ export function forwardedHops(header: string): string[] {
  */
 export function clientAddress(peer: string, forwarded: string, xForwardedFor: string, trusted: readonly Network[]): string {
   const p = new ParsedAddress();
-  if (!isTrusted(p, parseAddress(peer, 0, peer.length, p), trusted)) return peer;
+  if (!inNetworks(p, parseAddress(peer, 0, peer.length, p), trusted)) return peer;
   const hops = forwarded ? forwardedHops(forwarded) : xForwardedFor ? xForwardedFor.split(',').map(hopAddress) : [];
   let client = peer;
   for (let i = hops.length - 1; i >= 0; i--) {
     const kind = parseAddress(hops[i], 0, hops[i].length, p);
     if (kind === NOT_ADDRESS) break; // obfuscated or garbled: nothing further left is believable
     client = hops[i];
-    if (!isTrusted(p, kind, trusted)) break;
+    if (!inNetworks(p, kind, trusted)) break;
   }
   return client;
 }

@@ -8,10 +8,12 @@
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
+import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
+import { Gate, isAdmitted, writeQuotaHeaders, type Admission, type GateResult } from './gate.js';
 import type { Config } from '../config.js';
 import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
-import { answerBatch, decodeOutcome } from '../lookup/batch.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, normalisedText, parseAddress } from '../net/address.js';
 import { clientAddress } from './client-address.js';
@@ -39,29 +41,46 @@ class SingleLookup {
 
   constructor(
     private readonly holder: IndexHolder,
+    private readonly gate: Gate,
     private readonly metrics: Metrics,
   ) {}
 
   /**
-   * Answers the address in text[start, end). For a connection's own address (`peer`), an
-   * IPv4 client seen on a dual-stack socket as ::ffff:a.b.c.d is shown as plain IPv4.
+   * Answers the address in text[start, end) for an admitted request: input (400), then the
+   * allowance (429), then the lookup (500). For a connection's own address (`peer`), an IPv4
+   * client seen on a dual-stack socket as ::ffff:a.b.c.d is shown as plain IPv4.
    */
-  answer(res: HttpResponse, text: string, start: number, end: number, tier: number, peer = false): void {
+  answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number, peer = false): void {
     const p = this.parsed;
     const kind = parseAddress(text, start, end, p);
     if (kind === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
+    if (this.gate.spend(a, 1, nowMs) === 0) return sendError(res, a.refusal, this.metrics);
     const serving = this.holder.current;
-    if (serving === null) return sendError(res, ERRORS.lookupFailed, this.metrics);
+    if (serving === null) {
+      this.gate.refund(a, 1); // refusals are not counted
+      return sendError(res, ERRORS.lookupFailed, this.metrics);
+    }
     const index = serving.index;
     const ip = peer && kind === IPV4_MAPPED ? formatIPv4(p.v4) : normalisedText(text, start, end, p);
     const record = recordOf(index, p);
-    const need = answerBytes(index, ip.length, record, tier);
+    const need = answerBytes(index, ip.length, record, a.tier);
     if (need > this.out.length) this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
-    const n = writeAnswer(this.out, 0, ip, index, record, tier);
+    const n = writeAnswer(this.out, 0, ip, index, record, a.tier);
     this.metrics.lookups++;
+    res.writeHeader('Content-Type', JSON_TYPE);
+    writeQuotaHeaders(res, a.rate, a.decision, a, this.gate.used(a), nowMs);
     // uWS copies what it cannot send at once, so the buffer is free again on return.
-    res.writeHeader('Content-Type', JSON_TYPE).end(this.out.subarray(0, n));
+    res.end(this.out.subarray(0, n));
   }
+}
+
+/** Answers a request the gate refused (401, 403, or 429 with Retry-After). */
+function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, close = false): void {
+  metrics.count(r.error.status);
+  res.writeStatus(r.error.statusLine).writeHeader('Content-Type', JSON_TYPE);
+  if (r.retryAfter !== undefined) res.writeHeader('Retry-After', String(r.retryAfter));
+  if (r.rate && r.decision) writeQuotaHeaders(res, r.rate, r.decision, null, 0, Date.now());
+  res.end(r.error.body, close);
 }
 
 function routeOf(url: string): 'ip' | 'myip' | 'batch' | 'none' {
@@ -94,21 +113,27 @@ function guarded(log: Logger, metrics: Metrics, handler: (res: HttpResponse, req
   };
 }
 
-export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, log: Logger): LookupApp {
+export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
   const app = uWS.App();
   const metrics = new Metrics();
-  const single = new SingleLookup(holder, metrics);
-  const tier = config.keylessTier;
+  const single = new SingleLookup(holder, gate, metrics);
+
+  /** The client address: the TCP peer, or past trusted proxies the forwarded client. */
+  const clientOf = (res: HttpResponse, req: HttpRequest): string => {
+    const peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    return config.trustedProxies.length === 0
+      ? peer
+      : clientAddress(peer, req.getHeader('forwarded'), req.getHeader('x-forwarded-for'), config.trustedProxies);
+  };
 
   app.get(
     '/myip',
     guarded(log, metrics, (res, req) => {
-      const peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-      const client =
-        config.trustedProxies.length === 0
-          ? peer
-          : clientAddress(peer, req.getHeader('forwarded'), req.getHeader('x-forwarded-for'), config.trustedProxies);
-      single.answer(res, client, 0, client.length, tier, true);
+      const now = Date.now();
+      const client = clientOf(res, req);
+      const a = gate.admit(Gate.keyOf(req), () => client, now);
+      if (!isAdmitted(a)) return refuse(res, a, metrics);
+      single.answer(res, client, 0, client.length, a, now, true);
     }),
   );
 
@@ -117,14 +142,17 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
     guarded(log, metrics, (res, req) => {
       const url = req.getUrl();
       if (routeOf(url) !== 'ip') return notRouted(res, url, metrics);
-      if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, tier);
+      const now = Date.now();
+      const a = gate.admit(Gate.keyOf(req), () => clientOf(res, req), now);
+      if (!isAdmitted(a)) return refuse(res, a, metrics);
+      if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, a, now);
       let decoded: string;
       try {
         decoded = decodeURIComponent(url.slice(1));
       } catch {
         return sendError(res, ERRORS.notAddress, metrics);
       }
-      single.answer(res, decoded, 0, decoded.length, tier);
+      single.answer(res, decoded, 0, decoded.length, a, now);
     }),
   );
 
@@ -136,6 +164,9 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       res.onAborted(() => {
         aborted = true;
       });
+      const a = gate.admit(Gate.keyOf(req), () => clientOf(res, req), Date.now());
+      // Refused before the body is read: answer and close rather than drain it.
+      if (!isAdmitted(a)) return refuse(res, a, metrics, true);
       if (pool.full) return sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1'], true);
       const declared = lengthHeader === '' ? -1 : Number(lengthHeader);
       if (declared > config.maxBatchBodyBytes) return sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true);
@@ -166,12 +197,31 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
 
       const runBatch = (bodyBytes: ArrayBuffer): void => {
         const serving = holder.current;
+        // Reserve what the batch could cost at most (a listed address takes ≥ 5 bytes:
+        // "::",), hand the worker that budget, and refund what it did not answer.
+        const now = Date.now();
+        const budget = gate.spend(a, Math.min(MAX_BATCH_ADDRESSES, Math.max(1, Math.floor(bodyBytes.byteLength / 5))), now);
+        const refusal = a.caller === null ? REFUSE_KEYLESS : REFUSE_PLAN;
+        const settle = (answered: number): void => gate.refund(a, budget - answered);
+        const respond = (frame: Uint8Array): void => {
+          const { status, answered, body: out } = decodeOutcome(frame);
+          settle(answered);
+          if (aborted) return;
+          if (status === 200) metrics.batches++;
+          else metrics.count(status);
+          res.cork(() => {
+            res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
+            writeQuotaHeaders(res, a.rate, a.decision, a, gate.used(a), Date.now());
+            res.end(out);
+          });
+        };
         pool
-          .run({ body: bodyBytes, tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null })
+          .run({ body: bodyBytes, tier: a.tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null, budget, refusal })
           .then(
             (frame) => respond(frame),
             (e: unknown) => {
               if (e instanceof QueueFullError) {
+                settle(0);
                 if (!aborted) res.cork(() => sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1']));
                 return;
               }
@@ -179,20 +229,11 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
               log.error('batch worker failed twice; answering every address with 500', {
                 reason: e instanceof Error ? e.message : String(e),
               });
-              respond(answerBatch(new TextDecoder().decode(bodyBytes), null, tier));
+              respond(answerBatch(new TextDecoder().decode(bodyBytes), null, a.tier));
             },
           );
       };
 
-      const respond = (frame: Uint8Array): void => {
-        if (aborted) return;
-        const { status, body: out } = decodeOutcome(frame);
-        if (status === 200) metrics.batches++;
-        else metrics.count(status);
-        res.cork(() => {
-          res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(out);
-        });
-      };
     }),
   );
 

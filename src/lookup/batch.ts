@@ -3,7 +3,7 @@
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { MAX_ADDRESS_LENGTH, NOT_ADDRESS } from '../net/address.js';
+import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, parseAddress, type AddressKind } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch } from './address-batch.js';
 import { answerBytes, writeAnswerOpening, writeAnswerRest, writeAscii } from './answer.js';
@@ -12,27 +12,37 @@ export const MAX_BATCH_ADDRESSES = 1000;
 
 /**
  * The outcome travels between threads as one transferable buffer: a 2-byte big-endian
- * HTTP status, then the JSON body.
+ * HTTP status, the 4-byte big-endian count of addresses answered (what the allowance
+ * paid for), then the JSON body.
  */
 export interface BatchOutcome {
   status: number;
+  answered: number;
   body: Uint8Array;
 }
 
-export function encodeOutcome(status: number, body: Uint8Array, frame?: Uint8Array): Uint8Array {
-  const out = frame ?? new Uint8Array(body.byteLength + 2);
+export const FRAME_HEADER = 6;
+
+/** Frames a body; with `frame`, the body already sits at FRAME_HEADER inside it. */
+export function encodeOutcome(status: number, answered: number, body: Uint8Array, frame?: Uint8Array): Uint8Array {
+  const out = frame ?? new Uint8Array(body.byteLength + FRAME_HEADER);
   out[0] = status >>> 8;
   out[1] = status & 255;
-  if (!frame) out.set(body, 2);
+  new DataView(out.buffer, out.byteOffset, FRAME_HEADER).setUint32(2, answered);
+  if (!frame) out.set(body, FRAME_HEADER);
   return out;
 }
 
 export function decodeOutcome(frame: Uint8Array): BatchOutcome {
-  return { status: (frame[0] << 8) | frame[1], body: frame.subarray(2) };
+  return {
+    status: (frame[0] << 8) | frame[1],
+    answered: new DataView(frame.buffer, frame.byteOffset, FRAME_HEADER).getUint32(2),
+    body: frame.subarray(FRAME_HEADER),
+  };
 }
 
 function errorOutcome(e: ApiError): Uint8Array {
-  return encodeOutcome(e.status, e.body);
+  return encodeOutcome(e.status, 0, e.body);
 }
 
 /** The validated `ips` array, or the error the whole call answers. */
@@ -55,17 +65,28 @@ const OPEN = Buffer.from('{"results":{');
 const MIDDLE = Buffer.from('},"errors":{');
 const CLOSE = Buffer.from('}}');
 
+const spare = new ParsedAddress();
+const addressKind = (s: string): AddressKind => parseAddress(s, 0, s.length, spare);
+
 /** Per-thread scratch: a batch is answered synchronously, start to end. */
 const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
 /** Sink for touchFragment's reads. */
 let touched = 0;
 
 /**
- * Answers a batch body (UTF-8 JSON) with the fields of `tier`. With no index every
- * address answers 500 `lookup failed`; strings that are not addresses answer 400 all the same.
- * Returns the framed outcome (see encodeOutcome) in a fresh buffer the caller may transfer.
+ * Answers a batch body (UTF-8 JSON) with the fields of `tier`. The first `budget` distinct
+ * addresses (input order) are answered, later ones are `refusal` entries (a spent
+ * allowance). With no index every address answers 500 `lookup failed`; strings that are not
+ * addresses answer 400 all the same. Returns the framed outcome (see encodeOutcome) in a
+ * fresh buffer the caller may transfer.
  */
-export function answerBatch(bodyText: string, index: RangeIndex | null, tier: number): Uint8Array {
+export function answerBatch(
+  bodyText: string,
+  index: RangeIndex | null,
+  tier: number,
+  budget: number = MAX_BATCH_ADDRESSES,
+  refusal: ApiError = ERRORS.allowanceSpent,
+): Uint8Array {
   const ips = parseBatchBody(bodyText);
   if (!Array.isArray(ips)) return errorOutcome(ips);
 
@@ -78,13 +99,13 @@ export function answerBatch(bodyText: string, index: RangeIndex | null, tier: nu
   for (const s of ips) {
     if (seen.has(s)) continue;
     seen.add(s);
-    const kind = batch.add(s);
-    if (kind !== NOT_ADDRESS && index !== null) {
+    const kind = inputs.length < budget || index === null ? batch.add(s) : addressKind(s);
+    if (kind !== NOT_ADDRESS && index !== null && inputs.length < budget) {
       inputs.push(s);
       continue;
     }
-    if (kind !== NOT_ADDRESS) batch.clear(); // no index: nothing is kept, every address fails
-    const e = kind === NOT_ADDRESS ? ERRORS.notAddress : ERRORS.lookupFailed;
+    if (kind !== NOT_ADDRESS && index === null) batch.clear(); // no index: nothing is kept, every address fails
+    const e = kind === NOT_ADDRESS ? ERRORS.notAddress : index === null ? ERRORS.lookupFailed : refusal;
     errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
   }
 
@@ -105,8 +126,8 @@ export function answerBatch(bodyText: string, index: RangeIndex | null, tier: nu
 
   // Pass 3: write into one buffer with the 2-byte status frame in front.
   // Not allocUnsafe: a pooled slab would be detached when the result is transferred.
-  const frame = Buffer.allocUnsafeSlow(size + 2);
-  let pos = 2 + OPEN.copy(frame, 2);
+  const frame = Buffer.allocUnsafeSlow(size + FRAME_HEADER);
+  let pos = FRAME_HEADER + OPEN.copy(frame, FRAME_HEADER);
   for (let i = 0; i < inputs.length; i++) {
     if (i > 0) frame[pos++] = 44; // ,
     frame[pos++] = 34;
@@ -120,5 +141,5 @@ export function answerBatch(bodyText: string, index: RangeIndex | null, tier: nu
   pos += MIDDLE.copy(frame, pos);
   pos += frame.write(errorsText, pos, 'utf8');
   pos += CLOSE.copy(frame, pos);
-  return encodeOutcome(200, frame.subarray(0, pos), frame.subarray(0, pos));
+  return encodeOutcome(200, inputs.length, frame.subarray(0, pos), frame.subarray(0, pos));
 }

@@ -1,7 +1,7 @@
 // Networks as they appear in feeds: a CIDR, an inclusive range `a-b`, or one address.
 // Cold path (import, build, configuration): bigints are fine here.
 
-import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv6Groups, parseAddress } from './address.js';
+import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, formatIPv6Groups, parseAddress, type AddressKind } from './address.js';
 
 export type Family = 4 | 6;
 
@@ -93,4 +93,12 @@ export function formatBigIPv6(v: bigint): string {
 
 export function formatAddress(family: Family, v: bigint): string {
   return family === 4 ? formatBigIPv4(v) : formatBigIPv6(v);
+}
+
+/** Whether the parsed address (of the given kind; IPv4-mapped counts as IPv4) lies in one of the networks. */
+export function inNetworks(p: ParsedAddress, kind: AddressKind, networks: readonly Network[]): boolean {
+  if (networks.length === 0 || kind === NOT_ADDRESS) return false;
+  const family = kind === 6 ? 6 : 4;
+  const v = addressBigInt(p);
+  return networks.some((n) => n.family === family && v >= n.start && v <= n.end);
 }

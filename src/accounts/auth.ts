@@ -1,0 +1,111 @@
+// Who is asking: the key a request presents, resolved against the control database through
+// a per-thread cache. The cache is dropped whenever the database changes (PRAGMA
+// data_version, polled every AUTH_POLL_MS), so revocations, rotations and plan changes made
+// by any process reach every server within that bound; expiry is checked on every request.
+
+import type { ApiError } from '../api/errors.js';
+import { ERRORS } from '../api/errors.js';
+import { parseNetwork, type Network } from '../net/network.js';
+import { effectiveHardLimit, findKeyBySecret, getOrganisation, planOf, type ApiKey, type Organisation } from './accounts.js';
+import { dataVersion, type ControlDb } from './control-db.js';
+import type { Plan, Plans } from './plans.js';
+
+export const AUTH_POLL_MS = 250;
+
+/** A valid key with everything a request needs, resolved once per cache lifetime. */
+export interface Caller {
+  readonly key: ApiKey;
+  readonly org: Organisation;
+  readonly plan: Plan;
+  readonly hardLimit: number | null;
+  readonly networks: readonly Network[];
+  /** Expiry in ms since the epoch; Infinity for never. */
+  readonly expiresMs: number;
+}
+
+type Resolved = Caller | ApiError;
+
+/** The key a request presents: '' for none, or null when it presents two different ones. */
+export function presentedKey(authorization: string, xApiKey: string, queryKey: string | undefined): string | null {
+  let key = '';
+  const take = (k: string): boolean => {
+    if (k === '') return true;
+    if (key !== '' && key !== k) return false;
+    key = k;
+    return true;
+  };
+  if (authorization !== '') {
+    // Anything but a Bearer credential is not a key of ours: it cannot be valid.
+    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (!take(m ? m[1] : '\u0000invalid')) return null;
+  }
+  if (!take(xApiKey.trim())) return null;
+  if (queryKey !== undefined && !take(queryKey)) return null;
+  return key;
+}
+
+export class KeyCache {
+  private readonly cache = new Map<string, Resolved>();
+  private version: number;
+  private readonly poller: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: ControlDb,
+    private readonly plans: Plans,
+  ) {
+    this.version = dataVersion(db);
+    this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
+    this.poller.unref();
+  }
+
+  private poll(): void {
+    const v = dataVersion(this.db);
+    if (v !== this.version) {
+      this.version = v;
+      this.cache.clear();
+    }
+  }
+
+  /** Forget everything now (this process changed the database itself). */
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  /** The caller for a presented secret, or the 401 it earns. */
+  resolve(secret: string, nowMs: number): Resolved {
+    let r = this.cache.get(secret);
+    if (r === undefined) {
+      r = this.load(secret);
+      if (this.cache.size > 100_000) this.cache.clear(); // bound memory against key-guessing floods
+      this.cache.set(secret, r);
+    }
+    if ('key' in r && nowMs >= r.expiresMs) return ERRORS.keyExpired;
+    return r;
+  }
+
+  private load(secret: string): Resolved {
+    const key = findKeyBySecret(this.db, secret);
+    if (!key) return ERRORS.keyInvalid;
+    if (key.revokedAt) return ERRORS.keyRevoked;
+    const org = getOrganisation(this.db, key.orgId);
+    if (!org) return ERRORS.keyInvalid;
+    const plan = planOf(this.plans, org);
+    const networks: Network[] = [];
+    for (const c of key.allowedCidrs) {
+      const n = parseNetwork(c);
+      if (n.ok) networks.push(n.network);
+    }
+    return {
+      key,
+      org,
+      plan,
+      hardLimit: effectiveHardLimit(org, plan),
+      networks,
+      expiresMs: key.expires ? Date.parse(key.expires) : Infinity,
+    };
+  }
+
+  close(): void {
+    clearInterval(this.poller);
+  }
+}

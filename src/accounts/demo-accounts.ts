@@ -1,0 +1,40 @@
+// Demo accounts: on a control database with no organisations, one organisation per plan
+// with one key each (scopes db.download and apikeys.manage). The keys are printed once and
+// written to DATA_DIR/demo-keys.json (mode 0600); they are never shown again.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../log.js';
+import { createKey, createOrganisation, listOrganisations } from './accounts.js';
+import type { ControlDb } from './control-db.js';
+import type { Plans } from './plans.js';
+
+export const DEMO_KEYS_FILE = 'demo-keys.json';
+
+export interface DemoKey {
+  plan: string;
+  org_id: string;
+  key_id: string;
+  key: string;
+}
+
+export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string, log: Logger): DemoKey[] {
+  if (listOrganisations(db).length > 0) return [];
+  const keys: DemoKey[] = [];
+  db.transaction(() => {
+    for (const plan of plans.byKey.keys()) {
+      const org = createOrganisation(db, plans, `Demo ${plan}`, plan);
+      const { key, secret } = createKey(db, { orgId: org.id, name: `demo ${plan} key`, scopes: ['db.download', 'apikeys.manage'] });
+      keys.push({ plan, org_id: org.id, key_id: key.id, key: secret });
+    }
+  })();
+  const file = path.join(dataDir, DEMO_KEYS_FILE);
+  fs.writeFileSync(file, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
+  fs.chmodSync(file, 0o600);
+  // Shown once, on the terminal only: the structured log never carries secrets.
+  process.stdout.write(
+    `\nDemo API keys (also in ${file}, mode 0600; shown only now):\n` + keys.map((k) => `  ${k.plan.padEnd(8)} ${k.key}\n`).join('') + '\n',
+  );
+  log.info('demo organisations created', { organisations: keys.map((k) => ({ plan: k.plan, org_id: k.org_id, key_id: k.key_id })) });
+  return keys;
+}

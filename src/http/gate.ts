@@ -1,0 +1,139 @@
+// The admission of a lookup request, in DESIGN.md §4's order: key (401) → allowed source
+// ranges (403) → rate (429 + Retry-After); then, once the input is known to be valid, the
+// allowance (429, no Retry-After). Also writes the quota headers every lookup answer carries.
+
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { ERRORS, type ApiError } from '../api/errors.js';
+import { KeyCache, presentedKey, type Caller } from '../accounts/auth.js';
+import type { Plans, Rate } from '../accounts/plans.js';
+import { Meter, leaseExtra, type RateDecision } from '../accounting/meter.js';
+import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
+import { inNetworks } from '../net/network.js';
+
+export interface Admission {
+  readonly caller: Caller | null;
+  readonly tier: number;
+  readonly rate: Rate;
+  readonly decision: RateDecision;
+  /** Allowance counter, its limit (null: none), lease extra and the per-entry refusal. */
+  readonly counter: string;
+  readonly limit: number | null;
+  readonly quota: number;
+  readonly extra: number;
+  readonly window: Window;
+  readonly refusal: ApiError;
+}
+
+export type GateResult = Admission | { error: ApiError; retryAfter?: number; decision?: RateDecision; rate?: Rate };
+
+export const isAdmitted = (r: GateResult): r is Admission => !('error' in r);
+
+export class Gate {
+  private readonly windows = new WindowClock();
+  private readonly parsed = new ParsedAddress();
+
+  constructor(
+    private readonly keys: KeyCache,
+    private readonly meter: Meter,
+    private readonly plans: Plans,
+    private readonly keylessTier: number,
+  ) {}
+
+  /** The key the request presents (null: two different ones). Read before any await. */
+  static keyOf(req: HttpRequest): string | null {
+    const q = req.getQuery('apikey');
+    return presentedKey(req.getHeader('authorization'), req.getHeader('x-api-key'), q === undefined || q === '' ? undefined : q);
+  }
+
+  /** Key and source range only (the account endpoints). */
+  caller(secret: string | null, source: () => string, nowMs: number): Caller | ApiError | null {
+    if (secret === null) return ERRORS.keyInvalid;
+    if (secret === '') return null;
+    const c = this.keys.resolve(secret, nowMs);
+    if (!('key' in c)) return c;
+    if (c.networks.length > 0) {
+      const text = source();
+      const kind = parseAddress(text, 0, text.length, this.parsed);
+      if (kind === NOT_ADDRESS || !inNetworks(this.parsed, kind, c.networks)) return ERRORS.sourceNotAllowed;
+    }
+    return c;
+  }
+
+  admit(secret: string | null, source: () => string, nowMs: number): GateResult {
+    const c = this.caller(secret, source, nowMs);
+    if (c !== null && !('key' in c)) return { error: c };
+    if (c === null) {
+      const keyless = this.plans.keyless;
+      const src = source();
+      const decision = this.meter.take(sourceBucket(src), keyless.rate, nowMs);
+      if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate: keyless.rate };
+      const window = this.windows.day(nowMs);
+      return {
+        caller: null,
+        tier: this.keylessTier,
+        rate: keyless.rate,
+        decision,
+        counter: sourceCounter(src, window),
+        limit: keyless.dailyCap,
+        quota: keyless.dailyCap,
+        extra: leaseExtra(keyless.rate),
+        window,
+        refusal: ERRORS.keylessCap,
+      };
+    }
+    const rate = c.plan.rate;
+    const decision = this.meter.take(keyBucket(c.key.id), rate, nowMs);
+    if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    const window = this.windows.month(nowMs);
+    return {
+      caller: c,
+      tier: c.plan.fieldTier,
+      rate,
+      decision,
+      counter: orgCounter(c.org.id, window),
+      limit: c.hardLimit,
+      quota: c.plan.quota,
+      extra: leaseExtra(rate),
+      window,
+      refusal: ERRORS.allowanceSpent,
+    };
+  }
+
+  /** Spends up to `units` lookups of the admission's allowance; returns those granted. */
+  spend(a: Admission, units: number, nowMs: number): number {
+    return this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
+  }
+
+  refund(a: Admission, units: number): void {
+    this.meter.refund(a.counter, units);
+  }
+
+  /** Estimated lookups used in the admission's window, for X-Allowance-Used. */
+  used(a: Admission): number {
+    return this.meter.used(a.counter);
+  }
+
+  /** Units used in the caller's current month (exact but for other threads' unused leases). */
+  monthUsage(c: Caller, nowMs: number): { used: number; window: Window } {
+    const window = this.windows.month(nowMs);
+    return { used: this.meter.usage(orgCounter(c.org.id, window)), window };
+  }
+}
+
+/**
+ * RateLimit-Limit / -Remaining / -Reset (IETF draft, token bucket: capacity, tokens left,
+ * seconds until full) and X-Allowance-Quota / -Used / -Reset (seconds to the window's end),
+ * plus X-Allowance-Hard-Limit when there is one.
+ */
+export function writeQuotaHeaders(res: HttpResponse, rate: Rate, decision: RateDecision, a: Admission | null, used: number, nowMs: number): void {
+  const remaining = Math.max(0, Math.min(rate.burst, decision.remaining));
+  res.writeHeader('RateLimit-Limit', String(rate.burst));
+  res.writeHeader('RateLimit-Remaining', String(remaining));
+  res.writeHeader('RateLimit-Reset', String(Math.ceil((rate.burst - remaining) / rate.perSecond)));
+  if (a === null) return;
+  res.writeHeader('X-Allowance-Quota', String(a.quota));
+  res.writeHeader('X-Allowance-Used', String(used));
+  res.writeHeader('X-Allowance-Reset', String(Math.ceil((a.window.endMs - nowMs) / 1000)));
+  if (a.limit !== null) res.writeHeader('X-Allowance-Hard-Limit', String(a.limit));
+}

@@ -1,0 +1,229 @@
+// Keys, plans and accounting against the real server, SQLite and LMDB files.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createOrganisation, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { runBuild } from '../src/build/build.js';
+import { importFeed } from '../src/feeds/import.js';
+import { jsonLogger } from '../src/log.js';
+import type { Service } from '../src/service.js';
+import { get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+
+const FEED = `network,category,provider,last_seen
+81.7.3.0/24,vpn,ExampleVPN,2026-11-01
+81.7.3.16/28,tor,Tor Project,2026-11-02
+81.7.4.0/24,resproxy,ResiNet,2026-11-01
+`;
+
+const lavishRate = { per_second: 100000, burst: 100000 };
+const PLANS = {
+  keyless: { daily_cap: 3, rate: lavishRate },
+  plans: [
+    { key: 'free', tier: 'free', quota: 5, rate: lavishRate, hard_limit: 'quota' },
+    { key: 'starter', tier: 'starter', quota: 1000, rate: lavishRate, hard_limit: null },
+    { key: 'scale', tier: 'scale', quota: 1000, rate: lavishRate, hard_limit: null },
+    { key: 'max', tier: 'max', quota: 1000, rate: lavishRate, hard_limit: null },
+    { key: 'slow', tier: 'scale', quota: 1000, rate: { per_second: 0.5, burst: 2 }, hard_limit: null },
+  ],
+};
+
+describe('keys, plans and accounting', () => {
+  let svc: Service;
+  let dataDir: string;
+  const logLines: string[] = [];
+  const secrets: Record<string, string> = {};
+  const ids: Record<string, string> = {};
+  const orgs: Record<string, string> = {};
+
+  before(async () => {
+    dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir });
+    const file = plansFile(dataDir, PLANS);
+    const plans = loadPlans(file);
+    const db = openControlDb(dataDir);
+    const add = (name: string, plan: string, opts: { scopes?: string[]; cidrs?: string[]; expires?: string } = {}): void => {
+      const org = createOrganisation(db, plans, name, plan);
+      orgs[name] = org.id;
+      const k = createKey(db, { orgId: org.id, name, scopes: opts.scopes, allowedCidrs: opts.cidrs, expires: opts.expires });
+      secrets[name] = k.secret;
+      ids[name] = k.key.id;
+    };
+    for (const p of ['free', 'starter', 'scale', 'max', 'slow']) add(p, p);
+    add('manager', 'max', { scopes: ['apikeys.manage'] });
+    add('elsewhere', 'max', { cidrs: ['10.0.0.0/8', '2001:db8::/32'] });
+    add('here', 'max', { cidrs: ['127.0.0.0/8'] });
+    add('expired', 'max', { expires: '2020-01-01T00:00:00Z' });
+    add('revoked', 'max');
+    add('batchfree', 'free');
+    revokeKey(db, ids.revoked);
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: file }, jsonLogger((l) => logLines.push(l)));
+  });
+  after(() => svc.close());
+
+  const bearer = (name: string): Record<string, string> => ({ Authorization: `Bearer ${secrets[name]}` });
+
+  test('a key is accepted as Bearer, X-Api-Key and ?apikey=, and its plan selects the fields', async () => {
+    const viaBearer = await get(svc.port, '/81.7.4.9', bearer('max'));
+    assert.equal(viaBearer.status, 200);
+    assert.deepEqual(viaBearer.json.resproxy, { provider: 'ResiNet', last_seen: '2026-11-01' });
+    const viaHeader = await get(svc.port, '/81.7.4.9', { 'X-Api-Key': secrets.max });
+    assert.deepEqual(viaHeader.json, viaBearer.json);
+    const viaQuery = await get(svc.port, `/81.7.4.9?apikey=${secrets.max}`);
+    assert.deepEqual(viaQuery.json, viaBearer.json);
+    // starter: hosting..cdn flags and vpn detail, no proxy fields; scale: proxy flags but no proxy detail
+    const starter = (await get(svc.port, '/81.7.3.20', bearer('starter'))).json;
+    assert.equal(starter.is_tor, true);
+    assert.ok(!('is_resproxy' in starter) && !('tor' in starter));
+    const scale = (await get(svc.port, '/81.7.4.9', bearer('scale'))).json;
+    assert.equal(scale.is_resproxy, true);
+    assert.ok(!('resproxy' in scale));
+    assert.deepEqual((await get(svc.port, '/81.7.3.20')).json, { ip: '81.7.3.20', is_vpn: true });
+  });
+
+  test('unknown, revoked, expired and doubled keys are the 401s of the contract', async () => {
+    const msg = async (headers: Record<string, string>, path = '/81.7.3.1') => {
+      const r = await get(svc.port, path, headers);
+      return [r.status, r.json.error];
+    };
+    assert.deepEqual(await msg({ 'X-Api-Key': 'isk_nope' }), [401, 'invalid API key']);
+    assert.deepEqual(await msg(bearer('revoked')), [401, 'API key revoked']);
+    assert.deepEqual(await msg(bearer('expired')), [401, 'API key expired']);
+    assert.deepEqual(await msg({ ...bearer('max'), 'X-Api-Key': secrets.scale }), [401, 'invalid API key']);
+    assert.deepEqual(await msg({ ...bearer('max'), 'X-Api-Key': secrets.max }), [200, undefined]);
+    assert.deepEqual(await msg({ Authorization: 'Basic abc' }), [401, 'invalid API key']);
+  });
+
+  test('a source outside allowed_cidrs is 403; inside it is served', async () => {
+    const r = await get(svc.port, '/81.7.3.1', bearer('elsewhere'));
+    assert.equal(r.status, 403);
+    assert.deepEqual(r.json, { error: 'source address not allowed for this API key' });
+    assert.equal((await get(svc.port, '/81.7.3.1', bearer('here'))).status, 200);
+  });
+
+  test('the rate limit answers 429 with an integer Retry-After and RateLimit headers', async () => {
+    const codes: number[] = [];
+    let refused;
+    for (let i = 0; i < 4; i++) {
+      const r = await get(svc.port, '/81.7.3.1', bearer('slow'));
+      codes.push(r.status);
+      if (r.status === 429) refused = r;
+      else assert.equal(r.headers['ratelimit-limit'], '2');
+    }
+    assert.deepEqual(codes.slice(0, 2), [200, 200]);
+    assert.ok(refused, `no 429 in ${codes}`);
+    assert.deepEqual(refused.json, { error: 'rate limit exceeded' });
+    assert.match(String(refused.headers['retry-after']), /^[1-9]\d*$/);
+  });
+
+  test('the keyless daily cap is 429 with its own message and no Retry-After', async () => {
+    const codes: number[] = [];
+    let last;
+    for (let i = 0; i < 5; i++) {
+      last = await get(svc.port, '/81.7.3.1');
+      codes.push(last.status);
+    }
+    // Earlier keyless requests in this suite spent part of the cap already.
+    assert.equal(codes[codes.length - 1], 429);
+    assert.deepEqual(last!.json, { error: 'daily limit for unauthenticated requests exceeded; use an API key' });
+    assert.equal(last!.headers['retry-after'], undefined);
+  });
+
+  test('the allowance stops at the hard limit: 429, no Retry-After; invalid input is not counted', async () => {
+    assert.equal((await get(svc.port, '/not-an-ip', bearer('free'))).status, 400);
+    const codes: number[] = [];
+    let last;
+    for (let i = 0; i < 7; i++) {
+      last = await get(svc.port, `/81.7.3.${i}`, bearer('free'));
+      codes.push(last.status);
+    }
+    assert.deepEqual(codes, [200, 200, 200, 200, 200, 429, 429]);
+    assert.deepEqual(last!.json, { error: 'request allowance exceeded; raise or remove your overage limit' });
+    assert.equal(last!.headers['retry-after'], undefined);
+    const me = await get(svc.port, '/api/v1/account/me', bearer('free'));
+    assert.equal(me.json.usage.requests, 5);
+    assert.equal(me.json.usage.hard_limit, 5);
+  });
+
+  test('a batch that runs out of allowance answers 429 entries for the rest, in input order, and stays 200', async () => {
+    const ips = ['81.7.3.1', 'bad', '81.7.3.2', '81.7.3.1', '81.7.3.3', '81.7.3.4', '81.7.3.5', '81.7.3.6', '81.7.3.7'];
+    const r = await request(svc.port, 'POST', '/batch', JSON.stringify({ ips }), bearer('batchfree'));
+    assert.equal(r.status, 200);
+    assert.deepEqual(Object.keys(r.json.results), ['81.7.3.1', '81.7.3.2', '81.7.3.3', '81.7.3.4', '81.7.3.5']);
+    assert.deepEqual(Object.keys(r.json.errors), ['bad', '81.7.3.6', '81.7.3.7']);
+    assert.deepEqual(r.json.errors['81.7.3.6'], { status: 429, error: 'request allowance exceeded; raise or remove your overage limit' });
+    const me = await get(svc.port, '/api/v1/account/me', bearer('batchfree'));
+    assert.equal(me.json.usage.requests, 5);
+  });
+
+  test('GET /api/v1/account/me answers the contract fields; without a key it is 401', async () => {
+    const r = await get(svc.port, '/api/v1/account/me', bearer('scale'));
+    assert.equal(r.status, 200);
+    const now = new Date();
+    assert.deepEqual(r.json, {
+      org_id: orgs.scale,
+      apikey: { id: ids.scale, expires: null, allowed_cidrs: [] },
+      plan: { key: 'scale', tier: 'scale' },
+      usage: {
+        requests: r.json.usage.requests,
+        quota: 1000,
+        hard_limit: null,
+        window_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+        window_end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)).toISOString(),
+      },
+    });
+    assert.ok(r.json.usage.requests >= 1);
+    const none = await get(svc.port, '/api/v1/account/me');
+    assert.equal(none.status, 401);
+    assert.deepEqual(none.json, { error: 'an API key is required' });
+  });
+
+  test('POST /api/v1/iam/apikeys creates a working key in the caller organisation; scopes cannot escalate', async () => {
+    const post = (headers: Record<string, string>, body: unknown) =>
+      request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify(body), { ...headers, 'Content-Type': 'application/json' });
+    const created = await post(bearer('manager'), { name: 'ci', allowed_cidrs: ['127.0.0.0/8'], allowed_scopes: ['apikeys.manage'] });
+    assert.equal(created.status, 201);
+    assert.equal(created.json.rc, 'OK');
+    assert.deepEqual(Object.keys(created.json).sort(), ['allowed_cidrs', 'allowed_scopes', 'id', 'key', 'key_prefix', 'name', 'rc']);
+    assert.ok(created.json.key.startsWith(created.json.key_prefix));
+    const me = await get(svc.port, '/api/v1/account/me', { Authorization: `Bearer ${created.json.key}` });
+    assert.equal(me.json.org_id, orgs.manager);
+    assert.deepEqual((await post(bearer('manager'), { name: 'x', allowed_scopes: ['db.download'] })).json, { rc: 'FORBIDDEN' });
+    assert.equal((await post(bearer('max'), { name: 'x' })).status, 401); // no apikeys.manage
+    assert.equal((await post({ 'X-Api-Key': secrets.manager }, { name: 'x' })).status, 401); // not a bearer key
+    for (const bad of [{}, { name: 3 }, { name: 'x', allowed_cidrs: ['10.0.0.1/8'] }, { name: 'x', allowed_scopes: ['root'] }, '[1]']) {
+      const r = await post(bearer('manager'), bad);
+      assert.deepEqual([r.status, r.json], [400, { rc: 'BAD_REQUEST' }], JSON.stringify(bad));
+    }
+  });
+
+  test('a revocation by another process takes effect within a second; secrets never reach the log', async () => {
+    assert.equal((await get(svc.port, '/81.7.3.1', bearer('starter'))).status, 200);
+    const db = openControlDb(dataDir);
+    revokeKey(db, ids.starter);
+    db.close();
+    const t = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - t < 2000) status = (await get(svc.port, '/81.7.3.1', bearer('starter'))).status;
+    assert.equal(status, 401);
+    assert.ok(Date.now() - t <= 1000, `took ${Date.now() - t} ms`);
+    const log = logLines.join('');
+    assert.ok(log.includes('api key created'));
+    for (const s of Object.values(secrets)) assert.ok(!log.includes(s), 'a secret was logged');
+  });
+
+  test('setting the overage limit takes effect: none lets usage pass the quota', async () => {
+    const db = openControlDb(dataDir);
+    setHardLimit(db, orgs.free, null);
+    db.close();
+    await new Promise((r) => setTimeout(r, 400));
+    const r = await get(svc.port, '/81.7.3.9', bearer('free'));
+    assert.equal(r.status, 200);
+    const me = await get(svc.port, '/api/v1/account/me', bearer('free'));
+    assert.equal(me.json.usage.hard_limit, null);
+    assert.ok(me.json.usage.requests > me.json.usage.quota);
+  });
+});
