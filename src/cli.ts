@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { BuildError, runBuild } from './build/build.js';
 import { MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -13,8 +13,13 @@ import { SlowHttpError } from './http/uws.js';
 import { jsonLogger } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
+import { UsageError, parse, print } from './cli-common.js';
+import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
+import { AccountError } from './accounts/accounts.js';
+import { PlansError } from './accounts/plans.js';
 
 const HELP: Record<string, string> = {
+  ...ACCOUNT_HELP,
   '': `ipsift — IP classification service
 
 Usage: ipsift <command> [options]
@@ -27,10 +32,14 @@ Commands:
   build                 build the serving index from all imported feeds and publish it
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
+  org create|list|show|plan|limit     organisations, plans and overage limits
+  key create|list|show|revoke|rotate  API keys
+  usage <org-id>        requests in the current window against quota and overage limit
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, BATCH_WORKERS, BATCH_QUEUE,
-MAX_BATCH_BODY_BYTES, TRUSTED_PROXIES, KEYLESS_TIER, DEMO, INDEX_POLL_MS, IPSIFT_ALLOW_SLOW_HTTP.`,
+MAX_BATCH_BODY_BYTES, TRUSTED_PROXIES, KEYLESS_TIER, DEMO, INDEX_POLL_MS, PLANS_FILE,
+IPSIFT_ALLOW_SLOW_HTTP.`,
   serve: `Usage: ipsift serve
 
 Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
@@ -79,27 +88,6 @@ const DETAIL_OPTIONS: Record<string, DetailField> = {
   'hits-days-pct': 'hits_days_pct',
   'providers-num': 'providers_num',
 };
-
-class UsageError extends Error {}
-
-type Values = Record<string, string | boolean | undefined>;
-
-function parse(args: string[], options: ParseArgsConfig['options'] = {}): { values: Values; positionals: string[] } {
-  try {
-    return parseArgs({
-      args,
-      options: { ...options, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-}
-
-function print(json: boolean | undefined, value: unknown, text: () => string): void {
-  process.stdout.write(json ? JSON.stringify(value, null, 2) + '\n' : text() + '\n');
-}
 
 async function serve(): Promise<void> {
   const log = jsonLogger();
@@ -229,6 +217,11 @@ export async function main(argv: string[]): Promise<number> {
       case 'builds':
         builds(sub === undefined ? rest : [sub, ...rest]);
         return 0;
+      case 'org':
+      case 'key':
+      case 'usage':
+        await accountCommand(cmd, sub, rest);
+        return 0;
       case '--help':
       case '-h':
       case 'help':
@@ -242,7 +235,14 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`ipsift: ${e.message}\n(see ipsift --help)\n`);
       return 2;
     }
-    if (e instanceof FeedImportError || e instanceof BuildError || e instanceof ConfigError || e instanceof SlowHttpError) {
+    if (
+      e instanceof FeedImportError ||
+      e instanceof BuildError ||
+      e instanceof ConfigError ||
+      e instanceof SlowHttpError ||
+      e instanceof AccountError ||
+      e instanceof PlansError
+    ) {
       process.stderr.write(`ipsift: ${e.message}\n`);
       return 1;
     }

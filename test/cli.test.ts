@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
@@ -48,6 +49,19 @@ describe('ipsift command line', () => {
       const metrics = await get(s.adminPort, '/metrics');
       assert.match(metrics.text, /ipsift_index_generation 1/);
       assert.match(s.log(), /"msg":"demo build published"/);
+      // One demo organisation per plan, one key each, kept in a 0600 file and never logged.
+      const file = path.join(dataDir, 'demo-keys.json');
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const keys = JSON.parse(fs.readFileSync(file, 'utf8')) as { plan: string; org_id: string; key_id: string; key: string }[];
+      assert.deepEqual(keys.map((k) => k.plan), ['free', 'starter', 'scale', 'max']);
+      for (const k of keys) assert.deepEqual(Object.keys(k), ['plan', 'org_id', 'key_id', 'key']);
+      const max = keys.find((k) => k.plan === 'max')!;
+      const me = await get(s.port, '/api/v1/account/me', { Authorization: `Bearer ${max.key}` });
+      assert.deepEqual([me.json.org_id, me.json.plan], [max.org_id, { key: 'max', tier: 'max' }]);
+      const full = await get(s.port, '/81.7.3.20', { Authorization: `Bearer ${max.key}` });
+      assert.equal(full.json.tor.provider, 'Tor Project');
+      assert.ok('is_mobproxy' in full.json);
+      for (const k of keys) assert.ok(!s.log().includes(k.key), 'a demo key reached the log');
     } finally {
       s.stop();
     }
@@ -83,12 +97,49 @@ describe('ipsift command line', () => {
   });
 
   test('every command has --help; unknown ones are usage errors', async () => {
-    for (const args of [['--help'], ['serve', '--help'], ['feed', 'import', '--help'], ['feed', 'list', '--help'], ['build', '--help'], ['builds', '--help']]) {
+    const commands = [['--help'], ['serve', '--help'], ['feed', 'import', '--help'], ['feed', 'list', '--help'], ['build', '--help'], ['builds', '--help']];
+    commands.push(['org', '--help'], ['org', 'create', '--help'], ['key', '--help'], ['key', 'revoke', '--help'], ['usage', '--help']);
+    for (const args of commands) {
       const r = await cli(args);
       assert.equal(r.code, 0, args.join(' '));
-      assert.match(r.stdout, /Usage: ipsift/);
+      assert.match(r.stdout, /Usage:\s+ipsift/);
     }
     assert.equal((await cli(['frobnicate'])).code, 2);
     assert.equal((await cli(['build'], { DATA_DIR: tempDir() })).code, 1);
+  });
+
+  test('org, key and usage commands manage accounts, in text and --json', async () => {
+    const env = { DATA_DIR: tempDir() };
+    const created = await cli(['org', 'create', '--name', 'Acme', '--plan', 'starter', '--json'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const org = JSON.parse(created.stdout);
+    assert.deepEqual([org.name, org.plan, org.quota, org.hard_limit], ['Acme', 'starter', 250000, null]);
+    assert.equal((await cli(['org', 'create', '--name', 'X', '--plan', 'gold'], env)).code, 1);
+    assert.match((await cli(['org', 'list'], env)).stdout, /Acme {2}plan starter/);
+    assert.equal(JSON.parse((await cli(['org', 'limit', org.id, '1000', '--json'], env)).stdout).hard_limit, 1000);
+    assert.equal(JSON.parse((await cli(['org', 'plan', org.id, 'free', '--json'], env)).stdout).hard_limit, 1000);
+    assert.equal(JSON.parse((await cli(['org', 'limit', org.id, 'default', '--json'], env)).stdout).hard_limit, 50000);
+    assert.equal(JSON.parse((await cli(['org', 'limit', org.id, 'none', '--json'], env)).stdout).hard_limit, null);
+
+    const made = await cli(['key', 'create', '--org', org.id, '--name', 'ci', '--scope', 'db.download', '--cidr', '10.0.0.0/8', '--cidr', '2001:db8::/32', '--expires', '2030-01-01', '--json'], env);
+    assert.equal(made.code, 0, made.stderr);
+    const key = JSON.parse(made.stdout);
+    assert.deepEqual([key.allowed_scopes, key.allowed_cidrs, key.expires], [['db.download'], ['10.0.0.0/8', '2001:db8::/32'], '2030-01-01T00:00:00.000Z']);
+    assert.match(key.key, /^isk_[A-Za-z0-9_-]{32}$/);
+    assert.ok(key.key.startsWith(key.key_prefix));
+    const bad = await cli(['key', 'create', '--org', org.id, '--name', 'x', '--cidr', '10.0.0.1/8'], env);
+    assert.deepEqual([bad.code, /host bits/.test(bad.stderr)], [1, true]);
+    const listed = await cli(['key', 'list', '--org', org.id, '--json'], env);
+    assert.equal(JSON.parse(listed.stdout).length, 1);
+    assert.ok(!listed.stdout.includes(key.key), 'a listing shows a secret');
+    const rotated = JSON.parse((await cli(['key', 'rotate', key.id, '--json'], env)).stdout);
+    assert.notEqual(rotated.key, key.key);
+    const revoked = JSON.parse((await cli(['key', 'revoke', key.id, '--json'], env)).stdout);
+    assert.ok(revoked.revoked_at);
+    assert.equal((await cli(['key', 'rotate', key.id], env)).code, 1);
+    const shown = await cli(['org', 'show', org.id], env);
+    assert.match(shown.stdout, /REVOKED/);
+    const usage = JSON.parse((await cli(['usage', org.id, '--json'], env)).stdout);
+    assert.deepEqual([usage.requests, usage.quota, usage.hard_limit], [0, 50000, null]);
   });
 });

@@ -80,6 +80,21 @@ const keyOf = (r: KeyRow): ApiKey => ({
   createdAt: r.created_at,
 });
 
+/** The public view of a key (API listings and the CLI's --json): never the secret. */
+export function keyJson(k: ApiKey): Record<string, unknown> {
+  return {
+    id: k.id,
+    org_id: k.orgId,
+    name: k.name,
+    key_prefix: k.keyPrefix,
+    allowed_cidrs: k.allowedCidrs,
+    allowed_scopes: k.scopes,
+    expires: k.expires,
+    revoked_at: k.revokedAt,
+    created_at: k.createdAt,
+  };
+}
+
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }

@@ -4,7 +4,7 @@
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
-import { AccountError, checkKeyFields, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
+import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
 import type { Caller, KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Plans } from '../accounts/plans.js';
@@ -22,19 +22,6 @@ function sendJson(res: HttpResponse, status: number, body: unknown, metrics: Met
 
 const rc = (res: HttpResponse, status: number, code: string, metrics: Metrics): void => sendJson(res, status, { rc: code }, metrics);
 
-function keyView(k: ApiKey): Record<string, unknown> {
-  return {
-    id: k.id,
-    name: k.name,
-    key_prefix: k.keyPrefix,
-    allowed_cidrs: k.allowedCidrs,
-    allowed_scopes: k.scopes,
-    expires: k.expires,
-    revoked: k.revokedAt !== null,
-    revoked_at: k.revokedAt,
-    created_at: k.createdAt,
-  };
-}
 
 /** Reads a small request body; calls back once with the text, or null when over the limit or aborted. */
 function readBody(res: HttpResponse, done: (text: string | null) => void): void {
@@ -187,7 +174,7 @@ export class AccountApi {
   private list(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
     const c = this.manager(res, req, metrics);
     if (!c) return;
-    sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyView) }, metrics);
+    sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyJson) }, metrics);
   }
 
   /** The key named in the path, if it belongs to the caller's organisation. */
@@ -204,7 +191,7 @@ export class AccountApi {
     const key = revokeKey(this.db, id);
     this.keys.invalidate();
     this.log.info('api key revoked', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyView(key) }, metrics);
+    sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, metrics);
   }
 
   private rotate(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
@@ -218,6 +205,6 @@ export class AccountApi {
     const { key, secret } = rotateKey(this.db, id);
     this.keys.invalidate();
     this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyView(key), key: secret }, metrics);
+    sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, metrics);
   }
 }

@@ -1,0 +1,209 @@
+// `ipsift org …`, `ipsift key …`, `ipsift usage …`: the operator's side of accounts.
+// Changes reach running servers within AUTH_POLL_MS (they watch the control database).
+
+import {
+  AccountError,
+  keyJson,
+  createKey,
+  createOrganisation,
+  effectiveHardLimit,
+  getKey,
+  getOrganisation,
+  listKeys,
+  listOrganisations,
+  planOf,
+  revokeKey,
+  rotateKey,
+  setHardLimit,
+  setPlan,
+  type ApiKey,
+  type Organisation,
+} from './accounts/accounts.js';
+import { openControlDb, type ControlDb } from './accounts/control-db.js';
+import { loadPlans, type Plans } from './accounts/plans.js';
+import { AccountingStore } from './accounting/store.js';
+import { WindowClock, orgCounter } from './accounting/windows.js';
+import { UsageError, parse, print } from './cli-common.js';
+import { loadConfig } from './config.js';
+
+export const ACCOUNT_HELP: Record<string, string> = {
+  org: `Usage:
+  ipsift org create --name <name> --plan <plan> [--json]
+  ipsift org list [--json]
+  ipsift org show <org-id> [--json]
+  ipsift org plan <org-id> <plan> [--json]
+  ipsift org limit <org-id> <requests>|none|default [--json]
+
+Plans come from PLANS_FILE (default config/plans.json). The overage limit (hard_limit) is
+the number of requests in the calendar month (UTC) after which lookups answer 429; 'none'
+allows overage without limit; 'default' follows the plan (free: its quota; paid: none).`,
+  key: `Usage:
+  ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage]...
+                    [--cidr <cidr>]... [--expires <ISO date-time>] [--json]
+  ipsift key list [--org <org-id>] [--json]
+  ipsift key show <key-id> [--json]
+  ipsift key revoke <key-id> [--json]
+  ipsift key rotate <key-id> [--json]
+
+'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
+rotations reach running servers within a second.`,
+  usage: `Usage: ipsift usage <org-id> [--json]
+
+Requests counted in the current calendar month (UTC) against the plan's quota and the
+overage limit. Running servers hold small leases (at most a few hundred requests each, given
+back after a second idle), which count as used until returned.`,
+};
+
+function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
+  const config = loadConfig(process.env);
+  const db = openControlDb(config.dataDir);
+  try {
+    return fn(db, loadPlans(config.plansFile), config.dataDir);
+  } finally {
+    db.close();
+  }
+}
+
+function orgView(org: Organisation, plans: Plans): Record<string, unknown> {
+  const plan = planOf(plans, org);
+  return { id: org.id, name: org.name, plan: org.plan, tier: plan.tier, quota: plan.quota, hard_limit: effectiveHardLimit(org, plan), created_at: org.createdAt };
+}
+
+
+const keyLine = (k: ApiKey): string =>
+  `${k.id}  ${k.keyPrefix}…  ${k.name}  org ${k.orgId}  scopes [${k.scopes.join(' ')}]` +
+  `${k.allowedCidrs.length ? `  cidrs [${k.allowedCidrs.join(' ')}]` : ''}${k.expires ? `  expires ${k.expires}` : ''}${k.revokedAt ? '  REVOKED' : ''}`;
+
+const orgLine = (o: Record<string, unknown>): string =>
+  `${o.id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}`;
+
+function one(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`takes exactly one ${what}`);
+  return positionals[0];
+}
+
+async function org(sub: string | undefined, args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, { name: { type: 'string' }, plan: { type: 'string' } });
+  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.org);
+  const json = values.json as boolean;
+  withDb((db, plans) => {
+    switch (sub) {
+      case 'create': {
+        if (typeof values.name !== 'string' || typeof values.plan !== 'string') throw new UsageError('org create needs --name and --plan');
+        const o = orgView(createOrganisation(db, plans, values.name, values.plan), plans);
+        return print(json, o, () => `created organisation ${orgLine(o)}`);
+      }
+      case 'list': {
+        const list = listOrganisations(db).map((o) => orgView(o, plans));
+        return print(json, list, () => (list.length ? list.map(orgLine).join('\n') : 'no organisations'));
+      }
+      case 'show': {
+        const o = getOrganisation(db, one(positionals, 'organisation id'));
+        if (!o) throw new AccountError(`no organisation ${positionals[0]}`);
+        const keys = listKeys(db, o.id);
+        const view = { ...orgView(o, plans), keys: keys.map(keyJson) };
+        return print(json, view, () => [orgLine(view), ...keys.map((k) => '  key ' + keyLine(k))].join('\n'));
+      }
+      case 'plan': {
+        if (positionals.length !== 2) throw new UsageError('org plan takes an organisation id and a plan');
+        const o = orgView(setPlan(db, plans, positionals[0], positionals[1]), plans);
+        return print(json, o, () => orgLine(o));
+      }
+      case 'limit': {
+        if (positionals.length !== 2) throw new UsageError('org limit takes an organisation id and a number, none or default');
+        const v = positionals[1];
+        if (v !== 'none' && v !== 'default' && !/^\d+$/.test(v)) throw new UsageError('the limit is a whole number, none or default');
+        const o = orgView(setHardLimit(db, positionals[0], v === 'none' ? null : v === 'default' ? 'default' : Number(v)), plans);
+        return print(json, o, () => orgLine(o));
+      }
+      default:
+        throw new UsageError(`unknown org command ${sub}: create, list, show, plan or limit`);
+    }
+  });
+}
+
+async function key(sub: string | undefined, args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, {
+    org: { type: 'string' },
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    cidr: { type: 'string', multiple: true },
+    expires: { type: 'string' },
+  });
+  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.key);
+  const json = values.json as boolean;
+  const v = values as Record<string, string | string[] | boolean | undefined>;
+  withDb((db) => {
+    switch (sub) {
+      case 'create': {
+        if (typeof v.org !== 'string' || typeof v.name !== 'string') throw new UsageError('key create needs --org and --name');
+        const { key: k, secret } = createKey(db, {
+          orgId: v.org,
+          name: v.name,
+          scopes: (v.scope as string[] | undefined) ?? [],
+          allowedCidrs: (v.cidr as string[] | undefined) ?? [],
+          expires: (v.expires as string | undefined) ?? null,
+        });
+        return print(json, { ...keyJson(k), key: secret }, () => `created key ${keyLine(k)}\nsecret (shown only now): ${secret}`);
+      }
+      case 'list': {
+        const list = listKeys(db, typeof v.org === 'string' ? v.org : undefined);
+        return print(json, list.map(keyJson), () => (list.length ? list.map(keyLine).join('\n') : 'no keys'));
+      }
+      case 'show': {
+        const k = getKey(db, one(positionals, 'key id'));
+        if (!k) throw new AccountError(`no API key ${positionals[0]}`);
+        return print(json, keyJson(k), () => keyLine(k));
+      }
+      case 'revoke': {
+        const k = revokeKey(db, one(positionals, 'key id'));
+        return print(json, keyJson(k), () => `revoked ${keyLine(k)}`);
+      }
+      case 'rotate': {
+        const { key: k, secret } = rotateKey(db, one(positionals, 'key id'));
+        return print(json, { ...keyJson(k), key: secret }, () => `rotated ${keyLine(k)}\nnew secret (shown only now): ${secret}`);
+      }
+      default:
+        throw new UsageError(`unknown key command ${sub}: create, list, show, revoke or rotate`);
+    }
+  });
+}
+
+async function usage(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args);
+  if (values.help) return print(false, null, () => ACCOUNT_HELP.usage);
+  const id = one(positionals, 'organisation id');
+  const view = withDb((db, plans, dataDir) => {
+    const o = getOrganisation(db, id);
+    if (!o) throw new AccountError(`no organisation ${id}`);
+    const plan = planOf(plans, o);
+    const window = new WindowClock().month(Date.now());
+    const store = new AccountingStore(dataDir);
+    try {
+      return {
+        org_id: o.id,
+        plan: o.plan,
+        requests: store.spent(orgCounter(o.id, window)),
+        quota: plan.quota,
+        hard_limit: effectiveHardLimit(o, plan),
+        window_start: new Date(window.startMs).toISOString(),
+        window_end: new Date(window.endMs).toISOString(),
+      };
+    } finally {
+      void store.close();
+    }
+  });
+  print(values.json as boolean, view, () =>
+    `${view.org_id}  plan ${view.plan}: ${view.requests} requests of quota ${view.quota}, hard_limit ${view.hard_limit ?? 'none'}, window ${view.window_start} – ${view.window_end}`,
+  );
+}
+
+export async function accountCommand(cmd: string, sub: string | undefined, rest: string[]): Promise<void> {
+  if (sub?.startsWith('-')) {
+    rest = [sub, ...rest];
+    sub = undefined;
+  }
+  if (cmd === 'org') return org(sub, rest);
+  if (cmd === 'key') return key(sub, rest);
+  return usage(sub === undefined ? rest : [sub, ...rest]);
+}
