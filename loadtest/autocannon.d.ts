@@ -6,6 +6,7 @@ declare module 'autocannon' {
     duration?: number;
     amount?: number;
     method?: string;
+    headers?: Record<string, string>;
     body?: string;
     requests?: { setupRequest?: (req: Record<string, unknown>) => Record<string, unknown> }[];
   }

@@ -19,6 +19,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
+import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
 import { importFeed } from '../src/feeds/import.js';
@@ -180,10 +183,33 @@ function startProcess(args: string[], env: Record<string, string>, ready: RegExp
   });
 }
 
+/**
+ * Limits far above what the bench can reach, so every request is answered and accounted
+ * (rate leases and allowance leases are taken as in production, just never refused).
+ */
+function benchPlans(): string {
+  const rate = { per_second: 1e9, burst: 1e9 };
+  const file = path.join(DIR, 'bench-plans.json');
+  const plans = ['free', 'starter', 'scale', 'max'].map((tier) => ({ key: tier, tier, quota: 1e12, rate, hard_limit: null }));
+  fs.writeFileSync(file, JSON.stringify({ keyless: { daily_cap: 1e12, rate }, plans }));
+  return file;
+}
+
+/** A scale-plan organisation with one key in the bench's data directory. */
+function scaleKey(dataDir: string): string {
+  const db = openControlDb(dataDir);
+  try {
+    const org = createOrganisation(db, loadPlans(benchPlans()), 'bench', 'scale');
+    return createKey(db, { orgId: org.id, name: 'bench' }).secret;
+  } finally {
+    db.close();
+  }
+}
+
 function startIpsift(dataDir: string, env: Record<string, string>): Promise<Server> {
   return startProcess(
     [path.join(ROOT, 'dist/src/cli.js'), 'serve'],
-    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', ...env },
+    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), ...env },
     /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
   );
 }
@@ -218,7 +244,7 @@ async function haveWrk(): Promise<boolean> {
   }
 }
 
-async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS): Promise<LoadResult> {
+async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string): Promise<LoadResult> {
   const before = cpuSeconds(server.child.pid!);
   const t = performance.now();
   const { stdout } = await exec('wrk', [
@@ -231,6 +257,7 @@ async function wrk(server: Server, script: string, seed: number, connections = C
     `http://127.0.0.1:${server.port}`,
     '--',
     String(seed),
+    ...(key ? [key] : []),
   ]);
   const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0);
@@ -240,7 +267,7 @@ async function wrk(server: Server, script: string, seed: number, connections = C
   return { rps, p50, p99, cpu, errors };
 }
 
-async function autocannonGet(server: Server, paths: string[]): Promise<LoadResult> {
+async function autocannonGet(server: Server, paths: string[], key?: string): Promise<LoadResult> {
   const before = cpuSeconds(server.child.pid!);
   const t = performance.now();
   let n = 0;
@@ -248,6 +275,7 @@ async function autocannonGet(server: Server, paths: string[]): Promise<LoadResul
     url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
     duration: SECONDS,
+    headers: key ? { authorization: `Bearer ${key}` } : {},
     requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: paths[n++ % paths.length] }) }],
   });
   const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
@@ -271,19 +299,25 @@ async function http(dataDir: string): Promise<void> {
 
   const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
   const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  const key = scaleKey(dataDir);
   try {
-    for (const [name, server] of [
-      ['fixed-body uWS', fixed],
-      ['ipsift GET /{ip}', ipsift],
+    for (const [name, server, k] of [
+      ['fixed-body uWS', fixed, undefined],
+      ['ipsift GET /{ip} keyless', ipsift, undefined],
+      ['ipsift GET /{ip} scale key', ipsift, key],
     ] as const) {
-      await autocannonGet(server, paths.slice(0, 1000)); // warm-up
-      if (useWrk) out(show(`wrk        ${name}`, await wrk(server, 'random-get.lua', 5)));
-      out(show(`autocannon ${name}`, await autocannonGet(server, paths)));
+      await autocannonGet(server, paths.slice(0, 1000), k); // warm-up
+      if (useWrk) out(show(`wrk        ${name}`, await wrk(server, 'random-get.lua', 5, CONNECTIONS, k)));
+      out(show(`autocannon ${name}`, await autocannonGet(server, paths, k)));
     }
     if (useWrk) {
       const a = await wrk(fixed, 'random-get.lua', 9);
       const b = await wrk(ipsift, 'random-get.lua', 9);
-      out(`ratio ipsift / fixed-body (wrk, back to back): ${(b.rps / a.rps).toFixed(2)}`);
+      const c = await wrk(ipsift, 'random-get.lua', 9, CONNECTIONS, key);
+      out(
+        `ratios (wrk, back to back): keyless / fixed-body ${(b.rps / a.rps).toFixed(2)}, scale key / fixed-body ${(c.rps / a.rps).toFixed(2)}, ` +
+          `scale key / keyless ${(c.rps / b.rps).toFixed(2)} (${c.errors} non-2xx)`,
+      );
     }
   } finally {
     await fixed.stop();

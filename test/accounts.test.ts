@@ -9,6 +9,7 @@ import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
+import { parseNetwork } from '../src/net/network.js';
 import { get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,last_seen
@@ -60,7 +61,10 @@ describe('keys, plans and accounting', () => {
     add('batchfree', 'free');
     revokeKey(db, ids.revoked);
     db.close();
-    svc = await startTestService({ dataDir, plansFile: file }, jsonLogger((l) => logLines.push(l)));
+    const loopback = parseNetwork('127.0.0.0/8');
+    assert.ok(loopback.ok);
+    // Loopback is a trusted proxy, so X-Forwarded-For can present IPv6 sources.
+    svc = await startTestService({ dataDir, plansFile: file, trustedProxies: [loopback.network] }, jsonLogger((l) => logLines.push(l)));
   });
   after(() => svc.close());
 
@@ -102,6 +106,23 @@ describe('keys, plans and accounting', () => {
     assert.equal(r.status, 403);
     assert.deepEqual(r.json, { error: 'source address not allowed for this API key' });
     assert.equal((await get(svc.port, '/81.7.3.1', bearer('here'))).status, 200);
+    // IPv6 sources, through the trusted proxy: inside 2001:db8::/32 and outside it.
+    const inside = await get(svc.port, '/81.7.3.1', { ...bearer('elsewhere'), 'X-Forwarded-For': '2001:db8:7::1' });
+    assert.equal(inside.status, 200);
+    const outside = await get(svc.port, '/81.7.3.1', { ...bearer('elsewhere'), 'X-Forwarded-For': '2001:db9::1' });
+    assert.deepEqual([outside.status, outside.json], [403, { error: 'source address not allowed for this API key' }]);
+    assert.equal((await get(svc.port, '/81.7.3.1', { ...bearer('elsewhere'), 'X-Forwarded-For': '10.1.2.3' })).status, 200);
+  });
+
+  test('the plan selects the fields of /myip and of every batch entry too', async () => {
+    const myip = await get(svc.port, '/myip', { ...bearer('max'), 'X-Forwarded-For': '81.7.4.9' });
+    assert.deepEqual([myip.json.ip, myip.json.resproxy], ['81.7.4.9', { provider: 'ResiNet', last_seen: '2026-11-01' }]);
+    const starter = await request(svc.port, 'POST', '/batch', JSON.stringify({ ips: ['81.7.3.20', '81.7.4.9'] }), bearer('scale'));
+    assert.equal(starter.json.results['81.7.3.20'].is_tor, true);
+    assert.deepEqual(starter.json.results['81.7.3.20'].tor, { provider: 'Tor Project', last_seen: '2026-11-02' });
+    assert.equal(starter.json.results['81.7.4.9'].is_resproxy, true);
+    assert.ok(!('resproxy' in starter.json.results['81.7.4.9']));
+    assert.match(String(starter.headers['x-allowance-used']), /^\d+$/);
   });
 
   test('the rate limit answers 429 with an integer Retry-After and RateLimit headers', async () => {
@@ -198,6 +219,28 @@ describe('keys, plans and accounting', () => {
       const r = await post(bearer('manager'), bad);
       assert.deepEqual([r.status, r.json], [400, { rc: 'BAD_REQUEST' }], JSON.stringify(bad));
     }
+  });
+
+  test('keys are listed, rotated and revoked through the API, within the caller organisation only', async () => {
+    const h = bearer('manager');
+    const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'temp' }), h);
+    const list = await get(svc.port, '/api/v1/iam/apikeys', h);
+    assert.equal(list.status, 200);
+    assert.ok(list.json.apikeys.some((k: { id: string }) => k.id === made.json.id));
+    assert.ok(!list.text.includes(made.json.key), 'a listing carries a secret');
+    assert.ok(list.json.apikeys.every((k: { org_id: string }) => k.org_id === orgs.manager));
+    const rotated = await request(svc.port, 'POST', `/api/v1/iam/apikeys/${made.json.id}/rotate`, undefined, h);
+    assert.equal(rotated.status, 200);
+    assert.notEqual(rotated.json.key, made.json.key);
+    assert.equal((await get(svc.port, '/81.7.3.1', { Authorization: `Bearer ${made.json.key}` })).status, 401);
+    assert.equal((await get(svc.port, '/81.7.3.1', { Authorization: `Bearer ${rotated.json.key}` })).status, 200);
+    // Another organisation's key is not found, neither for revoking nor rotating.
+    assert.deepEqual((await request(svc.port, 'DELETE', `/api/v1/iam/apikeys/${ids.max}`, undefined, h)).json, { rc: 'NOT_FOUND' });
+    const revoked = await request(svc.port, 'DELETE', `/api/v1/iam/apikeys/${made.json.id}`, undefined, h);
+    assert.equal(revoked.status, 200);
+    assert.ok(revoked.json.revoked_at);
+    const after = await get(svc.port, '/81.7.3.1', { Authorization: `Bearer ${rotated.json.key}` });
+    assert.deepEqual([after.status, after.json], [401, { error: 'API key revoked' }]);
   });
 
   test('a revocation by another process takes effect within a second; secrets never reach the log', async () => {
