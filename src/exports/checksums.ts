@@ -1,0 +1,22 @@
+// md5, sha1, sha256 and sha512 of an artifact, computed while it is written.
+
+import crypto from 'node:crypto';
+
+export interface Checksums {
+  md5: string;
+  sha1: string;
+  sha256: string;
+  sha512: string;
+}
+
+export class Checksummer {
+  private readonly hashes = (['md5', 'sha1', 'sha256', 'sha512'] as const).map((a) => [a, crypto.createHash(a)] as const);
+
+  update(chunk: Uint8Array): void {
+    for (const [, h] of this.hashes) h.update(chunk);
+  }
+
+  digest(): Checksums {
+    return Object.fromEntries(this.hashes.map(([a, h]) => [a, h.digest('hex')])) as unknown as Checksums;
+  }
+}

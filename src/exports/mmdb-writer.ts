@@ -1,0 +1,209 @@
+// A MaxMind DB 2.0 writer: an IPv6 search tree (IPv4 under ::/96, with ::ffff:0:0/96 and
+// 2002::/16 pointing at the IPv4 root), a data section with each distinct record once,
+// and the metadata map. Networks are added in any order and must not overlap. The data
+// section is streamed to a temporary file as records arrive; the tree lives in typed arrays
+// (8 bytes a node); the file is written in one pass that also computes its checksums.
+
+import fs from 'node:fs';
+import { Checksummer, type Checksums } from './checksums.js';
+import { MmdbEncoder, Uint, encodeStandalone, type MmdbValue } from './mmdb-data.js';
+
+const METADATA_MARKER = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
+/** Child slot values: 0 empty, DATA bit set = data offset, else a node index. */
+const DATA = 0x80000000;
+
+export interface MmdbOptions {
+  databaseType: string;
+  description: string;
+  buildEpoch: number;
+  languages?: string[];
+  /** Smallest record size to use (tests exercise every layout with small databases). */
+  minRecordSize?: 24 | 28 | 32;
+}
+
+export interface MmdbResult {
+  bytes: number;
+  nodeCount: number;
+  recordSize: number;
+  networks: number;
+  checksums: Checksums;
+}
+
+export class MmdbWriter {
+  private kids = new Uint32Array(2 * 1024);
+  private nodes = 1; // node 0 is the root
+  private readonly encoder = new MmdbEncoder();
+  private readonly dataFile: string;
+  private readonly dataFd: number;
+  private networks = 0;
+  private v4Root = -1;
+
+  constructor(
+    private readonly file: string,
+    private readonly options: MmdbOptions,
+  ) {
+    this.dataFile = `${file}.data.tmp`;
+    this.dataFd = fs.openSync(this.dataFile, 'w');
+  }
+
+  private newNode(): number {
+    if (this.nodes * 2 >= this.kids.length) {
+      const grown = new Uint32Array(this.kids.length * 2);
+      grown.set(this.kids);
+      this.kids = grown;
+    }
+    return this.nodes++;
+  }
+
+  /** Adds the inclusive range [start, end] of one family with its record. */
+  addRange(family: 4 | 6, start: bigint, end: bigint, value: MmdbValue, identity: string): void {
+    const offset = this.encoder.record(value, identity);
+    if (offset >= DATA) throw new Error('MMDB data section over 2 GiB');
+    if (this.encoder.pendingBytes >= 1 << 16) this.spill();
+    // IPv4 lives in ::/96: its value as is, under 96 leading zero bits.
+    const depth = family === 4 ? 96 : 0;
+    for (const [base, prefix] of cidrsOf(start, end, family === 4 ? 32 : 128)) {
+      this.insert(base, depth + prefix, (DATA | offset) >>> 0);
+      this.networks++;
+    }
+  }
+
+  /** Writes the encoded data gathered so far to the temporary file. */
+  private spill(): void {
+    const chunk = this.encoder.flush();
+    if (chunk.length) fs.writeSync(this.dataFd, chunk);
+  }
+
+  /** Sets the slot for the network (a 128-bit value's top `length` bits) to `slot`. */
+  private insert(address: bigint, length: number, slot: number): void {
+    let node = 0;
+    for (let depth = 0; depth < length - 1; depth++) {
+      const bit = Number((address >> BigInt(127 - depth)) & 1n);
+      const i = node * 2 + bit;
+      const child = this.kids[i];
+      if (child === 0) {
+        const n = this.newNode();
+        this.kids[node * 2 + bit] = n;
+        node = n;
+      } else if (child >= DATA) {
+        throw new Error('overlapping networks given to the MMDB writer');
+      } else node = child;
+    }
+    const bit = Number((address >> BigInt(128 - length)) & 1n);
+    const i = node * 2 + bit;
+    if (this.kids[i] !== 0) throw new Error('overlapping networks given to the MMDB writer');
+    this.kids[i] = slot;
+  }
+
+  /** The node at the end of a path of `length` bits, created where missing. */
+  private pathNode(address: bigint, length: number): number {
+    let node = 0;
+    for (let depth = 0; depth < length; depth++) {
+      const bit = Number((address >> BigInt(127 - depth)) & 1n);
+      let child = this.kids[node * 2 + bit];
+      if (child === 0) {
+        child = this.newNode();
+        this.kids[node * 2 + bit] = child;
+      } else if (child >= DATA) {
+        throw new Error('an alias would hide data');
+      }
+      node = child;
+    }
+    return node;
+  }
+
+  /** Points the slot at the end of the path (address, length) to node `target`. */
+  private alias(address: bigint, length: number, target: number): void {
+    const parent = this.pathNode(address, length - 1);
+    const bit = Number((address >> BigInt(128 - length)) & 1n);
+    this.kids[parent * 2 + bit] = target;
+  }
+
+  finish(): MmdbResult {
+    // IPv4 root: the node after 96 zero bits, then the mapped and 6to4 aliases to it.
+    this.v4Root = this.pathNode(0n, 96);
+    this.alias(0xffffn << 32n, 96, this.v4Root);
+    this.alias(0x2002n << 112n, 16, this.v4Root);
+    this.spill();
+    fs.closeSync(this.dataFd);
+    const dataSize = fs.statSync(this.dataFile).size;
+    const nodeCount = this.nodes;
+    const maxValue = nodeCount + 16 + dataSize;
+    const fit = maxValue < 2 ** 24 ? 24 : maxValue < 2 ** 28 ? 28 : 32;
+    const recordSize = Math.max(fit, this.options.minRecordSize ?? 24);
+    if (maxValue >= 2 ** 32) throw new Error('MMDB too large for 32-bit records');
+
+    const out = fs.openSync(this.file, 'w');
+    const sums = new Checksummer();
+    const write = (b: Buffer): void => {
+      fs.writeSync(out, b);
+      sums.update(b);
+    };
+    try {
+      const nodeBytes = recordSize / 4;
+      const chunkNodes = 65536;
+      const chunk = Buffer.alloc(chunkNodes * nodeBytes);
+      const valueOf = (slot: number): number => (slot === 0 ? nodeCount : slot >= DATA ? nodeCount + 16 + (slot - DATA) : slot);
+      for (let first = 0; first < nodeCount; first += chunkNodes) {
+        const n = Math.min(chunkNodes, nodeCount - first);
+        for (let k = 0; k < n; k++) {
+          const node = first + k;
+          const l = valueOf(this.kids[node * 2]);
+          const r = valueOf(this.kids[node * 2 + 1]);
+          const o = k * nodeBytes;
+          if (recordSize === 24) {
+            chunk.writeUIntBE(l, o, 3);
+            chunk.writeUIntBE(r, o + 3, 3);
+          } else if (recordSize === 28) {
+            chunk.writeUIntBE(l & 0xffffff, o, 3);
+            chunk[o + 3] = (((l >>> 24) & 0x0f) << 4) | ((r >>> 24) & 0x0f);
+            chunk.writeUIntBE(r & 0xffffff, o + 4, 3);
+          } else {
+            chunk.writeUInt32BE(l, o);
+            chunk.writeUInt32BE(r, o + 4);
+          }
+        }
+        write(chunk.subarray(0, n * nodeBytes));
+      }
+      write(Buffer.alloc(16));
+      const dataFd = fs.openSync(this.dataFile, 'r');
+      try {
+        const buf = Buffer.allocUnsafe(1 << 20);
+        for (let n; (n = fs.readSync(dataFd, buf, 0, buf.length, null)) > 0; ) write(buf.subarray(0, n));
+      } finally {
+        fs.closeSync(dataFd);
+      }
+      write(METADATA_MARKER);
+      const o = this.options;
+      write(
+        encodeStandalone({
+          binary_format_major_version: new Uint(16, 2),
+          binary_format_minor_version: new Uint(16, 0),
+          build_epoch: new Uint(64, BigInt(o.buildEpoch)),
+          database_type: o.databaseType,
+          description: { en: o.description },
+          ip_version: new Uint(16, 6),
+          languages: o.languages ?? ['en'],
+          node_count: new Uint(32, nodeCount),
+          record_size: new Uint(16, recordSize),
+        }),
+      );
+    } finally {
+      fs.closeSync(out);
+      fs.rmSync(this.dataFile, { force: true });
+    }
+    return { bytes: fs.statSync(this.file).size, nodeCount, recordSize, networks: this.networks, checksums: sums.digest() };
+  }
+}
+
+/** The CIDR blocks covering [start, end] in a family of `bits`, as (base, prefix length). */
+export function* cidrsOf(start: bigint, end: bigint, bits: number): Generator<[bigint, number]> {
+  let a = start;
+  while (a <= end) {
+    let size = 0;
+    // Largest aligned block starting at a that stays within end.
+    while (size < bits && (a & ((1n << BigInt(size + 1)) - 1n)) === 0n && a + (1n << BigInt(size + 1)) - 1n <= end) size++;
+    yield [a, bits - size];
+    a += 1n << BigInt(size);
+  }
+}
