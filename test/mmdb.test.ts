@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import maxmind from 'maxmind';
+import { forEachV4Cidr, forEachV6Cidr, wordsOf } from '../src/exports/cidr.js';
 import { MmdbWriter, cidrsOf } from '../src/exports/mmdb-writer.js';
 import type { MmdbValue } from '../src/exports/mmdb-data.js';
 import { formatAddress, type Family } from '../src/net/network.js';
@@ -148,6 +149,27 @@ describe('MMDB writer', () => {
       }
       assert.equal(next, b + 1n);
     }
+  });
+
+  test('the export path splits ranges into the same CIDRs without bigints', () => {
+    const rnd = prng(12);
+    const big = (w: Uint32Array): bigint => (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]);
+    for (let k = 0; k < 3000; k++) {
+      const a = (BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | (BigInt(Math.floor(rnd() * 2 ** 32)) << BigInt((rnd() * 64) | 0));
+      const b = a + (BigInt(Math.floor(rnd() * 2 ** 40)) << BigInt((rnd() * 60) | 0));
+      if (b >= 1n << 128n) continue;
+      const got: [bigint, number][] = [];
+      forEachV6Cidr(wordsOf(a, new Uint32Array(4)), wordsOf(b, new Uint32Array(4)), (w, p) => got.push([big(w), p]));
+      assert.deepEqual(got, [...cidrsOf(a, b, 128)]);
+      const a4 = Math.floor(rnd() * 2 ** 32);
+      const b4 = Math.min(2 ** 32 - 1, a4 + Math.floor(rnd() * 2 ** 20));
+      const got4: [bigint, number][] = [];
+      forEachV4Cidr(a4, b4, (x, p) => got4.push([BigInt(x), p]));
+      assert.deepEqual(got4, [...cidrsOf(BigInt(a4), BigInt(b4), 32)]);
+    }
+    const whole: number[] = [];
+    forEachV6Cidr(new Uint32Array(4), new Uint32Array([0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff]), (_, p) => whole.push(p));
+    assert.deepEqual(whole, [0]);
   });
 
   test('the maxmind npm reader returns exactly the source record on ≥ 10 000 probes', async () => {

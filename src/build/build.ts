@@ -11,12 +11,15 @@ import { listFeeds, readFeed } from '../feeds/store.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBuild } from './builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
+import { writeExports } from '../exports/exporter.js';
 
 export interface BuildOptions {
   dataDir: string;
   now?: Date;
   /** Make the new build the serving one (default true). */
   publish?: boolean;
+  /** Write the catalogue's database exports into the build (default true). */
+  exports?: boolean;
 }
 
 export interface BuildManifest {
@@ -26,6 +29,8 @@ export interface BuildManifest {
   feeds: { name: string; bytes: number; sha256: string }[];
   ranges: { v4: Partial<Record<Category, number>>; v6: Partial<Record<Category, number>> };
   index: IndexStats & { file: string; sha256: string };
+  /** Database exports: id → entries and artifact sizes (details in exports/exports.json). */
+  exports: Record<string, { entries: number; bytes: Record<string, number> }>;
   timings_ms: Record<string, number>;
 }
 
@@ -143,6 +148,28 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const staging = `${dir}.${process.pid}.staging`;
   fs.mkdirSync(staging, { recursive: true });
   fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
+  lap('write_index');
+  const exportsSummary: BuildManifest['exports'] = {};
+  if (options.exports ?? true) {
+    const parsed = details.map((table) => table.texts.map((t, id) => (id === 0 ? undefined : (JSON.parse(t) as Record<string, string | number>))));
+    const ex = writeExports(
+      staging,
+      {
+        v4Starts: iv4.start as number[],
+        v4Records: iv4.record,
+        v6Starts: iv6.start as bigint[],
+        v6Records: iv6.record,
+        recordCount: records.count,
+        recordDetailIds: records.details,
+        detail: (k, id) => parsed[k][id]!,
+      },
+      now,
+    );
+    for (const [id, d] of Object.entries(ex.databases)) {
+      exportsSummary[id] = { entries: d.entries, bytes: Object.fromEntries(Object.entries(d.artifacts).map(([f, a]) => [f, a!.full.bytes])) };
+    }
+    lap('exports');
+  }
   const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
     Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].start.length]).filter(([, n]) => n !== 0));
   const publish = options.publish ?? true;
@@ -153,9 +180,10 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
     ranges: { v4: count(v4), v6: count(v6) },
     index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
+    exports: exportsSummary,
     timings_ms: timings,
   };
-  lap('write');
+  lap('write_manifest');
   manifest.timings_ms = { ...timings };
   fs.writeFileSync(path.join(staging, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
   fs.renameSync(staging, dir);

@@ -1,7 +1,7 @@
 // The data section of a MaxMind DB file (MaxMind DB format 2.0, "Output Data Section"):
 // typed fields after a control byte. Identical records are written once (the search tree
-// points at the same offset), and a string written before is replaced by a pointer to it
-// whenever the pointer is shorter.
+// points at the same offset); inside records, a map object written before and a string
+// written before (when the pointer is shorter) become pointers to the first copy.
 
 /** An unsigned integer of a stated MMDB type (the metadata map needs exact types). */
 export class Uint {
@@ -23,28 +23,62 @@ const T_UINT64 = 9;
 const T_ARRAY = 11;
 const T_BOOLEAN = 14;
 
+/** A growable byte buffer. */
+class Bytes {
+  buf = Buffer.allocUnsafe(1 << 16);
+  length = 0;
+  private room(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n));
+    this.buf.copy(grown, 0, 0, this.length);
+    this.buf = grown;
+  }
+  byte(b: number): void {
+    this.room(1);
+    this.buf[this.length++] = b;
+  }
+  utf8(s: string, n: number): void {
+    this.room(n);
+    this.length += this.buf.write(s, this.length, 'utf8');
+  }
+  bytes(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.length);
+    this.length += b.length;
+  }
+  take(): Buffer {
+    const out = Buffer.from(this.buf.subarray(0, this.length));
+    this.length = 0;
+    return out;
+  }
+}
+
 /** Control byte(s) for a field of type `type` whose size (bytes, pairs or items) is `size`. */
-function control(out: number[], type: number, size: number): void {
+function control(out: Bytes, type: number, size: number): void {
   const first = type <= 7 ? type << 5 : 0;
-  let sizeBits: number;
-  const extra: number[] = [];
-  if (size < 29) sizeBits = size;
-  else if (size < 29 + 256) {
-    sizeBits = 29;
-    extra.push(size - 29);
+  const ext = type > 7;
+  if (size < 29) {
+    out.byte(first | size);
+    if (ext) out.byte(type - 7);
+  } else if (size < 29 + 256) {
+    out.byte(first | 29);
+    if (ext) out.byte(type - 7);
+    out.byte(size - 29);
   } else if (size < 285 + 65536) {
-    sizeBits = 30;
     const v = size - 285;
-    extra.push(v >>> 8, v & 255);
+    out.byte(first | 30);
+    if (ext) out.byte(type - 7);
+    out.byte(v >>> 8);
+    out.byte(v & 255);
   } else {
-    sizeBits = 31;
     const v = size - 65821;
     if (v >= 1 << 24) throw new Error(`MMDB field too large (${size})`);
-    extra.push(v >>> 16, (v >>> 8) & 255, v & 255);
+    out.byte(first | 31);
+    if (ext) out.byte(type - 7);
+    out.byte(v >>> 16);
+    out.byte((v >>> 8) & 255);
+    out.byte(v & 255);
   }
-  out.push(first | sizeBits);
-  if (type > 7) out.push(type - 7);
-  for (const b of extra) out.push(b);
 }
 
 /** A pointer field to data-section offset p. */
@@ -61,24 +95,38 @@ export function pointerBytes(p: number): number[] {
   return [(T_POINTER << 5) | (3 << 3), (p >>> 24) & 255, (p >>> 16) & 255, (p >>> 8) & 255, p & 255];
 }
 
-function uintBytes(v: number | bigint): number[] {
-  const bytes: number[] = [];
-  let x = BigInt(v);
-  while (x > 0n) {
-    bytes.unshift(Number(x & 255n));
-    x >>= 8n;
+/** Bytes a pointer to p takes. */
+function pointerLength(p: number): number {
+  return p < 2048 ? 2 : p < 526336 ? 3 : p < 526336 + 134217728 ? 4 : 5;
+}
+
+/** Minimal big-endian bytes of an unsigned integer (none for zero). */
+function uintLength(v: number | bigint): number {
+  let n = 0;
+  if (typeof v === 'bigint') {
+    for (let x = v; x > 0n; x >>= 8n) n++;
+  } else {
+    for (let x = v; x >= 1; x = Math.floor(x / 256)) n++;
   }
-  return bytes;
+  return n;
+}
+
+function writeUint(out: Bytes, v: number | bigint, n: number): void {
+  for (let k = n - 1; k >= 0; k--) {
+    out.byte(typeof v === 'bigint' ? Number((v >> BigInt(8 * k)) & 255n) : Math.floor(v / 2 ** (8 * k)) % 256);
+  }
 }
 
 /** Encodes values into a growing byte stream; `at` is the next free data-section offset. */
 export class MmdbEncoder {
   /** Bytes not yet taken by flush(). */
-  private pending: number[] = [];
+  private readonly pending = new Bytes();
   /** Data-section offset of pending[0]. */
   private base = 0;
   private readonly strings = new Map<string, number>();
-  private readonly records = new Map<string, number>();
+  private readonly records = new Map<string | number, number>();
+  /** Maps already written, by object identity: a repeat becomes a pointer. */
+  private readonly objects = new Map<object, number>();
 
   constructor(private readonly dedupeStrings = true) {}
 
@@ -95,7 +143,7 @@ export class MmdbEncoder {
    * The offset of a record, written on first sight. `identity` names the value (e.g. its
    * canonical JSON); equal identities share one copy.
    */
-  record(value: MmdbValue, identity: string): number {
+  record(value: MmdbValue, identity: string | number): number {
     let offset = this.records.get(identity);
     if (offset === undefined) {
       offset = this.at;
@@ -111,25 +159,21 @@ export class MmdbEncoder {
     if (typeof v === 'string') return this.string(v);
     if (typeof v === 'boolean') return control(out, T_BOOLEAN, v ? 1 : 0);
     if (v instanceof Uint) {
-      const bytes = uintBytes(v.value);
-      control(out, v.bits === 16 ? T_UINT16 : v.bits === 32 ? T_UINT32 : T_UINT64, bytes.length);
-      for (const b of bytes) out.push(b);
+      const n = uintLength(v.value);
+      control(out, v.bits === 16 ? T_UINT16 : v.bits === 32 ? T_UINT32 : T_UINT64, n);
+      writeUint(out, v.value, n);
       return;
     }
     if (typeof v === 'number') {
-      if (Number.isInteger(v) && v >= 0 && v <= 0xffffffff) {
-        const bytes = uintBytes(v);
-        control(out, T_UINT32, bytes.length);
-        for (const b of bytes) out.push(b);
-      } else if (Number.isInteger(v) && v > 0xffffffff && Number.isSafeInteger(v)) {
-        const bytes = uintBytes(v);
-        control(out, T_UINT64, bytes.length);
-        for (const b of bytes) out.push(b);
+      if (Number.isSafeInteger(v) && v >= 0) {
+        const n = uintLength(v);
+        control(out, v <= 0xffffffff ? T_UINT32 : T_UINT64, n);
+        writeUint(out, v, n);
       } else {
         control(out, T_DOUBLE, 8);
         const b = Buffer.alloc(8);
         b.writeDoubleBE(v);
-        for (const x of b) out.push(x);
+        out.bytes(b);
       }
       return;
     }
@@ -137,6 +181,11 @@ export class MmdbEncoder {
       control(out, T_ARRAY, v.length);
       for (const item of v) this.value(item);
       return;
+    }
+    if (this.dedupeStrings) {
+      const prior = this.objects.get(v);
+      if (prior !== undefined) return this.pointer(prior);
+      this.objects.set(v, this.at);
     }
     const keys = Object.keys(v);
     control(out, T_MAP, keys.length);
@@ -149,25 +198,22 @@ export class MmdbEncoder {
   private string(s: string): void {
     const out = this.pending;
     const prior = this.dedupeStrings ? this.strings.get(s) : undefined;
-    const bytes = Buffer.from(s, 'utf8');
-    if (prior !== undefined) {
-      const ptr = pointerBytes(prior);
-      if (ptr.length < bytes.length + 1) {
-        for (const b of ptr) out.push(b);
-        return;
-      }
-    }
-    if (this.dedupeStrings && bytes.length >= 2 && prior === undefined) this.strings.set(s, this.at);
-    control(out, T_STRING, bytes.length);
-    for (const b of bytes) out.push(b);
+    const n = Buffer.byteLength(s, 'utf8');
+    if (prior !== undefined && pointerLength(prior) < n + 1) return this.pointer(prior);
+    if (this.dedupeStrings && n >= 2 && prior === undefined) this.strings.set(s, this.at);
+    control(out, T_STRING, n);
+    out.utf8(s, n);
+  }
+
+  private pointer(p: number): void {
+    const out = this.pending;
+    for (const b of pointerBytes(p)) out.byte(b);
   }
 
   /** Takes the bytes written since the last flush. */
   flush(): Buffer {
-    const b = Buffer.from(this.pending);
     this.base += this.pending.length;
-    this.pending = [];
-    return b;
+    return this.pending.take();
   }
 }
 

@@ -55,17 +55,32 @@ export class MmdbWriter {
     return this.nodes++;
   }
 
-  /** Adds the inclusive range [start, end] of one family with its record. */
-  addRange(family: 4 | 6, start: bigint, end: bigint, value: MmdbValue, identity: string): void {
+  /** The data-section offset of a record, encoding it on first sight (see MmdbEncoder.record). */
+  recordOffset(value: MmdbValue, identity: string | number): number {
     const offset = this.encoder.record(value, identity);
     if (offset >= DATA) throw new Error('MMDB data section over 2 GiB');
     if (this.encoder.pendingBytes >= 1 << 16) this.spill();
-    // IPv4 lives in ::/96: its value as is, under 96 leading zero bits.
-    const depth = family === 4 ? 96 : 0;
+    return offset;
+  }
+
+  /** Adds the inclusive range [start, end] of one family with its record (cold path). */
+  addRange(family: 4 | 6, start: bigint, end: bigint, value: MmdbValue, identity: string): void {
+    const offset = this.recordOffset(value, identity);
     for (const [base, prefix] of cidrsOf(start, end, family === 4 ? 32 : 128)) {
-      this.insert(base, depth + prefix, (DATA | offset) >>> 0);
-      this.networks++;
+      if (family === 4) this.addV4(Number(base), prefix, offset);
+      else this.addV6(Number(base >> 96n), Number((base >> 64n) & 0xffffffffn), Number((base >> 32n) & 0xffffffffn), Number(base & 0xffffffffn), prefix, offset);
     }
+  }
+
+  /** IPv4 network base/prefix (IPv4 lives in ::/96: 96 zero bits, then its own). */
+  addV4(base: number, prefix: number, offset: number): void {
+    // Every IPv4 network shares the first 96 levels: start at the IPv4 root.
+    if (this.v4Root < 0) this.v4Root = this.pathNode(0n, 96);
+    this.insertFrom(this.v4Root, 96, 0, 0, 0, base, 96 + prefix, (DATA + offset) >>> 0);
+  }
+
+  addV6(w0: number, w1: number, w2: number, w3: number, prefix: number, offset: number): void {
+    this.insert(w0, w1, w2, w3, prefix, (DATA + offset) >>> 0);
   }
 
   /** Writes the encoded data gathered so far to the temporary file. */
@@ -74,13 +89,23 @@ export class MmdbWriter {
     if (chunk.length) fs.writeSync(this.dataFd, chunk);
   }
 
-  /** Sets the slot for the network (a 128-bit value's top `length` bits) to `slot`. */
-  private insert(address: bigint, length: number, slot: number): void {
-    let node = 0;
-    for (let depth = 0; depth < length - 1; depth++) {
-      const bit = Number((address >> BigInt(127 - depth)) & 1n);
+  /** Sets the slot of the network (the top `length` bits of w0..w3) to `slot`. */
+  private insert(w0: number, w1: number, w2: number, w3: number, length: number, slot: number): void {
+    this.insertFrom(0, 0, w0, w1, w2, w3, length, slot);
+  }
+
+  /** insert(), starting at `node`, which sits at depth `from` on the network's path. */
+  private insertFrom(node: number, from: number, w0: number, w1: number, w2: number, w3: number, length: number, slot: number): void {
+    for (let depth = from; depth < length; depth++) {
+      const word = depth < 32 ? w0 : depth < 64 ? w1 : depth < 96 ? w2 : w3;
+      const bit = (word >>> (31 - (depth & 31))) & 1;
       const i = node * 2 + bit;
       const child = this.kids[i];
+      if (depth === length - 1) {
+        if (child !== 0) throw new Error('overlapping networks given to the MMDB writer');
+        this.kids[i] = slot;
+        break;
+      }
       if (child === 0) {
         const n = this.newNode();
         this.kids[node * 2 + bit] = n;
@@ -89,10 +114,7 @@ export class MmdbWriter {
         throw new Error('overlapping networks given to the MMDB writer');
       } else node = child;
     }
-    const bit = Number((address >> BigInt(128 - length)) & 1n);
-    const i = node * 2 + bit;
-    if (this.kids[i] !== 0) throw new Error('overlapping networks given to the MMDB writer');
-    this.kids[i] = slot;
+    this.networks++;
   }
 
   /** The node at the end of a path of `length` bits, created where missing. */
@@ -121,7 +143,7 @@ export class MmdbWriter {
 
   finish(): MmdbResult {
     // IPv4 root: the node after 96 zero bits, then the mapped and 6to4 aliases to it.
-    this.v4Root = this.pathNode(0n, 96);
+    if (this.v4Root < 0) this.v4Root = this.pathNode(0n, 96);
     this.alias(0xffffn << 32n, 96, this.v4Root);
     this.alias(0x2002n << 112n, 16, this.v4Root);
     this.spill();

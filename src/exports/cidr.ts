@@ -1,0 +1,65 @@
+// Ranges to CIDR blocks without bigints (the export hot loop): IPv4 as numbers, IPv6 as
+// four big-endian 32-bit words.
+
+/** Trailing zero bits of a 32-bit word (32 for zero). */
+function ctz32(x: number): number {
+  return x === 0 ? 32 : 31 - Math.clz32((x | 0) & -(x | 0));
+}
+
+/** Calls out(base, prefix) for each CIDR block of the IPv4 range [a, b], in order. */
+export function forEachV4Cidr(a: number, b: number, out: (base: number, prefix: number) => void): void {
+  while (a <= b) {
+    let size = a === 0 ? 32 : ctz32(a);
+    while (a + 2 ** size - 1 > b) size--;
+    out(a, 32 - size);
+    a += 2 ** size;
+  }
+}
+
+/** -1, 0 or 1 as the 128-bit words x compare with y. */
+function compare(x: Uint32Array, y: Uint32Array): number {
+  for (let k = 0; k < 4; k++) if (x[k] !== y[k]) return x[k] < y[k] ? -1 : 1;
+  return 0;
+}
+
+const last = new Uint32Array(4);
+
+/** last = a with its low `size` bits set (a is aligned to 2^size). */
+function fillLow(a: Uint32Array, size: number): void {
+  for (let k = 3; k >= 0; k--) {
+    const low = 32 * (3 - k); // bits below word k
+    const bits = Math.max(0, Math.min(32, size - low));
+    last[k] = bits === 32 ? 0xffffffff : (a[k] | ((2 ** bits - 1) >>> 0)) >>> 0;
+  }
+}
+
+/**
+ * Calls out(a, prefix) for each CIDR block of the IPv6 range [start, end] (words), in order.
+ * `a` is a scratch array holding the block's base during the call.
+ */
+export function forEachV6Cidr(start: Uint32Array, end: Uint32Array, out: (a: Uint32Array, prefix: number) => void): void {
+  const a = Uint32Array.from(start);
+  while (compare(a, end) <= 0) {
+    let size = a[3] !== 0 ? ctz32(a[3]) : a[2] !== 0 ? 32 + ctz32(a[2]) : a[1] !== 0 ? 64 + ctz32(a[1]) : a[0] !== 0 ? 96 + ctz32(a[0]) : 128;
+    for (;;) {
+      fillLow(a, size);
+      if (compare(last, end) <= 0) break;
+      size--;
+    }
+    out(a, 128 - size);
+    // a = last + 1, stopping at the top of the space.
+    let k = 3;
+    while (k >= 0 && last[k] === 0xffffffff) a[k--] = 0;
+    if (k < 0) return;
+    a[k] = last[k] + 1;
+    for (let j = k - 1; j >= 0; j--) a[j] = last[j];
+  }
+}
+
+export function wordsOf(v: bigint, into: Uint32Array): Uint32Array {
+  into[0] = Number(v >> 96n);
+  into[1] = Number((v >> 64n) & 0xffffffffn);
+  into[2] = Number((v >> 32n) & 0xffffffffn);
+  into[3] = Number(v & 0xffffffffn);
+  return into;
+}

@@ -1,0 +1,326 @@
+// Build-time exports: for every catalogue database and format, the full artifact and a
+// sample, their checksums, and the metadata document (interface.md §2.5). Written into the
+// build's staging directory, so a build is published with its exports or not at all.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { CATEGORIES } from '../model/categories.js';
+import { formatIPv4, formatIPv6Words } from '../net/address.js';
+import { DATABASES, providerId, type Cell, type Column, type DatabaseDef, type Format, type RecordDetails, type RecordView } from '../catalogue/databases.js';
+import type { Checksums } from './checksums.js';
+import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
+import { CsvGzWriter, csvField } from './csv-writer.js';
+import { MmdbWriter } from './mmdb-writer.js';
+import type { MmdbValue } from './mmdb-data.js';
+
+export const EXPORTS_DIR = 'exports';
+export const EXPORTS_MANIFEST = 'exports.json';
+/** About this many networks go into a sample, spread evenly over the database. */
+const SAMPLE_TARGET = 200;
+/** Rows of each format shown in the metadata document's `sample`. */
+const SAMPLE_ROWS_SHOWN = 5;
+
+export interface ExportInput {
+  v4Starts: readonly number[];
+  v4Records: readonly number[];
+  v6Starts: readonly bigint[];
+  v6Records: readonly number[];
+  recordCount: number;
+  /** Flat: record r's detail id in category k at r * CATEGORIES.length + k (0: not in it). */
+  recordDetailIds: readonly number[];
+  /** The parsed detail object of category k's detail id. */
+  detail(k: number, id: number): Readonly<Record<string, string | number>>;
+}
+
+function detailsOf(input: ExportInput, r: number): RecordDetails {
+  const c = CATEGORIES.length;
+  return CATEGORIES.map((_, k) => {
+    const id = input.recordDetailIds[r * c + k];
+    return id === 0 ? undefined : input.detail(k, id);
+  });
+}
+
+/**
+ * Per record: a number equal for records with equal views in `db`, or -1 when the record is
+ * not in it. Records are distinct combinations of all categories' details, so a database
+ * of every category's details is keyed by the record itself.
+ */
+function identities(db: DatabaseDef, input: ExportInput): Int32Array {
+  const c = CATEGORIES.length;
+  const ks = db.dependsOn!.categories.map((cat) => CATEGORIES.indexOf(cat));
+  const presence = db.dependsOn!.presenceOnly;
+  const ids = input.recordDetailIds;
+  const out = new Int32Array(input.recordCount);
+  const interned = new Map<string, number>();
+  for (let r = 0; r < input.recordCount; r++) {
+    let any = false;
+    for (const k of ks) if (ids[r * c + k] !== 0) any = true;
+    if (!any) out[r] = -1;
+    else if (presence) {
+      let mask = 0;
+      for (const k of ks) if (ids[r * c + k] !== 0) mask |= 1 << k;
+      out[r] = mask;
+    } else if (ks.length === c) out[r] = r;
+    else if (ks.length === 1) out[r] = ids[r * c + ks[0]];
+    else {
+      const key = ks.map((k) => ids[r * c + k]).join(',');
+      let n = interned.get(key);
+      if (n === undefined) interned.set(key, (n = interned.size));
+      out[r] = n;
+    }
+  }
+  return out;
+}
+
+export interface Artifact {
+  file: string;
+  bytes: number;
+  checksums: Checksums;
+}
+
+export interface DatabaseExport {
+  id: string;
+  updated: string;
+  entries: number;
+  sample_entries: number;
+  schema: Partial<Record<Format, Column[]>>;
+  sample: Partial<Record<Format, Record<string, unknown>[]>>;
+  artifacts: Partial<Record<Format, { full: Artifact; sample: Artifact }>>;
+}
+
+export interface ExportsManifest {
+  built: string;
+  databases: Record<string, DatabaseExport>;
+  timings_ms: Record<string, number>;
+}
+
+const fileName = (id: string, format: Format, sample: boolean): string => `${id}${sample ? '.sample' : ''}.${format === 'csvgz' ? 'csv.gz' : 'mmdb'}`;
+
+/** A merged network range of one database: [start, end] with the record giving its view. */
+interface Span {
+  family: 4 | 6;
+  start: number | bigint;
+  end: number | bigint;
+  record: number;
+}
+
+
+
+
+/** The database's merged spans: consecutive intervals whose views are equal become one. */
+function spansOf(input: ExportInput, identity: Int32Array): Span[] {
+  const spans: Span[] = [];
+  const walk = <K extends number | bigint>(family: 4 | 6, starts: readonly K[], records: readonly number[], last: K, one: K): void => {
+    let open: Span | null = null;
+    for (let i = 0; i < starts.length; i++) {
+      const r = records[i];
+      const id = identity[r];
+      const end = (i + 1 < starts.length ? (starts[i + 1] as number) - (one as number) : last) as K;
+      if (open && id !== -1 && identity[open.record] === id) {
+        open.end = end;
+        continue;
+      }
+      open = null;
+      if (id === -1) continue;
+      open = { family, start: starts[i], end, record: r };
+      spans.push(open);
+    }
+  };
+  walk<number>(4, input.v4Starts, input.v4Records, 2 ** 32 - 1, 1);
+  walk<bigint>(6, input.v6Starts, input.v6Records, (1n << 128n) - 1n, 1n);
+  return spans;
+}
+
+/** What a distinct view writes: its CSV line tails and its data offset in each MMDB. */
+interface Prepared {
+  view: RecordView;
+  tails: string[];
+  offsets: number[];
+  sampleOffsets: number[];
+}
+
+function csvTail(cells: readonly Cell[]): string {
+  let t = '';
+  for (const v of cells) t += ',' + csvField(v);
+  return t + '\n';
+}
+
+function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
+  const phase = new Phases();
+  const identity = identities(db, input);
+  const spans = spansOf(input, identity);
+  phase.lap('spans');
+  const stride = Math.max(1, Math.floor(spans.length / SAMPLE_TARGET));
+  const epoch = Math.floor(built.getTime() / 1000);
+  const header = db.schema.csvgz!.map((c) => c.name);
+  const mmdbOptions = { databaseType: `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
+  const csvFull = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
+  const csvSample = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
+  const withMmdb = db.formats.includes('mmdb');
+  const mmdbFull = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', false)), mmdbOptions) : null;
+  const mmdbSample = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', true)), mmdbOptions) : null;
+  // Views of recent identities; most repeats are neighbours, and keeping every view of a
+  // large database would only feed the garbage collector.
+  const prepared = new Map<number, Prepared>();
+  const startWords = new Uint32Array(4);
+  const endWords = new Uint32Array(4);
+  let current: Prepared;
+  let currentSample = false;
+  const emit = (network: string | null, v4: number, w: Uint32Array | null, prefix: number): void => {
+    const p = current;
+    if (mmdbFull) {
+      if (w === null) mmdbFull.addV4(v4, prefix, p.offsets[0]);
+      else mmdbFull.addV6(w[0], w[1], w[2], w[3], prefix, p.offsets[0]);
+    }
+    if (currentSample && mmdbSample) {
+      if (w === null) mmdbSample.addV4(v4, prefix, p.sampleOffsets[0]);
+      else mmdbSample.addV6(w[0], w[1], w[2], w[3], prefix, p.sampleOffsets[0]);
+    }
+    for (const tail of p.tails) {
+      if (network === null) {
+        csvFull.lineV4(v4, prefix, tail);
+        if (currentSample) csvSample.lineV4(v4, prefix, tail);
+      } else {
+        csvFull.line(network, tail);
+        if (currentSample) csvSample.line(network, tail);
+      }
+    }
+    entries++;
+    if (currentSample && shown.length < SAMPLE_ROWS_SHOWN) show(network ?? `${formatIPv4(v4)}/${prefix}`, p);
+  };
+  // IPv4 networks go to the CSV as bytes, without a string each (there are millions).
+  const emitV4 = (base: number, prefix: number): void => emit(null, base, null, prefix);
+  const emitV6 = (w: Uint32Array, prefix: number): void => emit(`${formatIPv6Words(w)}/${prefix}`, 0, w, prefix);
+  let entries = 0;
+  let sampleEntries = 0;
+  const shown: Record<string, unknown>[] = [];
+  const shownMmdb: Record<string, unknown>[] = [];
+
+  for (let n = 0; n < spans.length; n++) {
+    const span = spans[n];
+    const id = identity[span.record];
+    let p = prepared.get(id);
+    if (p === undefined) {
+      const view = db.view!(detailsOf(input, span.record))!;
+      p = { view, tails: view.rows.map(csvTail), offsets: [], sampleOffsets: [] };
+      if (mmdbFull) p.offsets.push(mmdbFull.recordOffset(view.mmdb, id));
+      if (prepared.size >= 4096) prepared.clear();
+      prepared.set(id, p);
+    }
+    const inSample = n % stride === 0;
+    if (inSample && mmdbSample && p.sampleOffsets.length === 0) p.sampleOffsets.push(mmdbSample.recordOffset(p.view.mmdb, id));
+    const first = entries;
+    current = p;
+    currentSample = inSample;
+    if (span.family === 4) forEachV4Cidr(span.start as number, span.end as number, emitV4);
+    else forEachV6Cidr(wordsOf(span.start as bigint, startWords), wordsOf(span.end as bigint, endWords), emitV6);
+    if (inSample) sampleEntries += entries - first;
+  }
+
+  function show(network: string, p: Prepared): void {
+    for (const row of p.view.rows) shown.push(Object.fromEntries(header.map((h, k) => [h, k === 0 ? network : row[k - 1]])));
+    shownMmdb.push({ network, ...(p.view.mmdb as Record<string, MmdbValue>) });
+  }
+
+  phase.lap('rows');
+  const artifacts: DatabaseExport['artifacts'] = {};
+  const csv = { full: csvFull.finish(), sample: csvSample.finish() };
+  artifacts.csvgz = {
+    full: { file: fileName(db.id, 'csvgz', false), bytes: csv.full.bytes, checksums: csv.full.checksums },
+    sample: { file: fileName(db.id, 'csvgz', true), bytes: csv.sample.bytes, checksums: csv.sample.checksums },
+  };
+  if (mmdbFull && mmdbSample) {
+    const full = mmdbFull.finish();
+    const sample = mmdbSample.finish();
+    phase.lap('mmdb_finish');
+    artifacts.mmdb = {
+      full: { file: fileName(db.id, 'mmdb', false), bytes: full.bytes, checksums: full.checksums },
+      sample: { file: fileName(db.id, 'mmdb', true), bytes: sample.bytes, checksums: sample.checksums },
+    };
+  }
+  const sample: DatabaseExport['sample'] = { csvgz: shown.slice(0, SAMPLE_ROWS_SHOWN) };
+  if (withMmdb) sample.mmdb = shownMmdb.slice(0, SAMPLE_ROWS_SHOWN);
+  out[db.id] = { id: db.id, updated: built.toISOString().slice(0, 10), entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
+  if (process.env.IPSIFT_EXPORT_PHASES) process.stderr.write(`${db.id}: ${JSON.stringify(phase.ms)}\n`);
+}
+
+class Phases {
+  readonly ms: Record<string, number> = {};
+  private t = performance.now();
+  lap(name: string): void {
+    const now = performance.now();
+    this.ms[name] = Math.round(now - this.t);
+    this.t = now;
+  }
+}
+
+function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
+  const ks = db.providerCategories!.map((c) => CATEGORIES.indexOf(c));
+  const byId = new Map<string, { name: string; cats: Set<string>; v4: number; v6: number }>();
+  const count = (records: readonly number[], family: 4 | 6): void => {
+    let previous = -1;
+    for (const r of records) {
+      if (r === previous) continue;
+      previous = r;
+      const d = detailsOf(input, r);
+      for (const k of ks) {
+        const name = d[k]?.provider;
+        if (typeof name !== 'string' || name === '') continue;
+        const id = providerId(name);
+        let p = byId.get(id);
+        if (!p) byId.set(id, (p = { name, cats: new Set(), v4: 0, v6: 0 }));
+        p.cats.add(CATEGORIES[k]);
+        if (family === 4) p.v4++;
+        else p.v6++;
+      }
+    }
+  };
+  count(input.v4Records, 4);
+  count(input.v6Records, 6);
+  const header = db.schema.csvgz!.map((c) => c.name);
+  const ids = [...byId.keys()].sort();
+  const stride = Math.max(1, Math.floor(ids.length / SAMPLE_TARGET));
+  const full = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
+  const sampleWriter = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
+  const shown: Record<string, unknown>[] = [];
+  ids.forEach((id, n) => {
+    const p = byId.get(id)!;
+    const row: Cell[] = [id, p.name, [...p.cats].sort().join(' '), p.v4, p.v6];
+    full.row(row);
+    if (n % stride === 0) {
+      sampleWriter.row(row);
+      if (shown.length < SAMPLE_ROWS_SHOWN) shown.push(Object.fromEntries(header.map((h, k) => [h, row[k]])));
+    }
+  });
+  const f = full.finish();
+  const s = sampleWriter.finish();
+  out[db.id] = {
+    id: db.id,
+    updated: built.toISOString().slice(0, 10),
+    entries: f.rows,
+    sample_entries: s.rows,
+    schema: db.schema,
+    sample: { csvgz: shown },
+    artifacts: {
+      csvgz: {
+        full: { file: fileName(db.id, 'csvgz', false), bytes: f.bytes, checksums: f.checksums },
+        sample: { file: fileName(db.id, 'csvgz', true), bytes: s.bytes, checksums: s.checksums },
+      },
+    },
+  };
+}
+
+/** Writes every database's artifacts into dir/exports and returns (and writes) the manifest. */
+export function writeExports(buildDir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[] = DATABASES): ExportsManifest {
+  const dir = path.join(buildDir, EXPORTS_DIR);
+  fs.mkdirSync(dir, { recursive: true });
+  const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
+  for (const db of databases) {
+    const t = performance.now();
+    if (db.keyedBy === 'ranges') writeRangesDatabase(dir, db, input, built, manifest.databases);
+    else writeProvidersDatabase(dir, db, input, built, manifest.databases);
+    manifest.timings_ms[db.id] = Math.round(performance.now() - t);
+  }
+  fs.writeFileSync(path.join(dir, EXPORTS_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}

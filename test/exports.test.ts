@@ -1,0 +1,159 @@
+// Build-time exports against the serving index: every database's MMDB (read with the
+// maxmind package) and CSV.gz agree with what a max-plan lookup answers; checksums match.
+
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { before, describe, test } from 'node:test';
+import maxmind from 'maxmind';
+import { runBuild } from '../src/build/build.js';
+import { INDEX_FILE } from '../src/build/builds.js';
+import { DATABASES } from '../src/catalogue/databases.js';
+import { EXPORTS_DIR, EXPORTS_MANIFEST, type ExportsManifest } from '../src/exports/exporter.js';
+import { importFeed } from '../src/feeds/import.js';
+import { loadIndexFile } from '../src/index/loader.js';
+import type { RangeIndex } from '../src/index/range-index.js';
+import { recordOf, writeAnswer, answerBytes } from '../src/lookup/answer.js';
+import { CATEGORIES } from '../src/model/categories.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import { ParsedAddress, parseAddress } from '../src/net/address.js';
+import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
+import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
+import { tempDir } from './helpers.js';
+
+type Answer = Record<string, unknown>;
+
+/** The max-plan answer for an address, as an object. */
+function answerOf(index: RangeIndex, ip: string): Answer {
+  const p = new ParsedAddress();
+  parseAddress(ip, 0, ip.length, p);
+  const r = recordOf(index, p);
+  const out = Buffer.alloc(answerBytes(index, ip.length, r, TIER_MAX));
+  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, index, r, TIER_MAX))) as Answer;
+}
+
+/** What each database should hold for an address, derived from the answer (null: absent). */
+function expected(db: string, a: Answer): unknown {
+  const present = CATEGORIES.filter((c) => a[`is_${c}`] === true);
+  const pick = (cats: readonly string[], listName: string): unknown => {
+    const here = cats.filter((c) => present.includes(c as never));
+    if (here.length === 0) return null;
+    return { [listName]: here, ...Object.fromEntries(here.map((c) => [c, a[c]])) };
+  };
+  switch (db) {
+    case 'ipsift_v1':
+      return present.length ? Object.fromEntries(CATEGORIES.map((c) => [`is_${c}`, a[`is_${c}`]])) : null;
+    case 'ipsift_extended_v1':
+      return present.length ? { ...Object.fromEntries(CATEGORIES.map((c) => [`is_${c}`, a[`is_${c}`]])), ...Object.fromEntries(present.map((c) => [c, a[c]])) } : null;
+    case 'vpn_v1':
+      return present.includes('vpn') ? a.vpn : null;
+    case 'proxy_v1':
+      return pick(['resproxy', 'dcproxy', 'mobproxy'], 'kinds');
+    case 'hosting_v1':
+      return pick(['hosting', 'relay', 'tor', 'cdn'], 'categories');
+  }
+  throw new Error(db);
+}
+
+describe('database exports', () => {
+  let dir: string;
+  let index: RangeIndex;
+  let manifest: ExportsManifest;
+  const probes: string[] = [];
+
+  before(async () => {
+    const dataDir = tempDir();
+    const feed = path.join(dataDir, 'synthetic.csv');
+    writeFeedCsv(feed, { ranges: 4000, seed: 31 });
+    importFeed({ dataDir, file: feed, name: 'synthetic' });
+    const build = runBuild({ dataDir });
+    dir = path.join(build.dir, EXPORTS_DIR);
+    index = (await loadIndexFile(path.join(build.dir, INDEX_FILE))).index;
+    manifest = JSON.parse(fs.readFileSync(path.join(dir, EXPORTS_MANIFEST), 'utf8')) as ExportsManifest;
+    // Addresses in and around the feed's networks, IPv4 and IPv6.
+    const rnd = prng(4);
+    const lines = fs.readFileSync(feed, 'utf8').trim().split('\n').slice(1);
+    for (let i = 0; i < 3000; i++) {
+      const net = lines[(rnd() * lines.length) | 0].split(',')[0].split('/')[0].split('-')[0];
+      probes.push(net);
+    }
+    for (let i = 0; i < 2000; i++) probes.push(`${1 + ((rnd() * 222) | 0)}.${(rnd() * 256) | 0}.${(rnd() * 256) | 0}.${(rnd() * 256) | 0}`);
+  });
+
+  test('every catalogue database and format is exported with a sample', () => {
+    for (const db of DATABASES) {
+      const ex = manifest.databases[db.id];
+      assert.ok(ex, db.id);
+      assert.deepEqual(Object.keys(ex.artifacts).sort(), [...db.formats].sort(), db.id);
+      assert.ok(ex.entries > 0 && ex.sample_entries > 0 && ex.sample_entries <= ex.entries, db.id);
+      for (const a of Object.values(ex.artifacts)) {
+        assert.equal(fs.statSync(path.join(dir, a!.full.file)).size, a!.full.bytes);
+        assert.equal(fs.statSync(path.join(dir, a!.sample.file)).size, a!.sample.bytes);
+      }
+    }
+  });
+
+  test('checksums are those of the files', () => {
+    for (const ex of Object.values(manifest.databases)) {
+      for (const a of Object.values(ex.artifacts)) {
+        for (const art of [a!.full, a!.sample]) {
+          const bytes = fs.readFileSync(path.join(dir, art.file));
+          for (const alg of ['md5', 'sha1', 'sha256', 'sha512'] as const) {
+            assert.equal(art.checksums[alg], crypto.createHash(alg).update(bytes).digest('hex'), `${art.file} ${alg}`);
+          }
+        }
+      }
+    }
+  });
+
+  test('each MMDB answers what a max-plan lookup answers, projected to the database', async () => {
+    for (const db of DATABASES.filter((d) => d.formats.includes('mmdb'))) {
+      const reader = await maxmind.open<Record<string, unknown>>(path.join(dir, manifest.databases[db.id].artifacts.mmdb!.full.file));
+      let found = 0;
+      for (const ip of probes) {
+        const p = new ParsedAddress();
+        parseAddress(ip, 0, ip.length, p);
+        if (p.kind === 4 ? isBogonV4(p.v4) : isBogonV6(p.w)) continue; // bogons are answered without data
+        const want = expected(db.id, answerOf(index, ip));
+        assert.deepEqual(reader.get(ip), want, `${db.id} ${ip}`);
+        if (want !== null) found++;
+      }
+      assert.ok(found > 100, `${db.id}: only ${found} probes found data`);
+    }
+  });
+
+  test('each CSV.gz has its schema header and one line per network; rows agree with lookups', () => {
+    for (const db of DATABASES.filter((d) => d.keyedBy === 'ranges')) {
+      const ex = manifest.databases[db.id];
+      const text = zlib.gunzipSync(fs.readFileSync(path.join(dir, ex.artifacts.csvgz!.full.file))).toString('utf8');
+      const lines = text.trimEnd().split('\n');
+      assert.equal(lines[0], db.schema.csvgz!.map((c) => c.name).join(','));
+      const rows = lines.slice(1).map((l) => l.split(','));
+      const networks = new Set(rows.map((r) => r[0]));
+      assert.equal(networks.size, ex.entries, db.id);
+      const rnd = prng(8);
+      for (let i = 0; i < 300; i++) {
+        const row = rows[(rnd() * rows.length) | 0];
+        const first = row[0].split('/')[0];
+        const a = answerOf(index, first);
+        if (db.id === 'ipsift_v1') assert.deepEqual(row.slice(1), CATEGORIES.map((c) => String(a[`is_${c}`])), `${db.id} ${row[0]}`);
+        if (db.id === 'vpn_v1') assert.equal(row[1], String((a.vpn as Record<string, unknown>).provider ?? ''), `${db.id} ${row[0]}`);
+        if (db.id === 'proxy_v1' || db.id === 'hosting_v1') assert.equal(a[`is_${row[1]}`], true, `${db.id} ${row[0]} ${row[1]}`);
+        if (db.id === 'ipsift_extended_v1') assert.deepEqual(row.slice(1, 9), CATEGORIES.map((c) => String(a[`is_${c}`])));
+      }
+    }
+  });
+
+  test('the metadata of every database describes its formats', () => {
+    for (const db of DATABASES) {
+      const ex = manifest.databases[db.id];
+      assert.match(ex.updated, /^\d{4}-\d{2}-\d{2}$/);
+      for (const f of db.formats) {
+        assert.ok(ex.schema[f]!.length > 0 && ex.schema[f]!.every((c) => c.name && c.type && c.description));
+        assert.ok(Array.isArray(ex.sample[f]) && ex.sample[f]!.length > 0, `${db.id} ${f} sample`);
+      }
+    }
+  });
+});
