@@ -26,6 +26,8 @@ export interface Service {
   readonly holder: IndexHolder;
   readonly pool: BatchPool;
   readonly metrics: Metrics;
+  /** The shared accounting counters (LMDB). */
+  readonly accounting: AccountingStore;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       holder,
       pool,
       metrics,
+      accounting: store,
       async close() {
         for (const s of sockets) closeListen(s);
         holder.close();

@@ -269,4 +269,21 @@ describe('keys, plans and accounting', () => {
     assert.equal(me.json.usage.hard_limit, null);
     assert.ok(me.json.usage.requests > me.json.usage.quota);
   });
+
+  test('when usage cannot be read, account/me answers 503 with the contract message', async () => {
+    const dir = tempDir();
+    const file = plansFile(dir, PLANS);
+    const db = openControlDb(dir);
+    const org = createOrganisation(db, loadPlans(file), 'Gone', 'max');
+    const { secret } = createKey(db, { orgId: org.id, name: 'k' });
+    db.close();
+    const broken = await startTestService({ dataDir: dir, plansFile: file });
+    try {
+      await broken.accounting.close(); // the LMDB environment is gone: reads throw
+      const r = await get(broken.port, '/api/v1/account/me', { Authorization: `Bearer ${secret}` });
+      assert.deepEqual([r.status, r.json], [503, { error: 'usage is temporarily unavailable' }]);
+    } finally {
+      await broken.close().catch(() => undefined);
+    }
+  });
 });

@@ -130,7 +130,11 @@ export class Meter {
   sweep(nowMs: number): void {
     for (const lease of this.leases.values()) {
       if (nowMs - lease.touchedMs < LEASE_IDLE_MS) continue;
-      this.store.release(lease.counter, lease.left);
+      try {
+        this.store.release(lease.counter, lease.left);
+      } catch {
+        continue; // the store is unavailable: keep the lease and give it back on a later sweep
+      }
       this.leases.delete(lease.counter);
     }
     for (const [bucket, t] of this.tokens) {
@@ -141,7 +145,13 @@ export class Meter {
   /** Returns every lease's unused units (graceful shutdown). */
   close(): void {
     clearInterval(this.sweeper);
-    for (const lease of this.leases.values()) this.store.release(lease.counter, lease.left);
+    for (const lease of this.leases.values()) {
+      try {
+        this.store.release(lease.counter, lease.left);
+      } catch {
+        // the store is gone: these units stay counted (an over-count, never an under-count)
+      }
+    }
     this.leases.clear();
     this.tokens.clear();
   }
