@@ -24,6 +24,11 @@ import { loadPlans, type Plans } from './accounts/plans.js';
 import { AccountingStore } from './accounting/store.js';
 import { WindowClock, orgCounter } from './accounting/windows.js';
 import { UsageError, parse, print } from './cli-common.js';
+import { loadCatalogue } from './catalogue/catalogue.js';
+import { grantLicence, listLicences, revokeLicence, standingOf, type Licence, type LicenseType } from './catalogue/licences.js';
+import { publishExports } from './catalogue/publish.js';
+import { readCurrentBuildId } from './build/builds.js';
+import { LocalStore } from './store/local-store.js';
 import { loadConfig } from './config.js';
 
 export const ACCOUNT_HELP: Record<string, string> = {
@@ -47,6 +52,19 @@ allows overage without limit; 'default' follows the plan (free: its quota; paid:
 
 'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
 rotations reach running servers within a second.`,
+  license: `Usage:
+  ipsift license grant --org <org-id> --base <base> --type evaluation|subscription
+                       --starts <date> --expires <date> [--renews-at <date>] [--notice-due-at <date>] [--json]
+  ipsift license revoke --org <org-id> --base <base> [--json]
+  ipsift license list [--org <org-id>] [--json]
+
+A licence lets an organisation download a database base (every schema version of it) while
+in term. Subscriptions renew at --renews-at (default: expiry); notice is due 30 days before
+unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/catalogue.json).`,
+  publish: `Usage: ipsift publish [--build <id>] [--json]
+
+Publishes a build's database exports (default: the serving build) to the object store, where
+downloads find them.`,
   usage: `Usage: ipsift usage <org-id> [--json]
 
 Requests counted in the current calendar month (UTC) against the plan's quota and the
@@ -198,12 +216,76 @@ async function usage(args: string[]): Promise<void> {
   );
 }
 
+async function license(sub: string | undefined, args: string[]): Promise<void> {
+  const { values } = parse(args, {
+    org: { type: 'string' },
+    base: { type: 'string' },
+    type: { type: 'string' },
+    starts: { type: 'string' },
+    expires: { type: 'string' },
+    'renews-at': { type: 'string' },
+    'notice-due-at': { type: 'string' },
+  });
+  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.license);
+  const v = values as Record<string, string | undefined>;
+  const bases = loadCatalogue(loadConfig(process.env).catalogueFile).bases.map((b) => b.base);
+  const view = (l: Licence): Record<string, unknown> => ({
+    org_id: l.orgId,
+    base: l.base,
+    license_type: l.licenseType,
+    starts: l.starts,
+    expires: l.expires,
+    renews_at: l.renewsAt,
+    notice_due_at: l.noticeDueAt,
+    standing: standingOf(l, Date.now()),
+  });
+  const line = (l: Licence): string => `${l.orgId}  ${l.base}  ${l.licenseType}  ${l.starts} – ${l.expires}  ${standingOf(l, Date.now())}`;
+  withDb((db) => {
+    if (sub === 'grant') {
+      if (!v.org || !v.base || !v.type || !v.starts || !v.expires) throw new UsageError('license grant needs --org, --base, --type, --starts and --expires');
+      const l = grantLicence(
+        db,
+        { orgId: v.org, base: v.base, licenseType: v.type as LicenseType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null },
+        bases,
+      );
+      return print(values.json as boolean, view(l), () => `granted ${line(l)}`);
+    }
+    if (sub === 'revoke') {
+      if (!v.org || !v.base) throw new UsageError('license revoke needs --org and --base');
+      if (!revokeLicence(db, v.org, v.base)) throw new AccountError(`organisation ${v.org} holds no licence for ${v.base}`);
+      return print(values.json as boolean, { revoked: { org_id: v.org, base: v.base } }, () => `revoked the ${v.base} licence of ${v.org}`);
+    }
+    if (sub === 'list') {
+      const list = listLicences(db, v.org);
+      return print(values.json as boolean, list.map(view), () => (list.length ? list.map(line).join('\n') : 'no licences'));
+    }
+    throw new UsageError(`unknown license command ${sub}: grant, revoke or list`);
+  });
+}
+
+async function publish(args: string[]): Promise<void> {
+  const { values } = parse(args, { build: { type: 'string' } });
+  if (values.help) return print(false, null, () => ACCOUNT_HELP.publish);
+  const config = loadConfig(process.env);
+  const build = (values.build as string | undefined) ?? readCurrentBuildId(config.dataDir);
+  if (!build) throw new UsageError('no build to publish: run ipsift build first');
+  const db = openControlDb(config.dataDir);
+  try {
+    const n = await publishExports(db, new LocalStore(config.dataDir), config.dataDir, build);
+    print(values.json as boolean, { build, artifacts: n }, () => `published ${n} artifacts of build ${build}`);
+  } finally {
+    db.close();
+  }
+}
+
 export async function accountCommand(cmd: string, sub: string | undefined, rest: string[]): Promise<void> {
   if (sub?.startsWith('-')) {
     rest = [sub, ...rest];
     sub = undefined;
   }
   if (cmd === 'org') return org(sub, rest);
+  if (cmd === 'license') return license(sub, rest);
+  if (cmd === 'publish') return publish(sub === undefined ? rest : [sub, ...rest]);
   if (cmd === 'key') return key(sub, rest);
   return usage(sub === undefined ? rest : [sub, ...rest]);
 }

@@ -17,6 +17,7 @@ import { UsageError, parse, print } from './cli-common.js';
 import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
 import { AccountError } from './accounts/accounts.js';
 import { PlansError } from './accounts/plans.js';
+import { CatalogueError } from './catalogue/catalogue.js';
 
 const HELP: Record<string, string> = {
   ...ACCOUNT_HELP,
@@ -35,6 +36,8 @@ Commands:
   org create|list|show|plan|limit     organisations, plans and overage limits
   key create|list|show|revoke|rotate  API keys
   usage <org-id>        requests in the current window against quota and overage limit
+  license grant|revoke|list           database licences per organisation and base
+  publish               publish the serving build's database exports to the object store
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, BATCH_WORKERS, BATCH_QUEUE,
@@ -220,6 +223,8 @@ export async function main(argv: string[]): Promise<number> {
       case 'org':
       case 'key':
       case 'usage':
+      case 'license':
+      case 'publish':
         await accountCommand(cmd, sub, rest);
         return 0;
       case '--help':
@@ -241,7 +246,8 @@ export async function main(argv: string[]): Promise<number> {
       e instanceof ConfigError ||
       e instanceof SlowHttpError ||
       e instanceof AccountError ||
-      e instanceof PlansError
+      e instanceof PlansError ||
+      e instanceof CatalogueError
     ) {
       process.stderr.write(`ipsift: ${e.message}\n`);
       return 1;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseNetwork, type Network } from './net/network.js';
 import { TIERS, tierIndex } from './model/projection.js';
 import { DEFAULT_PLANS_FILE } from './accounts/plans.js';
+import { DEFAULT_CATALOGUE_FILE } from './catalogue/catalogue.js';
 
 export interface Config {
   readonly host: string;
@@ -30,6 +31,8 @@ export interface Config {
   readonly indexPollMs: number;
   /** Plans file (quotas, rates, overage defaults); config/plans.json by default. */
   readonly plansFile: string;
+  /** Catalogue file (databases, versions, formats); config/catalogue.json by default. */
+  readonly catalogueFile: string;
 }
 
 /**
@@ -55,6 +58,7 @@ export const DEFAULTS = Object.freeze({
   demo: true,
   indexPollMs: 1000,
   plansFile: DEFAULT_PLANS_FILE,
+  catalogueFile: DEFAULT_CATALOGUE_FILE,
 });
 
 export class ConfigError extends Error {}
@@ -111,6 +115,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     demo: flag('DEMO', get('DEMO') ?? String(DEFAULTS.demo)),
     indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
+    catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
     ...overrides,
   };
   return Object.freeze(config);

@@ -17,6 +17,10 @@ import { loadPlans } from './accounts/plans.js';
 import { Meter } from './accounting/meter.js';
 import { AccountingStore } from './accounting/store.js';
 import { AccountApi } from './http/account-api.js';
+import { DatabaseApi } from './http/database-api.js';
+import { loadCatalogue } from './catalogue/catalogue.js';
+import { ensureDemoPublication } from './catalogue/demo-publication.js';
+import { LocalStore } from './store/local-store.js';
 import { Gate } from './http/gate.js';
 import type { Logger } from './log.js';
 
@@ -50,7 +54,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const meter = new Meter(store);
   const keys = new KeyCache(control, plans);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
-  if (config.demo) ensureDemoAccounts(control, plans, config.dataDir, log);
+  const catalogue = loadCatalogue(config.catalogueFile);
+  const files = new LocalStore(config.dataDir);
+  if (config.demo) {
+    ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
+    await ensureDemoPublication(control, files, config.dataDir, log);
+  }
   const closeAccounts = async (): Promise<void> => {
     keys.close();
     meter.close();
@@ -62,6 +71,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const { app, metrics } = createLookupApp(config, holder, pool, gate, log);
   const accountApi = new AccountApi(control, plans, gate, keys, log);
   accountApi.register(app, metrics);
+  new DatabaseApi(control, catalogue, files, files, gate, config.dataDir, log).register(app, metrics);
   const admin = createAdminApp(holder, pool, metrics);
   const sockets: us_listen_socket[] = [];
   try {

@@ -142,4 +142,23 @@ describe('ipsift command line', () => {
     const usage = JSON.parse((await cli(['usage', org.id, '--json'], env)).stdout);
     assert.deepEqual([usage.requests, usage.quota, usage.hard_limit], [0, 50000, null]);
   });
+
+  test('license grant, list and revoke, and publish, manage database access', async () => {
+    const env = { DATA_DIR: tempDir() };
+    const org = JSON.parse((await cli(['org', 'create', '--name', 'Lic', '--plan', 'scale', '--json'], env)).stdout);
+    const granted = await cli(['license', 'grant', '--org', org.id, '--base', 'vpn', '--type', 'subscription', '--starts', '2026-01-01', '--expires', '2099-01-01', '--json'], env);
+    assert.equal(granted.code, 0, granted.stderr);
+    const l = JSON.parse(granted.stdout);
+    assert.deepEqual([l.base, l.license_type, l.standing, l.renews_at, l.notice_due_at], ['vpn', 'subscription', 'licensed', '2099-01-01T00:00:00.000Z', '2098-12-02T00:00:00.000Z']);
+    assert.equal((await cli(['license', 'grant', '--org', org.id, '--base', 'nope', '--type', 'evaluation', '--starts', '2026-01-01', '--expires', '2027-01-01'], env)).code, 1);
+    assert.equal(JSON.parse((await cli(['license', 'list', '--org', org.id, '--json'], env)).stdout).length, 1);
+    assert.equal((await cli(['license', 'revoke', '--org', org.id, '--base', 'vpn'], env)).code, 0);
+    assert.equal(JSON.parse((await cli(['license', 'list', '--json'], env)).stdout).length, 0);
+    assert.equal((await cli(['publish'], env)).code, 2); // nothing built yet
+    const feed = writeFile(env.DATA_DIR, 'f.csv', 'network,category,provider\n81.7.3.0/24,vpn,ExampleVPN\n');
+    await cli(['feed', 'import', feed], env);
+    await cli(['build'], env);
+    const published = JSON.parse((await cli(['publish', '--json'], env)).stdout);
+    assert.ok(published.artifacts >= 20, `published ${published.artifacts}`);
+  });
 });

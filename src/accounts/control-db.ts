@@ -33,6 +33,45 @@ const MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX api_keys_org ON api_keys(org_id);`,
+  // 2: licences, published database artifacts, download history
+  `CREATE TABLE licences (
+     org_id TEXT NOT NULL REFERENCES organisations(id),
+     base TEXT NOT NULL,
+     license_type TEXT NOT NULL CHECK (license_type IN ('evaluation', 'subscription')),
+     starts TEXT NOT NULL,
+     expires TEXT NOT NULL,
+     renews_at TEXT,
+     notice_due_at TEXT,
+     created_at TEXT NOT NULL,
+     PRIMARY KEY (org_id, base)
+   );
+   CREATE TABLE publications (
+     dataset_id TEXT NOT NULL,
+     format TEXT NOT NULL,
+     sample INTEGER NOT NULL,
+     build_id TEXT NOT NULL,
+     day TEXT NOT NULL,
+     object_key TEXT NOT NULL,
+     bytes INTEGER NOT NULL,
+     checksums TEXT NOT NULL,
+     published_at TEXT NOT NULL,
+     PRIMARY KEY (dataset_id, format, sample, build_id)
+   );
+   CREATE TABLE downloads (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     org_id TEXT NOT NULL,
+     dataset_id TEXT NOT NULL,
+     format TEXT NOT NULL,
+     sample INTEGER NOT NULL,
+     outcome TEXT NOT NULL,
+     bytes INTEGER NOT NULL,
+     http_status INTEGER NOT NULL,
+     apikey_id TEXT NOT NULL,
+     client_ip TEXT NOT NULL,
+     user_agent TEXT NOT NULL,
+     created TEXT NOT NULL
+   );
+   CREATE INDEX downloads_org ON downloads(org_id, id);`,
 ];
 
 export function openControlDb(dataDir: string): ControlDb {

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import { createKey, createOrganisation, listOrganisations } from './accounts.js';
 import type { ControlDb } from './control-db.js';
 import type { Plans } from './plans.js';
+import { grantLicence } from '../catalogue/licences.js';
 
 export const DEMO_KEYS_FILE = 'demo-keys.json';
 
@@ -18,7 +19,7 @@ export interface DemoKey {
   key: string;
 }
 
-export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string, log: Logger): DemoKey[] {
+export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string, log: Logger, bases: readonly string[] = []): DemoKey[] {
   if (listOrganisations(db).length > 0) return [];
   const keys: DemoKey[] = [];
   db.transaction(() => {
@@ -26,6 +27,13 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
       const org = createOrganisation(db, plans, `Demo ${plan}`, plan);
       const { key, secret } = createKey(db, { orgId: org.id, name: `demo ${plan} key`, scopes: ['db.download', 'apikeys.manage'] });
       keys.push({ plan, org_id: org.id, key_id: key.id, key: secret });
+      // The max organisation holds a year's subscription to every database, so downloads work at once.
+      if (plan === 'max') {
+        const now = Date.now();
+        for (const base of bases) {
+          grantLicence(db, { orgId: org.id, base, licenseType: 'subscription', starts: new Date(now - 86_400_000).toISOString(), expires: new Date(now + 365 * 86_400_000).toISOString() }, bases);
+        }
+      }
     }
   })();
   const file = path.join(dataDir, DEMO_KEYS_FILE);

@@ -1,0 +1,20 @@
+// Demo: when nothing has been published yet, publish the serving build's exports to the
+// local store, so the database endpoints work on a fresh data directory.
+
+import type { ControlDb } from '../accounts/control-db.js';
+import { readCurrentBuildId } from '../build/builds.js';
+import type { Logger } from '../log.js';
+import type { ObjectStore } from '../store/object-store.js';
+import { publishExports } from './publish.js';
+
+export async function ensureDemoPublication(db: ControlDb, store: ObjectStore, dataDir: string, log: Logger): Promise<void> {
+  const published = (db.prepare('SELECT COUNT(*) AS n FROM publications').get() as { n: number }).n;
+  const build = readCurrentBuildId(dataDir);
+  if (published > 0 || !build) return;
+  try {
+    const n = await publishExports(db, store, dataDir, build);
+    log.info('demo databases published', { build, artifacts: n });
+  } catch (e) {
+    log.warn('demo databases not published', { build, reason: e instanceof Error ? e.message : String(e) });
+  }
+}

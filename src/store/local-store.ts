@@ -1,0 +1,82 @@
+// The local object store: files under DATA_DIR/store/objects, handed out as signed,
+// time-limited links to ipsift's own /files/… route. A link is an HMAC-SHA256 over the key,
+// the expiry and the download name, with a secret kept in DATA_DIR/store/link-secret (0600).
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ObjectStore } from './object-store.js';
+
+export const FILES_PREFIX = '/files/';
+
+/** Keys are relative paths of [A-Za-z0-9._-] segments: nothing can climb out of the store. */
+export function isSafeKey(key: string): boolean {
+  return key.length > 0 && key.length <= 512 && key.split('/').every((seg) => /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(seg) && seg !== '..' && seg !== '.');
+}
+
+export class LocalStore implements ObjectStore {
+  readonly root: string;
+  private readonly secret: Buffer;
+
+  constructor(dataDir: string) {
+    const base = path.join(dataDir, 'store');
+    this.root = path.join(base, 'objects');
+    fs.mkdirSync(this.root, { recursive: true });
+    const secretFile = path.join(base, 'link-secret');
+    try {
+      this.secret = fs.readFileSync(secretFile);
+    } catch {
+      const fresh = crypto.randomBytes(32);
+      try {
+        fs.writeFileSync(secretFile, fresh, { mode: 0o600, flag: 'wx' });
+      } catch {
+        // another process wrote it first: use theirs
+      }
+      this.secret = fs.readFileSync(secretFile);
+    }
+  }
+
+  async put(key: string, file: string): Promise<void> {
+    if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
+    const target = this.pathOf(key);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    const tmp = `${target}.${process.pid}.tmp`;
+    try {
+      fs.linkSync(file, tmp); // builds are immutable: a hard link costs no copy
+    } catch {
+      fs.copyFileSync(file, tmp);
+    }
+    fs.renameSync(tmp, target);
+  }
+
+  pathOf(key: string): string {
+    return path.join(this.root, ...key.split('/'));
+  }
+
+  private signature(key: string, expiresAt: number, name: string): string {
+    return crypto.createHmac('sha256', this.secret).update(`${key}\n${expiresAt}\n${name}`).digest('base64url');
+  }
+
+  async signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): Promise<string> {
+    const e = Math.floor(expiresAt / 1000);
+    const q = new URLSearchParams({ expires: String(e), name: downloadName, sig: this.signature(key, e, downloadName) });
+    return `${origin}${FILES_PREFIX}${key}?${q.toString()}`;
+  }
+
+  /**
+   * The file a /files/ request may start reading, or null when the link is unknown,
+   * tampered with or expired (one answer for all three, so nothing is revealed).
+   */
+  verify(key: string, query: URLSearchParams, nowMs: number): { file: string; name: string } | null {
+    if (!isSafeKey(key)) return null;
+    const expires = Number(query.get('expires'));
+    const name = query.get('name') ?? '';
+    const sig = query.get('sig') ?? '';
+    if (!Number.isSafeInteger(expires) || expires * 1000 <= nowMs) return null;
+    const want = Buffer.from(this.signature(key, expires, name));
+    const got = Buffer.from(sig);
+    if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) return null;
+    const file = this.pathOf(key);
+    return fs.existsSync(file) ? { file, name } : null;
+  }
+}

@@ -1,0 +1,210 @@
+// Licensed database endpoints and the /files route of the local store, against the real
+// server, SQLite, the build's exports and the store on disk.
+
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import http from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { runBuild } from '../src/build/build.js';
+import { grantLicence } from '../src/catalogue/licences.js';
+import { publishExports } from '../src/catalogue/publish.js';
+import { importFeed } from '../src/feeds/import.js';
+import { parseRange } from '../src/http/database-api.js';
+import type { Service } from '../src/service.js';
+import { LocalStore } from '../src/store/local-store.js';
+import { get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+
+const FEED = `network,category,provider,last_seen
+81.7.3.0/24,vpn,ExampleVPN,2026-11-01
+81.7.4.0/24,resproxy,ResiNet,2026-11-01
+2a01:4f8:c012::/48,vpn,ExampleVPN,2026-10-01
+`;
+const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
+
+/** A GET whose body is kept as bytes. */
+function getBytes(port: number, p: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: p, headers, agent: false }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
+      })
+      .on('error', reject);
+  });
+}
+
+describe('database catalogue, downloads and files', () => {
+  let svc: Service;
+  let dataDir: string;
+  const keys: Record<string, string> = {};
+  const day = 86_400_000;
+
+  before(async () => {
+    dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    const build = runBuild({ dataDir });
+    const file = plansFile(dataDir);
+    const plans = loadPlans(file);
+    const db = openControlDb(dataDir);
+    const org = (name: string, scopes: string[] = ['db.download']): string => {
+      const o = createOrganisation(db, plans, name, 'max');
+      keys[name] = createKey(db, { orgId: o.id, name, scopes }).secret;
+      return o.id;
+    };
+    const licensed = org('licensed');
+    const expired = org('expired');
+    org('unlicensed');
+    org('noscope', []);
+    grantLicence(db, { orgId: licensed, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
+    grantLicence(db, { orgId: expired, base: 'vpn', licenseType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
+    await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: file });
+  });
+  after(() => svc.close());
+
+  const as = (name: string): Record<string, string> => ({ Authorization: `Bearer ${keys[name]}` });
+  const dl = (name: string, query: string) => get(svc.port, `/api/v1/database/download?${query}`, as(name));
+
+  test('list shows every catalogue database with the organisation’s licence and standing', async () => {
+    const r = await get(svc.port, '/api/v1/database/list', as('licensed'));
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json.databases.map((d: { base: string }) => d.base), BASES);
+    const vpn = r.json.databases.find((d: { base: string }) => d.base === 'vpn');
+    assert.deepEqual([vpn.license_type, vpn.in_term, vpn.standing], ['subscription', true, 'licensed']);
+    assert.ok(vpn.renews_at && vpn.notice_due_at && vpn.starts && vpn.expires);
+    assert.equal(vpn.versions[0].id, 'vpn_v1');
+    assert.deepEqual(vpn.versions[0].formats.map((f: { format: string }) => f.format), ['csvgz', 'mmdb']);
+    assert.ok(vpn.versions[0].formats.every((f: { bytes: number }) => f.bytes > 0));
+    assert.deepEqual(vpn.versions[0].sample_formats, ['csvgz', 'mmdb']);
+    const provider = r.json.databases.find((d: { base: string }) => d.base === 'vpn_provider');
+    assert.deepEqual(provider.versions[0].formats.map((f: { format: string }) => f.format), ['csvgz']);
+    assert.equal(r.json.databases.find((d: { base: string }) => d.base === 'proxy').standing, 'unlicensed');
+    const expired = await get(svc.port, '/api/v1/database/list', as('expired'));
+    assert.equal(expired.json.databases.find((d: { base: string }) => d.base === 'vpn').standing, 'expired');
+  });
+
+  test('download answers each status and rc of the contract', async () => {
+    const ok = await dl('licensed', 'id=vpn_v1&format=mmdb');
+    assert.equal(ok.status, 302);
+    assert.match(String(ok.headers.location), /\/files\/vpn_v1\/.+\/vpn_v1\.mmdb\?/);
+    assert.equal(ok.text, '');
+    assert.deepEqual([(await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).status, (await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).json], [400, { rc: 'FORMAT_NOT_BUILT' }]);
+    assert.deepEqual((await dl('licensed', 'id=nope_v1&format=mmdb')).json, { rc: 'NOT_FOUND' });
+    assert.equal((await dl('licensed', 'id=nope_v1&format=mmdb')).status, 404);
+    assert.deepEqual([(await dl('unlicensed', 'id=vpn_v1&format=csvgz')).status, (await dl('unlicensed', 'id=vpn_v1&format=csvgz')).json], [403, { rc: 'NO_LICENSE' }]);
+    assert.deepEqual((await dl('expired', 'id=vpn_v1&format=csvgz')).json, { rc: 'LICENSE_EXPIRED' });
+    assert.equal((await dl('unlicensed', 'id=vpn_v1&format=csvgz&sample=true')).status, 302); // samples need no licence
+    assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json], [401, { rc: 'UNAUTHORIZED' }]);
+    assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json, { rc: 'UNAUTHORIZED' });
+    assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json, { rc: 'BAD_REQUEST' });
+  });
+
+  test('the history lists every attempt, refusals included, newest first, only the caller’s own', async () => {
+    await dl('unlicensed', 'id=vpn_v1&format=mmdb');
+    await dl('unlicensed', 'id=nope_v1&format=mmdb');
+    const h = await get(svc.port, '/api/v1/database/downloads?limit=2', as('unlicensed'));
+    assert.equal(h.status, 200);
+    assert.equal(h.json.downloads.length, 2);
+    assert.deepEqual(h.json.downloads.map((d: { outcome: string }) => d.outcome), ['not_found', 'no_license']);
+    const d = h.json.downloads[1];
+    assert.deepEqual([d.dataset_id, d.format, d.sample, d.http_status, d.bytes, d.client_ip], ['vpn_v1', 'mmdb', false, 403, 0, '127.0.0.1']);
+    assert.match(d.created, /^\d{4}-\d{2}-\d{2}T/);
+    const mine = await get(svc.port, '/api/v1/database/downloads', as('licensed'));
+    assert.ok(mine.json.downloads.every((x: { apikey_id: string }) => x.apikey_id !== d.apikey_id), 'another organisation’s history leaked');
+    assert.ok(mine.json.downloads.some((x: { outcome: string }) => x.outcome === 'ok'));
+    assert.equal((await get(svc.port, '/api/v1/database/downloads?limit=0', as('licensed'))).status, 400);
+    assert.ok((await get(svc.port, '/api/v1/database/downloads?limit=500', as('licensed'))).json.downloads.length <= 200);
+  });
+
+  test('a download resumed with Range reassembles byte-identically and matches the published sha256', async () => {
+    const location = String((await dl('licensed', 'id=vpn_v1&format=mmdb')).headers.location);
+    const url = new URL(location);
+    const p = url.pathname + url.search;
+    const head = await request(svc.port, 'HEAD', p);
+    assert.equal(head.status, 200);
+    const size = Number(head.headers['content-length']);
+    assert.ok(size > 1000);
+    assert.match(String(head.headers['content-disposition']), /filename="vpn_v1\.mmdb"/);
+    const cut = Math.floor(size / 3);
+    const first = await getBytes(svc.port, p, { Range: `bytes=0-${cut - 1}` });
+    assert.equal(first.status, 206);
+    assert.equal(first.headers['content-range'], `bytes 0-${cut - 1}/${size}`);
+    const rest = await getBytes(svc.port, p, { Range: `bytes=${cut}-` });
+    assert.equal(rest.status, 206);
+    const full = await getBytes(svc.port, p);
+    assert.equal(full.body.length, size);
+    assert.deepEqual(Buffer.concat([first.body, rest.body]), full.body);
+    const sums = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=mmdb', as('licensed'));
+    assert.equal(sums.json.checksums.sha256, crypto.createHash('sha256').update(full.body).digest('hex'));
+    const etag = String(head.headers.etag);
+    assert.equal((await get(svc.port, p, { 'If-None-Match': etag })).status, 304);
+    assert.equal((await get(svc.port, p, { Range: `bytes=${size}-` })).status, 416);
+  });
+
+  test('tampered, expired and unknown links are refused alike; no path escapes the store', async () => {
+    const url = new URL(String((await dl('licensed', 'id=vpn_v1&format=csvgz')).headers.location));
+    const good = url.pathname + url.search;
+    assert.equal((await get(svc.port, good)).status, 200);
+    const tampered = good.replace(/sig=([^&])/, (_, c: string) => `sig=${c === 'A' ? 'B' : 'A'}`);
+    const otherFile = good.replace('vpn_v1.csv.gz', 'vpn_v1.mmdb');
+    const expired = good.replace(/expires=\d+/, `expires=${Math.floor(Date.now() / 1000) - 10}`);
+    const escape = `/files/../control.sqlite${url.search}`;
+    for (const p of [tampered, otherFile, expired, escape, '/files/vpn_v1/x?expires=9999999999&name=x&sig=x']) {
+      const r = await get(svc.port, p);
+      assert.equal(r.status, 403, p);
+      assert.deepEqual(r.json, { rc: 'FORBIDDEN' });
+    }
+  });
+
+  test('metadata and checksum documents carry an ETag and answer If-None-Match with 304', async () => {
+    const m = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('licensed'));
+    assert.equal(m.status, 200);
+    assert.deepEqual(Object.keys(m.json).sort(), ['entries', 'id', 'sample', 'sample_entries', 'sample_size', 'schema', 'size', 'update_freq', 'updated'].sort());
+    assert.equal(m.json.updated, new Date().toISOString().slice(0, 10));
+    assert.ok(m.json.size.mmdb > 0 && m.json.sample_size.csvgz > 0 && m.json.entries >= 2);
+    assert.deepEqual(m.json.schema.csvgz[0], { name: 'network', type: 'string', description: 'CIDR network (IPv4 or IPv6)' });
+    assert.equal((await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', { ...as('licensed'), 'If-None-Match': String(m.headers.etag) })).status, 304);
+    assert.deepEqual((await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('unlicensed'))).json, { rc: 'NO_LICENSE' });
+    const c = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', as('licensed'));
+    assert.deepEqual(Object.keys(c.json.checksums), ['md5', 'sha1', 'sha256', 'sha512']);
+    assert.equal((await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', { ...as('licensed'), 'If-None-Match': String(c.headers.etag) })).status, 304);
+  });
+
+  test('503 NOT_PUBLISHED while only an earlier day’s build is published, 302 once today’s is', async () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    const old = runBuild({ dataDir: dir, now: new Date(Date.now() - 2 * day) });
+    const file = plansFile(dir);
+    const db = openControlDb(dir);
+    const o = createOrganisation(db, loadPlans(file), 'daily', 'max');
+    const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
+    grantLicence(db, { orgId: o.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
+    await publishExports(db, new LocalStore(dir), dir, old.id);
+    const s = await startTestService({ dataDir: dir, plansFile: file });
+    try {
+      const ask = () => get(s.port, '/api/v1/database/download?id=vpn_v1&format=mmdb', { Authorization: `Bearer ${secret}` });
+      assert.deepEqual([(await ask()).status, (await ask()).json], [503, { rc: 'NOT_PUBLISHED' }]);
+      const today = runBuild({ dataDir: dir });
+      await publishExports(db, new LocalStore(dir), dir, today.id);
+      assert.equal((await ask()).status, 302);
+    } finally {
+      db.close();
+      await s.close();
+    }
+  });
+
+  test('Range parsing', () => {
+    assert.deepEqual(parseRange('bytes=0-9', 100), { start: 0, end: 9 });
+    assert.deepEqual(parseRange('bytes=90-', 100), { start: 90, end: 99 });
+    assert.deepEqual(parseRange('bytes=-10', 100), { start: 90, end: 99 });
+    assert.deepEqual(parseRange('bytes=50-500', 100), { start: 50, end: 99 });
+    assert.equal(parseRange('bytes=100-', 100), 'unsatisfiable');
+    assert.equal(parseRange('bytes=5-1', 100), null);
+    assert.equal(parseRange('items=0-1', 100), null);
+  });
+});
