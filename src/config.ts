@@ -33,6 +33,8 @@ export interface Config {
   readonly plansFile: string;
   /** Catalogue file (databases, versions, formats); config/catalogue.json by default. */
   readonly catalogueFile: string;
+  /** UTC time of day (HH:MM[:SS]) of the daily build and publish; '' for none. */
+  readonly publishAt: string;
 }
 
 /**
@@ -59,9 +61,15 @@ export const DEFAULTS = Object.freeze({
   indexPollMs: 1000,
   plansFile: DEFAULT_PLANS_FILE,
   catalogueFile: DEFAULT_CATALOGUE_FILE,
+  publishAt: '00:05',
 });
 
 export class ConfigError extends Error {}
+
+function publishAt(text: string): string {
+  if (text !== '' && !/^([01]\d|2[0-3]):([0-5]\d)(:[0-5]\d)?$/.test(text)) throw new ConfigError(`PUBLISH_AT must be HH:MM or HH:MM:SS (UTC) or empty, got ${JSON.stringify(text)}`);
+  return text;
+}
 
 function integer(name: string, text: string, min: number, max: number): number {
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) {
@@ -116,6 +124,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
+    publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
     ...overrides,
   };
   return Object.freeze(config);

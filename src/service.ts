@@ -21,6 +21,7 @@ import { DatabaseApi } from './http/database-api.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './catalogue/demo-publication.js';
 import { LocalStore } from './store/local-store.js';
+import { PublishScheduler } from './catalogue/scheduler.js';
 import { Gate } from './http/gate.js';
 import type { Logger } from './log.js';
 
@@ -60,7 +61,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
     ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     await ensureDemoPublication(control, files, config.dataDir, log);
   }
+  let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
+    scheduler?.stop();
     keys.close();
     meter.close();
     await store.close();
@@ -72,6 +75,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const accountApi = new AccountApi(control, plans, gate, keys, log);
   accountApi.register(app, metrics);
   new DatabaseApi(control, catalogue, files, files, gate, config.dataDir, log).register(app, metrics);
+  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+  scheduler?.start();
   const admin = createAdminApp(holder, pool, metrics);
   const sockets: us_listen_socket[] = [];
   try {

@@ -3,14 +3,16 @@
 
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/catalogue/licences.js';
-import { publishExports } from '../src/catalogue/publish.js';
+import { latestPublication, publishExports } from '../src/catalogue/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
@@ -161,6 +163,33 @@ describe('database catalogue, downloads and files', () => {
     }
   });
 
+  test('a transfer that started before its link lapsed runs to the end; a new start is refused', async () => {
+    // A file big enough to be held up by a client that does not read.
+    const big = path.join(dataDir, 'big.bin');
+    fs.writeFileSync(big, crypto.randomBytes(24 << 20));
+    const store = new LocalStore(dataDir);
+    await store.put('test/big.bin', big);
+    const url = new URL(await store.signedUrl('test/big.bin', Date.now() + 1500, 'big.bin', `http://127.0.0.1:${svc.port}`));
+    const p = url.pathname + url.search;
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: svc.port, path: p, agent: false }, (res) => {
+          assert.equal(res.statusCode, 200);
+          const parts: Buffer[] = [];
+          res.pause(); // backpressure: the server must wait, not buffer the file
+          setTimeout(() => {
+            res.on('data', (c: Buffer) => parts.push(c));
+            res.on('end', () => resolve(Buffer.concat(parts)));
+            res.resume();
+          }, 2000);
+        })
+        .on('error', reject);
+    });
+    assert.equal(body.length, 24 << 20);
+    assert.deepEqual(crypto.createHash('sha256').update(body).digest(), crypto.createHash('sha256').update(fs.readFileSync(big)).digest());
+    assert.equal((await get(svc.port, p)).status, 403); // the lapsed link cannot start another
+  });
+
   test('metadata and checksum documents carry an ETag and answer If-None-Match with 304', async () => {
     const m = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('licensed'));
     assert.equal(m.status, 200);
@@ -194,6 +223,28 @@ describe('database catalogue, downloads and files', () => {
       assert.equal((await ask()).status, 302);
     } finally {
       db.close();
+      await s.close();
+    }
+  });
+
+  test('the scheduler builds and publishes at PUBLISH_AT (UTC) without a restart', async () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    const at = new Date(Date.now() + 2000).toISOString().slice(11, 19);
+    const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
+    try {
+      const db = openControlDb(dir);
+      let published = null;
+      for (let waited = 0; !published && waited < 30_000; waited += 250) {
+        await new Promise((r) => setTimeout(r, 250));
+        published = latestPublication(db, 'vpn_v1', 'mmdb', false);
+      }
+      db.close();
+      assert.ok(published, 'nothing was published');
+      assert.equal(published.day, new Date().toISOString().slice(0, 10));
+      for (let waited = 0; !s.holder.current && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(s.holder.current?.buildId, published.buildId); // the server switched to the new build
+    } finally {
       await s.close();
     }
   });

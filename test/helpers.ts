@@ -44,7 +44,7 @@ export function plansFile(dir: string, doc?: unknown): string {
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
   const config = loadConfig(
     {},
-    { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
+    { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, publishAt: '', plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
   );
   return startService(config, log);
 }
