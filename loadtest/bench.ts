@@ -13,6 +13,7 @@
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,8 @@ import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
+import { publishExports, readExportsManifest } from '../src/catalogue/publish.js';
+import { LocalStore } from '../src/store/local-store.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
@@ -72,6 +75,13 @@ async function prepareBuild(): Promise<string> {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')} ms)`,
   );
+  const exportsMs = manifest.timings_ms.exports ?? 0;
+  const indexMs = Object.values(manifest.timings_ms).reduce((a, b) => a + b, 0) - exportsMs;
+  const sizes = Object.entries(manifest.exports)
+    .map(([db, e]) => `${db} ${Object.entries(e.bytes).map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`).join(' ')}`)
+    .join('; ');
+  out(`build: index ${(indexMs / 1000).toFixed(2)} s, all exports ${(exportsMs / 1000).toFixed(2)} s, together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`);
+  out(`exports: ${sizes}`);
   return dataDir;
 }
 
@@ -292,7 +302,7 @@ function show(label: string, r: LoadResult, unit = 'req/s', scale = 1): string {
   return `${label}: ${Math.round(r.rps * scale).toLocaleString('en')} ${unit}, p50 ${r.p50}, p99 ${r.p99}, server CPU ${(r.cpu * 100).toFixed(0)}% of a core, non-2xx ${r.errors}`;
 }
 
-async function http(dataDir: string): Promise<void> {
+async function lookups(dataDir: string): Promise<void> {
   const useWrk = await haveWrk();
   if (!useWrk) out('wrk is not installed (apt-get install wrk): autocannon only, which saturates near 68 k req/s here');
   const paths = randomAddresses(20000, 3).map((a) => '/' + a);
@@ -366,10 +376,54 @@ async function memory(dataDir: string): Promise<void> {
   out(`server RSS after batches on every worker: ${line.join(', ')} (index ${indexMiB.toFixed(0)} MiB, held once in shared memory)`);
 }
 
+/** Download throughput of the largest published file over loopback, with the server's RSS before and after. */
+async function downloads(dataDir: string): Promise<void> {
+  const id = readCurrentBuildId(dataDir)!;
+  const db = openControlDb(dataDir);
+  try {
+    await publishExports(db, new LocalStore(dataDir), dataDir, id);
+  } finally {
+    db.close();
+  }
+  const manifest = readExportsManifest(dataDir, id);
+  const biggest = Object.values(manifest.databases)
+    .flatMap((d) => Object.values(d.artifacts).map((a) => ({ id: d.id, art: a!.full })))
+    .sort((a, b) => b.art.bytes - a.art.bytes)[0];
+  const server = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  try {
+    const store = new LocalStore(dataDir);
+    const url = await store.signedUrl(`${biggest.id}/${id}/${biggest.art.file}`, Date.now() + 600_000, biggest.art.file, `http://127.0.0.1:${server.port}`);
+    const before = rssMiB(server.child.pid!);
+    const rates: number[] = [];
+    let after = before;
+    for (let round = 0; round < 3; round++) {
+      const t = performance.now();
+      const bytes = await new Promise<number>((resolve, reject) => {
+        nodeHttp.get(url, (res) => {
+          let n = 0;
+          res.on('data', (c: Buffer) => (n += c.length));
+          res.on('end', () => resolve(n));
+        }).on('error', reject);
+      });
+      if (bytes !== biggest.art.bytes) throw new Error(`downloaded ${bytes} of ${biggest.art.bytes} bytes`);
+      rates.push(bytes / ((performance.now() - t) / 1000) / 1e6);
+      after = Math.max(after, rssMiB(server.child.pid!));
+    }
+    rates.sort((a, b) => a - b);
+    out(
+      `download of ${biggest.art.file} (${(biggest.art.bytes / 2 ** 20).toFixed(0)} MiB) over loopback: median ${rates[1].toFixed(0)} MB/s, best ${rates[2].toFixed(0)} MB/s; ` +
+        `server RSS ${before.toFixed(0)} MiB before, at most ${after.toFixed(0)} MiB during`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
 out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`);
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
 if (process.env.BENCH_ONLY !== 'in-process') {
-  await http(dataDir);
+  await lookups(dataDir);
   await memory(dataDir);
+  await downloads(dataDir);
 }
