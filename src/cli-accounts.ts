@@ -28,7 +28,7 @@ import { loadCatalogue } from './catalogue/catalogue.js';
 import { grantLicence, listLicences, revokeLicence, standingOf, type Licence, type LicenseType } from './catalogue/licences.js';
 import { publishExports } from './catalogue/publish.js';
 import { readCurrentBuildId } from './build/builds.js';
-import { LocalStore } from './store/local-store.js';
+import { openStore } from './store/open-store.js';
 import { loadConfig } from './config.js';
 
 export const ACCOUNT_HELP: Record<string, string> = {
@@ -271,7 +271,7 @@ async function publish(args: string[]): Promise<void> {
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
   const db = openControlDb(config.dataDir);
   try {
-    const n = await publishExports(db, new LocalStore(config.dataDir), config.dataDir, build);
+    const n = await publishExports(db, openStore(config).store, config.dataDir, build);
     print(values.json as boolean, { build, artifacts: n }, () => `published ${n} artifacts of build ${build}`);
   } finally {
     db.close();

@@ -35,7 +35,13 @@ export interface Config {
   readonly catalogueFile: string;
   /** UTC time of day (HH:MM[:SS]) of the daily build and publish; '' for none. */
   readonly publishAt: string;
+  /** Where published databases go: the local directory, or an S3 bucket. */
+  readonly store: StoreConfig;
 }
+
+export type StoreConfig =
+  | { readonly kind: 'local' }
+  | { readonly kind: 's3'; readonly bucket: string; readonly prefix: string; readonly region: string; readonly endpoint?: string };
 
 /**
  * Every valid 1000-address batch fits: the longest address is 45 characters, and even with
@@ -62,9 +68,20 @@ export const DEFAULTS = Object.freeze({
   plansFile: DEFAULT_PLANS_FILE,
   catalogueFile: DEFAULT_CATALOGUE_FILE,
   publishAt: '00:05',
+  store: 'local',
 });
 
 export class ConfigError extends Error {}
+
+function storeConfig(get: (name: string) => string | undefined): StoreConfig {
+  const kind = get('STORE') ?? DEFAULTS.store;
+  if (kind === 'local') return { kind };
+  if (kind !== 's3') throw new ConfigError(`STORE must be local or s3, got ${JSON.stringify(kind)}`);
+  const bucket = get('S3_BUCKET');
+  if (!bucket) throw new ConfigError('STORE=s3 needs S3_BUCKET');
+  const endpoint = get('S3_ENDPOINT');
+  return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+}
 
 function publishAt(text: string): string {
   if (text !== '' && !/^([01]\d|2[0-3]):([0-5]\d)(:[0-5]\d)?$/.test(text)) throw new ConfigError(`PUBLISH_AT must be HH:MM or HH:MM:SS (UTC) or empty, got ${JSON.stringify(text)}`);
@@ -125,6 +142,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
     publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
+    store: storeConfig(get),
     ...overrides,
   };
   return Object.freeze(config);

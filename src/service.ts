@@ -20,7 +20,7 @@ import { AccountApi } from './http/account-api.js';
 import { DatabaseApi } from './http/database-api.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './catalogue/demo-publication.js';
-import { LocalStore } from './store/local-store.js';
+import { openStore } from './store/open-store.js';
 import { PublishScheduler } from './catalogue/scheduler.js';
 import { Gate } from './http/gate.js';
 import type { Logger } from './log.js';
@@ -56,10 +56,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const keys = new KeyCache(control, plans);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const catalogue = loadCatalogue(config.catalogueFile);
-  const files = new LocalStore(config.dataDir);
+  const { store: objects, local: files } = openStore(config);
   if (config.demo) {
     ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
-    await ensureDemoPublication(control, files, config.dataDir, log);
+    await ensureDemoPublication(control, objects, config.dataDir, log);
   }
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
@@ -74,8 +74,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const { app, metrics } = createLookupApp(config, holder, pool, gate, log);
   const accountApi = new AccountApi(control, plans, gate, keys, log);
   accountApi.register(app, metrics);
-  new DatabaseApi(control, catalogue, files, files, gate, config.dataDir, log).register(app, metrics);
-  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, log).register(app, metrics);
+  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
   const admin = createAdminApp(holder, pool, metrics);
   const sockets: us_listen_socket[] = [];
@@ -111,4 +111,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await closeAccounts();
     throw e;
   }
+}
+
+/** The store settings as environment, for the scheduler's child processes. */
+function storeEnv(config: Config): Record<string, string> {
+  const s = config.store;
+  if (s.kind === 'local') return { STORE: 'local' };
+  return { STORE: 's3', S3_BUCKET: s.bucket, S3_PREFIX: s.prefix, S3_REGION: s.region, ...(s.endpoint ? { S3_ENDPOINT: s.endpoint } : {}) };
 }

@@ -38,7 +38,7 @@ describe('resilience', () => {
       const clients = Array.from({ length: 4 }, client);
       const killedThreads = new Set<number>();
       for (let k = 0; k < 8; k++) {
-        await sleep(60);
+        await sleep(100); // apart enough that no batch meets three deaths (retries: 2) even on a loaded machine
         const victim = svc.pool.workers[k % svc.pool.workers.length];
         if (victim) {
           killedThreads.add(victim.threadId);
