@@ -41,6 +41,12 @@ export interface DatabaseDef {
   /** For `ranges` databases: the record's view, or null when the record is not in the database. */
   view?: (d: RecordDetails) => RecordView | null;
   /**
+   * Optional fast path for the CSV: the record's line tails made from cached per-category
+   * pieces (`piece(k, id)`: the CSV text of category k's detail id, ',,,' for none), for
+   * databases with a distinct view per record. The view's rows are then not used.
+   */
+  csvTails?: (ids: ArrayLike<number>, at: number, piece: (k: number, id: number) => string) => string[];
+  /**
    * The categories a view depends on, and whether only their presence matters: records
    * equal in these have equal views, so views are made once per distinct combination.
    */
@@ -130,7 +136,17 @@ export const DATABASES: readonly DatabaseDef[] = [
       if (!d.some((x) => x !== undefined)) return null;
       const mmdb: Record<string, MmdbValue> = flags(d);
       CATEGORIES.forEach((c, k) => d[k] && (mmdb[c] = d[k]! as MmdbValue));
-      return { mmdb, rows: [[...CATEGORIES.map((_, k) => d[k] !== undefined), ...CATEGORIES.flatMap((c, k) => cells(c, d[k]))]] };
+      return { mmdb, rows: [] };
+    },
+    csvTails: (ids, at, piece) => {
+      let flagsText = '';
+      let details = '';
+      for (let k = 0; k < CATEGORIES.length; k++) {
+        const id = ids[at + k];
+        flagsText += id !== 0 ? ',true' : ',false';
+        details += piece(k, id);
+      }
+      return [flagsText + details + '\n'];
     },
   }),
   def({

@@ -4,12 +4,13 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { CATEGORIES } from '../model/categories.js';
+import { CATEGORIES, DETAIL_FIELDS } from '../model/categories.js';
 import { formatIPv4, formatIPv6Words } from '../net/address.js';
 import { DATABASES, providerId, type Cell, type Column, type DatabaseDef, type Format, type RecordDetails, type RecordView } from '../catalogue/databases.js';
 import type { Checksums } from './checksums.js';
 import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { CsvGzWriter, csvField } from './csv-writer.js';
+import { readCsv } from '../feeds/csv.js';
 import { MmdbWriter } from './mmdb-writer.js';
 import type { MmdbValue } from './mmdb-data.js';
 
@@ -162,6 +163,17 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   // Views of recent identities; most repeats are neighbours, and keeping every view of a
   // large database would only feed the garbage collector.
   const prepared = new Map<number, Prepared>();
+  // CSV text of each category's details, by detail id, for databases with csvTails.
+  const pieces = CATEGORIES.map(() => new Map<number, string>());
+  const piece = (k: number, id: number): string => {
+    let text = pieces[k].get(id);
+    if (text === undefined) {
+      const d = id === 0 ? undefined : input.detail(k, id);
+      text = DETAIL_FIELDS[CATEGORIES[k]].map((f) => ',' + csvField(d?.[f] ?? '')).join('');
+      pieces[k].set(id, text);
+    }
+    return text;
+  };
   const startWords = new Uint32Array(4);
   const endWords = new Uint32Array(4);
   let current: Prepared;
@@ -202,7 +214,8 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     let p = prepared.get(id);
     if (p === undefined) {
       const view = db.view!(detailsOf(input, span.record))!;
-      p = { view, tails: view.rows.map(csvTail), offsets: [], sampleOffsets: [] };
+      const tails = db.csvTails ? db.csvTails(input.recordDetailIds, span.record * CATEGORIES.length, piece) : view.rows.map(csvTail);
+      p = { view, tails, offsets: [], sampleOffsets: [] };
       if (mmdbFull) p.offsets.push(mmdbFull.recordOffset(view.mmdb, id));
       if (prepared.size >= 4096) prepared.clear();
       prepared.set(id, p);
@@ -218,7 +231,11 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   }
 
   function show(network: string, p: Prepared): void {
-    for (const row of p.view.rows) shown.push(Object.fromEntries(header.map((h, k) => [h, k === 0 ? network : row[k - 1]])));
+    // The rows as the CSV has them (the tails are the CSV text after the network).
+    for (const tail of p.tails) {
+      const cells = [...readCsv(network + tail)][0].fields;
+      shown.push(Object.fromEntries(header.map((h, k) => [h, cells[k]])));
+    }
     shownMmdb.push({ network, ...(p.view.mmdb as Record<string, MmdbValue>) });
   }
 
@@ -311,8 +328,8 @@ function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput
 }
 
 /** Writes every database's artifacts into dir/exports and returns (and writes) the manifest. */
-export function writeExports(buildDir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[] = DATABASES): ExportsManifest {
-  const dir = path.join(buildDir, EXPORTS_DIR);
+/** Writes the given databases' artifacts into dir (no manifest): a part of writeExports. */
+export function writeDatabases(dir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[]): ExportsManifest {
   fs.mkdirSync(dir, { recursive: true });
   const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
   for (const db of databases) {
@@ -321,6 +338,17 @@ export function writeExports(buildDir: string, input: ExportInput, built: Date, 
     else writeProvidersDatabase(dir, db, input, built, manifest.databases);
     manifest.timings_ms[db.id] = Math.round(performance.now() - t);
   }
-  fs.writeFileSync(path.join(dir, EXPORTS_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
   return manifest;
+}
+
+/** Writes every database's artifacts into buildDir/exports, in this thread, with the manifest. */
+export function writeExports(buildDir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[] = DATABASES): ExportsManifest {
+  const dir = path.join(buildDir, EXPORTS_DIR);
+  const manifest = writeDatabases(dir, input, built, databases);
+  writeExportsManifest(dir, manifest);
+  return manifest;
+}
+
+export function writeExportsManifest(dir: string, manifest: ExportsManifest): void {
+  fs.writeFileSync(path.join(dir, EXPORTS_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
 }

@@ -1,0 +1,129 @@
+// Exports on several threads: databases are independent, so each thread writes a share of
+// them from the same input, held once in shared memory. The build stays a synchronous
+// call: the calling thread sleeps on an Atomics counter the workers raise when done.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { CATEGORIES } from '../model/categories.js';
+import { DATABASES, type DatabaseDef } from '../catalogue/databases.js';
+import { EXPORTS_DIR, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
+import { wordsOf } from './cidr.js';
+
+const WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/export.js');
+/** Relative cost of each database, measured on a 1 M-range build: for balancing threads. */
+const COST: Record<string, number> = { ipsift_extended_v1: 18, ipsift_v1: 6, proxy_v1: 7, hosting_v1: 6.7, vpn_v1: 1.4, vpn_provider_v1: 0.5, proxy_provider_v1: 0.7 };
+/** Longest a build waits for its export threads. */
+const TIMEOUT_MS = 60 * 60 * 1000;
+
+/** The exporter's input in shared memory, plus the detail texts (copied to each thread). */
+export interface SharedExportInput {
+  v4Starts: Float64Array;
+  v4Records: Uint32Array;
+  v6Words: Uint32Array;
+  v6Records: Uint32Array;
+  recordCount: number;
+  recordDetailIds: Uint32Array;
+  /** Per category, detail id → JSON text ('' for id 0). */
+  detailTexts: string[][];
+}
+
+function shared<T extends Float64Array | Uint32Array>(Kind: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, values: ArrayLike<number>): T {
+  const a = new Kind(new SharedArrayBuffer(values.length * Kind.BYTES_PER_ELEMENT));
+  (a as unknown as { set(v: ArrayLike<number>): void }).set(values);
+  return a;
+}
+
+export function shareExportInput(
+  v4Starts: readonly number[],
+  v4Records: readonly number[],
+  v6Starts: readonly bigint[],
+  v6Records: readonly number[],
+  recordCount: number,
+  recordDetailIds: readonly number[],
+  detailTexts: string[][],
+): SharedExportInput {
+  const v6Words = new Uint32Array(new SharedArrayBuffer(v6Starts.length * 16));
+  const w = new Uint32Array(4);
+  v6Starts.forEach((v, i) => v6Words.set(wordsOf(v, w), i * 4));
+  return {
+    v4Starts: shared(Float64Array, v4Starts),
+    v4Records: shared(Uint32Array, v4Records),
+    v6Words,
+    v6Records: shared(Uint32Array, v6Records),
+    recordCount,
+    recordDetailIds: shared(Uint32Array, recordDetailIds),
+    detailTexts,
+  };
+}
+
+/** The exporter's input view of shared input (in any thread). */
+export function exportInputOf(s: SharedExportInput): ExportInput {
+  const parsed = s.detailTexts.map((texts) => new Array<Readonly<Record<string, string | number>> | undefined>(texts.length));
+  const v6Starts: bigint[] = new Array(s.v6Records.length);
+  const w = s.v6Words;
+  for (let i = 0; i < v6Starts.length; i++) {
+    v6Starts[i] = (BigInt(w[4 * i]) << 96n) | (BigInt(w[4 * i + 1]) << 64n) | (BigInt(w[4 * i + 2]) << 32n) | BigInt(w[4 * i + 3]);
+  }
+  return {
+    v4Starts: s.v4Starts as unknown as number[],
+    v4Records: s.v4Records as unknown as number[],
+    v6Starts,
+    v6Records: s.v6Records as unknown as number[],
+    recordCount: s.recordCount,
+    recordDetailIds: s.recordDetailIds as unknown as number[],
+    detail: (k, id) => (parsed[k][id] ??= JSON.parse(s.detailTexts[k][id]) as Record<string, string | number>),
+  };
+}
+
+/** Splits databases over `threads` by their cost, largest first. */
+function shares(databases: readonly DatabaseDef[], threads: number): DatabaseDef[][] {
+  const out: DatabaseDef[][] = Array.from({ length: threads }, () => []);
+  const load = new Array<number>(threads).fill(0);
+  for (const db of [...databases].sort((a, b) => (COST[b.id] ?? 1) - (COST[a.id] ?? 1))) {
+    const k = load.indexOf(Math.min(...load));
+    out[k].push(db);
+    load[k] += COST[db.id] ?? 1;
+  }
+  return out.filter((s) => s.length > 0);
+}
+
+export function exportThreads(): number {
+  return Math.max(1, Math.min(4, os.availableParallelism()));
+}
+
+/** writeExports on several threads; returns the same manifest, in catalogue order. */
+export function writeExportsParallel(buildDir: string, input: SharedExportInput, built: Date, threads = exportThreads(), databases: readonly DatabaseDef[] = DATABASES): ExportsManifest {
+  const dir = path.join(buildDir, EXPORTS_DIR);
+  fs.mkdirSync(dir, { recursive: true });
+  const parts = shares(databases, threads);
+  const done = new Int32Array(new SharedArrayBuffer(4));
+  const workers = parts.map(
+    (dbs, k) =>
+      new Worker(WORKER, { workerData: { dir, input, built: built.toISOString(), ids: dbs.map((d) => d.id), part: path.join(dir, `.part-${k}.json`), done } }),
+  );
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (let seen = Atomics.load(done, 0); seen < workers.length; seen = Atomics.load(done, 0)) {
+    if (Date.now() > deadline) throw new Error('export threads did not finish');
+    Atomics.wait(done, 0, seen, 1000);
+  }
+  const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
+  const got: ExportsManifest[] = parts.map((_, k) => {
+    const file = path.join(dir, `.part-${k}.json`);
+    const part = JSON.parse(fs.readFileSync(file, 'utf8')) as ExportsManifest & { error?: string };
+    fs.rmSync(file);
+    if (part.error) throw new Error(`export thread failed: ${part.error}`);
+    return part;
+  });
+  for (const w of workers) void w.terminate();
+  for (const db of databases) {
+    const part = got.find((p) => p.databases[db.id])!;
+    manifest.databases[db.id] = part.databases[db.id];
+    manifest.timings_ms[db.id] = part.timings_ms[db.id];
+  }
+  writeExportsManifest(dir, manifest);
+  return manifest;
+}
+
