@@ -80,7 +80,7 @@ async function prepareBuild(): Promise<string> {
   const sizes = Object.entries(manifest.exports)
     .map(([db, e]) => `${db} ${Object.entries(e.bytes).map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`).join(' ')}`)
     .join('; ');
-  out(`build: index ${(indexMs / 1000).toFixed(2)} s, all exports ${(exportsMs / 1000).toFixed(2)} s, together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`);
+  out(`build: index ${(indexMs / 1000).toFixed(2)} s, then ${(exportsMs / 1000).toFixed(2)} s more until every export was written (large builds export on other threads while the index is written), together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`);
   out(`exports: ${sizes}`);
   return dataDir;
 }

@@ -12,7 +12,7 @@ import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBui
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';
-import { exportThreads, shareExportInput, writeExportsParallel } from '../exports/parallel.js';
+import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 
 export interface BuildOptions {
   dataDir: string;
@@ -117,6 +117,23 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const iv6 = combineCategories(seg6, V6_LAST, 0n, 1n, records);
   lap('combine_categories');
 
+  const now = options.now ?? new Date();
+  fs.mkdirSync(buildsDir(options.dataDir), { recursive: true });
+  const id = nextBuildId(options.dataDir, now);
+  const dir = buildDir(options.dataDir, id);
+  const staging = `${dir}.${process.pid}.staging`;
+  fs.mkdirSync(staging, { recursive: true });
+  // Large builds export on other threads while this one writes the index (below).
+  const exportsWanted = options.exports ?? true;
+  const waitForExports =
+    exportsWanted && records.count >= PARALLEL_EXPORT_RECORDS
+      ? startExportsParallel(
+          staging,
+          shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),
+          now,
+        )
+      : null;
+
   const c = CATEGORIES.length;
   const masks: number[] = new Array(records.count);
   const texts: string[] = new Array(records.count);
@@ -144,27 +161,13 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   });
   lap('encode_index');
 
-  const now = options.now ?? new Date();
-  fs.mkdirSync(buildsDir(options.dataDir), { recursive: true });
-  const id = nextBuildId(options.dataDir, now);
-  const dir = buildDir(options.dataDir, id);
-  const staging = `${dir}.${process.pid}.staging`;
-  fs.mkdirSync(staging, { recursive: true });
   fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
   lap('write_index');
   const exportsSummary: BuildManifest['exports'] = {};
-  if (options.exports ?? true) {
-    // Small builds export in this thread; large ones on several (thread start-up is ~0.2 s).
-    const threads = records.count >= PARALLEL_EXPORT_RECORDS ? exportThreads() : 1;
+  if (exportsWanted) {
     let ex: ExportsManifest;
-    if (threads > 1) {
-      ex = writeExportsParallel(
-        staging,
-        shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),
-        now,
-        threads,
-      );
-    } else {
+    if (waitForExports) ex = waitForExports();
+    else {
       const parsed = details.map((table) => table.texts.map((t, id) => (id === 0 ? undefined : (JSON.parse(t) as Record<string, string | number>))));
       ex = writeExports(
         staging,
@@ -183,7 +186,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     for (const [id, d] of Object.entries(ex.databases)) {
       exportsSummary[id] = { entries: d.entries, bytes: Object.fromEntries(Object.entries(d.artifacts).map(([f, a]) => [f, a!.full.bytes])) };
     }
-    lap('exports');
+    lap('exports'); // for threaded exports: the wait after the index was written
   }
   const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
     Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].start.length]).filter(([, n]) => n !== 0));

@@ -94,8 +94,17 @@ export function exportThreads(): number {
   return Math.max(1, Math.min(4, os.availableParallelism()));
 }
 
-/** writeExports on several threads; returns the same manifest, in catalogue order. */
-export function writeExportsParallel(buildDir: string, input: SharedExportInput, built: Date, threads = exportThreads(), databases: readonly DatabaseDef[] = DATABASES): ExportsManifest {
+/**
+ * Starts writeExports on several threads and returns a function that waits for them and
+ * returns the manifest (in catalogue order). The caller may do other work in between.
+ */
+export function startExportsParallel(
+  buildDir: string,
+  input: SharedExportInput,
+  built: Date,
+  threads = exportThreads(),
+  databases: readonly DatabaseDef[] = DATABASES,
+): () => ExportsManifest {
   const dir = path.join(buildDir, EXPORTS_DIR);
   fs.mkdirSync(dir, { recursive: true });
   const parts = shares(databases, threads);
@@ -104,26 +113,27 @@ export function writeExportsParallel(buildDir: string, input: SharedExportInput,
     (dbs, k) =>
       new Worker(WORKER, { workerData: { dir, input, built: built.toISOString(), ids: dbs.map((d) => d.id), part: path.join(dir, `.part-${k}.json`), done } }),
   );
-  const deadline = Date.now() + TIMEOUT_MS;
-  for (let seen = Atomics.load(done, 0); seen < workers.length; seen = Atomics.load(done, 0)) {
-    if (Date.now() > deadline) throw new Error('export threads did not finish');
-    Atomics.wait(done, 0, seen, 1000);
-  }
-  const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
-  const got: ExportsManifest[] = parts.map((_, k) => {
-    const file = path.join(dir, `.part-${k}.json`);
-    const part = JSON.parse(fs.readFileSync(file, 'utf8')) as ExportsManifest & { error?: string };
-    fs.rmSync(file);
-    if (part.error) throw new Error(`export thread failed: ${part.error}`);
-    return part;
-  });
-  for (const w of workers) void w.terminate();
-  for (const db of databases) {
-    const part = got.find((p) => p.databases[db.id])!;
-    manifest.databases[db.id] = part.databases[db.id];
-    manifest.timings_ms[db.id] = part.timings_ms[db.id];
-  }
-  writeExportsManifest(dir, manifest);
-  return manifest;
+  return () => {
+    const deadline = Date.now() + TIMEOUT_MS;
+    for (let seen = Atomics.load(done, 0); seen < workers.length; seen = Atomics.load(done, 0)) {
+      if (Date.now() > deadline) throw new Error('export threads did not finish');
+      Atomics.wait(done, 0, seen, 1000);
+    }
+    const got: ExportsManifest[] = parts.map((_, k) => {
+      const file = path.join(dir, `.part-${k}.json`);
+      const part = JSON.parse(fs.readFileSync(file, 'utf8')) as ExportsManifest & { error?: string };
+      fs.rmSync(file);
+      if (part.error) throw new Error(`export thread failed: ${part.error}`);
+      return part;
+    });
+    for (const w of workers) void w.terminate();
+    const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
+    for (const db of databases) {
+      const part = got.find((p) => p.databases[db.id])!;
+      manifest.databases[db.id] = part.databases[db.id];
+      manifest.timings_ms[db.id] = part.timings_ms[db.id];
+    }
+    writeExportsManifest(dir, manifest);
+    return manifest;
+  };
 }
-
