@@ -61,6 +61,8 @@ describe('database catalogue, downloads and files', () => {
     const expired = org('expired');
     org('unlicensed');
     org('noscope', []);
+    const fenced = createOrganisation(db, plans, 'fenced', 'max');
+    keys.fenced = createKey(db, { orgId: fenced.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }).secret;
     grantLicence(db, { orgId: licensed, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
     grantLicence(db, { orgId: expired, base: 'vpn', licenseType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
@@ -104,6 +106,11 @@ describe('database catalogue, downloads and files', () => {
     assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json], [401, { rc: 'UNAUTHORIZED' }]);
     assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json, { rc: 'UNAUTHORIZED' });
     assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json, { rc: 'BAD_REQUEST' });
+    // A key used from outside its allowed ranges: the database group's own 403 body.
+    for (const p of ['/api/v1/database/list', '/api/v1/database/download?id=vpn_v1&format=mmdb', '/api/v1/database/downloads']) {
+      const r = await get(svc.port, p, as('fenced'));
+      assert.deepEqual([r.status, r.json], [403, { rc: 'FORBIDDEN' }], p);
+    }
   });
 
   test('the history lists every attempt, refusals included, newest first, only the caller’s own', async () => {
