@@ -364,10 +364,13 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
   });
   let position = start;
   let first = true;
+  // One buffer per transfer: uWS has taken a chunk's bytes once tryEnd accepts them, so the
+  // buffer is refilled only after that, and memory stays flat however large the file.
+  const buffer = Buffer.allocUnsafeSlow(Math.min(FILE_CHUNK, total));
   const pump = (): void => {
     while (!aborted) {
       const n = Math.min(FILE_CHUNK, end + 1 - position);
-      const chunk = Buffer.allocUnsafe(n);
+      const chunk = buffer.subarray(0, n);
       fs.readSync(fd, chunk, 0, n, position);
       position += n;
       const lastOffset = res.getWriteOffset();
