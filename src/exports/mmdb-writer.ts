@@ -173,16 +173,31 @@ export class MmdbWriter {
           const l = valueOf(this.kids[node * 2]);
           const r = valueOf(this.kids[node * 2 + 1]);
           const o = k * nodeBytes;
+          // Byte stores, not Buffer#writeUIntBE: this loop runs for every node (tens of millions).
           if (recordSize === 24) {
-            chunk.writeUIntBE(l, o, 3);
-            chunk.writeUIntBE(r, o + 3, 3);
+            chunk[o] = (l >>> 16) & 255;
+            chunk[o + 1] = (l >>> 8) & 255;
+            chunk[o + 2] = l & 255;
+            chunk[o + 3] = (r >>> 16) & 255;
+            chunk[o + 4] = (r >>> 8) & 255;
+            chunk[o + 5] = r & 255;
           } else if (recordSize === 28) {
-            chunk.writeUIntBE(l & 0xffffff, o, 3);
+            chunk[o] = (l >>> 16) & 255;
+            chunk[o + 1] = (l >>> 8) & 255;
+            chunk[o + 2] = l & 255;
             chunk[o + 3] = (((l >>> 24) & 0x0f) << 4) | ((r >>> 24) & 0x0f);
-            chunk.writeUIntBE(r & 0xffffff, o + 4, 3);
+            chunk[o + 4] = (r >>> 16) & 255;
+            chunk[o + 5] = (r >>> 8) & 255;
+            chunk[o + 6] = r & 255;
           } else {
-            chunk.writeUInt32BE(l, o);
-            chunk.writeUInt32BE(r, o + 4);
+            chunk[o] = l >>> 24;
+            chunk[o + 1] = (l >>> 16) & 255;
+            chunk[o + 2] = (l >>> 8) & 255;
+            chunk[o + 3] = l & 255;
+            chunk[o + 4] = r >>> 24;
+            chunk[o + 5] = (r >>> 16) & 255;
+            chunk[o + 6] = (r >>> 8) & 255;
+            chunk[o + 7] = r & 255;
           }
         }
         write(chunk.subarray(0, n * nodeBytes));
