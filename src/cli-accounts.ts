@@ -271,7 +271,7 @@ async function publish(args: string[]): Promise<void> {
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
   const db = openControlDb(config.dataDir);
   try {
-    const n = await publishExports(db, openStore(config).store, config.dataDir, build);
+    const n = await publishExports(db, (await openStore(config)).store, config.dataDir, build);
     print(values.json as boolean, { build, artifacts: n }, () => `published ${n} artifacts of build ${build}`);
   } finally {
     db.close();

@@ -56,7 +56,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const keys = new KeyCache(control, plans);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const catalogue = loadCatalogue(config.catalogueFile);
-  const { store: objects, local: files } = openStore(config);
+  const { store: objects, local: files } = await openStore(config);
   if (config.demo) {
     ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     await ensureDemoPublication(control, objects, config.dataDir, log);

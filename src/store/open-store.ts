@@ -1,13 +1,14 @@
-// The configured object store: local (default) or S3.
+// The configured object store: local (default) or S3. The AWS SDK is loaded only when S3
+// is configured: it is large, and a local deployment never needs it.
 
 import type { Config } from '../config.js';
 import { LocalStore } from './local-store.js';
 import type { ObjectStore } from './object-store.js';
-import { S3Store } from './s3-store.js';
 
-export function openStore(config: Config): { store: ObjectStore; local: LocalStore | null } {
+export async function openStore(config: Config): Promise<{ store: ObjectStore; local: LocalStore | null }> {
   if (config.store.kind === 's3') {
     const s = config.store;
+    const { S3Store } = await import('./s3-store.js');
     return { store: new S3Store({ bucket: s.bucket, prefix: s.prefix, region: s.region, endpoint: s.endpoint }), local: null };
   }
   const local = new LocalStore(config.dataDir);
