@@ -8,6 +8,7 @@ import { BuildError, runBuild } from './build/build.js';
 import { MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
 import { ConfigError, loadConfig } from './config.js';
 import { FeedImportError, importFeed, type FeedFormat } from './feeds/import.js';
+import { FEED_FORMATS } from './feeds/formats.js';
 import { listFeeds, removeFeed } from './feeds/store.js';
 import { SlowHttpError } from './http/uws.js';
 import { jsonLogger } from './log.js';
@@ -56,13 +57,15 @@ whole first: on the first bad line nothing is imported and the error names file,
 and reason.
 
 Formats:
-  csv   header row naming the columns, any order: network (CIDR, range a-b, or address),
-        category, and the category's detail columns (provider, confidence, method,
-        first_seen, last_seen, hits, hits_days_pct, providers_num)
-  list  one address, CIDR or range per line; '#' starts a comment
+  csv                 header row naming the columns, any order: network (CIDR, range a-b, or
+                      address), category, and the category's detail columns (provider,
+                      confidence, method, first_seen, last_seen, hits, hits_days_pct, providers_num)
+${FEED_FORMATS.map((f) => `  ${f.name.padEnd(20)}${f.summary}${f.defaultCategory ? ` (default category ${f.defaultCategory})` : ''}`).join('\n')}
+  auto                the format the content shows; an error when it is ambiguous
 
 Options:
-  --format csv|list      default: csv for *.csv files, else list
+  --format <format>      default: csv for *.csv files, else list
+  --skip-invalid         skip malformed lines (counted in the report) instead of failing
   --name <name>          stored feed name (default: from the file name)
   --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
                          (required for lists; for CSV, fills empty category cells)
@@ -110,13 +113,15 @@ function feedImport(args: string[]): void {
     format: { type: 'string' },
     name: { type: 'string' },
     category: { type: 'string' },
+    'skip-invalid': { type: 'boolean' },
   };
   for (const o of Object.keys(DETAIL_OPTIONS)) options[o] = { type: 'string' };
   const { values, positionals } = parse(args, options);
   if (values.help) return print(false, null, () => HELP['feed import']);
   if (positionals.length !== 1) throw new UsageError('feed import takes exactly one file');
   const format = values.format as string | undefined;
-  if (format !== undefined && format !== 'csv' && format !== 'list') throw new UsageError('--format must be csv or list');
+  const known = ['csv', 'auto', ...FEED_FORMATS.map((f) => f.name)];
+  if (format !== undefined && !known.includes(format)) throw new UsageError(`--format must be one of ${known.join(', ')}`);
   const details: Partial<Record<DetailField, string>> = {};
   for (const [o, field] of Object.entries(DETAIL_OPTIONS)) {
     const v = values[o];
@@ -130,12 +135,14 @@ function feedImport(args: string[]): void {
     name: values.name as string | undefined,
     category: values.category as string | undefined,
     details,
+    skipInvalid: values['skip-invalid'] === true,
   });
   print(values.json as boolean, r, () => {
     const cats = Object.entries(r.byCategory)
       .map(([c, n]) => `${c} ${n}`)
       .join(', ');
-    return `imported feed ${r.name}: ${r.rows} networks (${cats}) → ${r.file}`;
+    const skipped = r.skipped ? `; skipped ${r.skipped} invalid line(s), e.g. ${r.skippedExamples[0]}` : '';
+    return `imported feed ${r.name} (${r.format}): ${r.rows} networks (${cats}) → ${r.file}${skipped}`;
   });
 }
 

@@ -1,4 +1,5 @@
-// `ipsift feed import`: the canonical CSV (DESIGN.md §3) and plain lists. The whole file is
+// `ipsift feed import`: the canonical CSV (DESIGN.md §3) and the public formats of
+// formats.ts (plain lists among them). The whole file is
 // validated before anything is written; the first bad line fails the import with
 // file, line and reason.
 
@@ -8,14 +9,18 @@ import { parseNetwork } from '../net/network.js';
 import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
 import { checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
+import { FEED_FORMATS, FormatError, detectFormat, formatByName, type FeedFormatDef, type FormatRow } from './formats.js';
 
-export type FeedFormat = 'csv' | 'list';
+/** csv, auto, or a name in FEED_FORMATS (list, tor-exit-addresses, misp, cloud-json, aws). */
+export type FeedFormat = string;
 
 export interface ImportOptions {
   dataDir: string;
   file: string;
-  /** Default: `csv` for *.csv, else `list`. */
+  /** Default: `csv` for *.csv, else `list`; `auto` detects by content. */
   format?: FeedFormat;
+  /** Skip malformed lines (counted in the result) instead of failing the import. */
+  skipInvalid?: boolean;
   /** Stored feed name; default: from the file name. Re-importing a name replaces it. */
   name?: string;
   /** Required for lists; for CSV it fills rows whose category cell is empty or absent. */
@@ -27,6 +32,10 @@ export interface ImportOptions {
 export interface ImportResult extends FeedInfo {
   rows: number;
   byCategory: Partial<Record<Category, number>>;
+  format: string;
+  /** Lines skipped with --skip-invalid, and the first few reasons. */
+  skipped: number;
+  skippedExamples: string[];
 }
 
 export class FeedImportError extends Error {
@@ -110,15 +119,20 @@ export function parseCsvFeed(file: string, text: string, options: ImportOptions)
   return entries;
 }
 
-export function parseListFeed(file: string, text: string, options: ImportOptions): FeedEntry[] {
-  if (!options.category) throw new FeedImportError(file, 0, 'a list needs --category');
+/** Rows of a public format → entries; with skipInvalid, bad rows are counted instead of failing. */
+function entriesOf(file: string, def: FeedFormatDef, rows: FormatRow[], options: ImportOptions, skipped: string[]): FeedEntry[] {
   const entries: FeedEntry[] = [];
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const hash = lines[i].indexOf('#');
-    const body = (hash >= 0 ? lines[i].slice(0, hash) : lines[i]).trim();
-    if (body === '') continue;
-    entries.push(makeEntry(file, i + 1, body, options.category, { ...options.details }));
+  const category = options.category ?? undefined;
+  if (!category && def.defaultCategory === undefined && rows.some((r) => !r.category)) {
+    throw new FeedImportError(file, 0, `${def.name} gives no category for some rows: give --category`);
+  }
+  for (const r of rows) {
+    try {
+      entries.push(makeEntry(file, r.line, r.network, category ?? r.category ?? def.defaultCategory, { ...r.details, ...options.details }));
+    } catch (e) {
+      if (!(e instanceof FeedImportError) || !options.skipInvalid) throw e;
+      skipped.push(e.message);
+    }
   }
   return entries;
 }
@@ -135,11 +149,32 @@ export function importFeed(options: ImportOptions): ImportResult {
   } catch (e) {
     throw new FeedImportError(file, 0, `cannot read: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
   }
-  const format = options.format ?? (file.toLowerCase().endsWith('.csv') ? 'csv' : 'list');
-  const entries = format === 'csv' ? parseCsvFeed(file, text, options) : parseListFeed(file, text, options);
+  let format = options.format ?? (file.toLowerCase().endsWith('.csv') ? 'csv' : 'list');
+  if (format === 'auto') {
+    const firstLine = text.slice(0, text.indexOf('\n') >>> 0).toLowerCase();
+    const detected = /(^|,)\s*network\s*(,|$)/.test(firstLine) ? 'csv' : detectFormat(text);
+    if (detected instanceof FormatError) throw new FeedImportError(file, detected.line, detected.message);
+    format = typeof detected === 'string' ? detected : detected.name;
+  }
+  const skipped: string[] = [];
+  let entries: FeedEntry[];
+  if (format === 'csv') entries = parseCsvFeed(file, text, options);
+  else {
+    const def = formatByName(format);
+    if (!def) throw new FeedImportError(file, 0, `unknown format ${JSON.stringify(format)}: csv, auto, ${FEED_FORMATS.map((f) => f.name).join(', ')}`);
+    if (def.name === 'list' && !options.category) throw new FeedImportError(file, 0, 'a list needs --category');
+    let rows: FormatRow[];
+    try {
+      rows = def.rows({ file, text });
+    } catch (e) {
+      if (e instanceof FormatError) throw new FeedImportError(file, e.line, e.message);
+      throw e;
+    }
+    entries = entriesOf(file, def, rows, options, skipped);
+  }
   if (entries.length === 0) throw new FeedImportError(file, 0, 'no networks in the file');
   const byCategory: Partial<Record<Category, number>> = {};
   for (const e of entries) byCategory[e.category] = (byCategory[e.category] ?? 0) + 1;
   const info = writeFeed(options.dataDir, name, file, entries);
-  return { ...info, rows: entries.length, byCategory };
+  return { ...info, rows: entries.length, byCategory, format, skipped: skipped.length, skippedExamples: skipped.slice(0, 5) };
 }

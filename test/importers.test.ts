@@ -1,0 +1,118 @@
+// Public feed formats: each importer on excerpts written here (comments, IPv6, malformed
+// lines), format detection, --skip-invalid, and the real files in ../shared/data/real.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { FeedImportError, importFeed } from '../src/feeds/import.js';
+import { listToken } from '../src/feeds/formats.js';
+import { readFeed } from '../src/feeds/store.js';
+import { SHARED_REAL, tempDir, writeFile } from './helpers.js';
+
+function imported(text: string, options: Record<string, unknown> = {}, name = 'f.txt') {
+  const dataDir = tempDir();
+  const r = importFeed({ dataDir, file: writeFile(dataDir, name, text), ...options });
+  const rows = [...readFeed(r.file)];
+  return { r, rows };
+}
+
+describe('feed importers', () => {
+  test('list lines: comments, labels, ports, schemes, brackets, tabs', () => {
+    const cases: [string, string][] = [
+      ['81.7.3.1', '81.7.3.1'],
+      ['  81.7.3.0/24  # ExampleVPN, Frankfurt', '81.7.3.0/24'],
+      ['91.230.225.200 # expressvpn', '91.230.225.200'],
+      ['; a comment', ''],
+      ['# a comment', ''],
+      ['85.8.47.198:7080', '85.8.47.198'],
+      ['socks5://144.31.222.106:7890', '144.31.222.106'],
+      ['http://85.8.47.209:7080/', '85.8.47.209'],
+      ['[2a01:4f8::1]:443', '2a01:4f8::1'],
+      ['2a01:4f8::/32\t', '2a01:4f8::/32'],
+      ['1.2.3.4-1.2.3.9', '1.2.3.4-1.2.3.9'],
+      ['2001:db8::1', '2001:db8::1'],
+    ];
+    for (const [line, want] of cases) assert.equal(listToken(line), want, line);
+  });
+
+  test('list import: category and provider from options; a bad line names file and line', () => {
+    const { r, rows } = imported('# Mullvad\n185.65.134.0/24 # se-got\n2a03:1b20:1::/48\n', { category: 'vpn', details: { provider: 'Mullvad' } });
+    assert.equal(r.rows, 2);
+    assert.equal(rows[0].detail, '{"provider":"Mullvad"}');
+    assert.equal(rows[1].family, 6);
+    assert.throws(() => imported('1.2.3.4\nnot-an-ip\n', { category: 'vpn' }), (e: FeedImportError) => e.line === 2 && /f\.txt:2:/.test(e.message));
+    const skipped = imported('1.2.3.4\nnot-an-ip\n5.6.7.8\n', { category: 'vpn', skipInvalid: true });
+    assert.deepEqual([skipped.r.rows, skipped.r.skipped], [2, 1]);
+    assert.match(skipped.r.skippedExamples[0], /:2:/);
+  });
+
+  test('TorDNSEL exit-addresses: tor, Tor Project, last_seen from ExitAddress', () => {
+    const text = `ExitNode FE39F07EBE7870DCE124AB30DF3ABD0700A43F75
+Published 2024-03-11 13:07:19
+LastStatus 2024-03-12 08:00:00
+ExitAddress 185.241.208.232 2024-03-12 08:10:51
+ExitNode 23B49521BDC4588C7CCF3C38E552504118326B66
+Published 2024-03-12 02:29:55
+ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
+`;
+    const { r, rows } = imported(text, { format: 'auto' }, 'exit-addresses');
+    assert.equal(r.format, 'tor-exit-addresses');
+    assert.deepEqual(r.byCategory, { tor: 2 });
+    assert.equal(rows[0].detail, '{"provider":"Tor Project","last_seen":"2024-03-12"}');
+  });
+
+  test('MISP warning lists: category from the name, or --category', () => {
+    const relay = imported(JSON.stringify({ name: 'iCloud Private Relay', description: 'egress', list: ['172.224.224.0/27', '2a02:26f7:b3c0:4000::/64'] }), { format: 'auto' }, 'list.json');
+    assert.deepEqual([relay.r.format, relay.r.byCategory], ['misp', { relay: 2 }]);
+    const cdn = imported(JSON.stringify({ description: 'Fastly IP address ranges', list: ['151.101.0.0/16'] }), { format: 'misp' }, 'l.json');
+    assert.deepEqual(cdn.r.byCategory, { cdn: 1 });
+    assert.throws(() => imported(JSON.stringify({ name: 'Something', list: ['1.2.3.0/24'] }), { format: 'misp' }, 'x.json'), /give --category/);
+    assert.deepEqual(imported(JSON.stringify({ name: 'Something', list: ['1.2.3.0/24'] }), { format: 'misp', category: 'hosting' }, 'x.json').r.byCategory, { hosting: 1 });
+  });
+
+  test('cloud JSON ({provider, ipv4, ipv6}) and AWS ip-ranges.json', () => {
+    const c = imported(JSON.stringify({ provider: 'Hetzner', ipv4: ['116.202.0.0/16'], ipv6: ['2a01:4f8::/32'] }), { format: 'auto' }, 'hetzner.json');
+    assert.deepEqual([c.r.format, c.r.byCategory, c.rows[0].detail], ['cloud-json', { hosting: 2 }, '{"provider":"Hetzner"}']);
+    const awsDoc = {
+      syncToken: '1',
+      createDate: '2025-07-04-00-00-00',
+      prefixes: [
+        { ip_prefix: '3.5.140.0/22', region: 'ap-northeast-2', service: 'AMAZON' },
+        { ip_prefix: '13.32.0.0/15', region: 'GLOBAL', service: 'CLOUDFRONT' },
+      ],
+      ipv6_prefixes: [{ ipv6_prefix: '2600:9000::/28', region: 'GLOBAL', service: 'CLOUDFRONT' }],
+    };
+    const a = imported(JSON.stringify(awsDoc, null, 1), { format: 'auto' }, 'ip-ranges.json');
+    assert.deepEqual([a.r.format, a.r.byCategory], ['aws', { hosting: 1, cdn: 2 }]);
+    assert.ok(a.rows.some((x) => x.detail === '{"provider":"Amazon CloudFront"}'));
+  });
+
+  test('auto detection refuses JSON it does not know', () => {
+    assert.throws(() => imported('{"foo": [1]}', { format: 'auto', category: 'vpn' }, 'x.json'), /no known layout/);
+  });
+
+  const real = (rel: string) => path.join(SHARED_REAL, rel);
+  test('real files import with zero rejects', { skip: !fs.existsSync(SHARED_REAL) && `${SHARED_REAL} is not present` }, () => {
+    const cases: [string, Record<string, unknown>, string][] = [
+      ['tor/javascripterzzeerrr__ipinfo-parser/exit-addresses', { format: 'auto' }, 'tor'],
+      ['tor/SecOps-Institute__Tor-IP-Addresses/tor-exit-nodes.lst', { category: 'tor', details: { provider: 'Tor Project' } }, 'tor'],
+      ['vpn/Joe12387__open-source-vpn-ip-lists/mullvad.txt', { category: 'vpn', details: { provider: 'Mullvad' } }, 'vpn'],
+      ['vpn/az0__vpn_ip/data/input/ip/expressvpn.txt', { category: 'vpn', details: { provider: 'ExpressVPN' } }, 'vpn'],
+      ['vpn/X4BNet__lists_vpn/output/vpn/ipv6.txt', { category: 'vpn' }, 'vpn'],
+      ['relay/MISP__misp-warninglists/lists/icloud-private-relay/list.json', { format: 'auto' }, 'relay'],
+      ['cdn/MISP__misp-warninglists/lists/fastly/list.json', { format: 'auto' }, 'cdn'],
+      ['datacenter/disposable__cloud-ip-ranges/json/hetzner.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/aws-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cdn/femueller__cloud-ip-ranges/akamai-v4-ip-ranges.txt', { category: 'cdn', details: { provider: 'Akamai' } }, 'cdn'],
+      ['proxy/monosans__proxy-list/proxies/all.txt', { category: 'dcproxy' }, 'dcproxy'],
+      ['proxy/clarketm__proxy-list/proxy-list-raw.txt', { category: 'dcproxy' }, 'dcproxy'],
+    ];
+    for (const [rel, options, category] of cases) {
+      const dataDir = tempDir();
+      const r = importFeed({ dataDir, file: real(rel), name: 'real', ...options });
+      assert.equal(r.skipped, 0, rel);
+      assert.ok(r.rows > 0 && (r.byCategory as Record<string, number>)[category] > 0, `${rel}: ${JSON.stringify(r.byCategory)}`);
+    }
+  });
+});
