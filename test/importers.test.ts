@@ -88,6 +88,26 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     assert.ok(a.rows.some((x) => x.detail === '{"provider":"Amazon CloudFront"}'));
   });
 
+  test('Google prefixes, geofeeds, ipcat, Mullvad CSV, Tor CSV, proxy CSVs and proxies.json', () => {
+    const g = imported(JSON.stringify({ syncToken: '1', prefixes: [{ ipv4Prefix: '34.1.208.0/20', service: 'Google Cloud' }, { ipv6Prefix: '2600:1900::/28' }] }), { format: 'auto' }, 'cloud.json');
+    assert.deepEqual([g.r.format, g.r.byCategory, g.rows[0].detail, g.rows[1].detail], ['google', { hosting: 2 }, '{"provider":"Google Cloud"}', '{"provider":"Google"}']);
+    const geo = imported('5.101.96.0/21,NL,NL-NH,Amsterdam,1098 XH\n2a03:b0c0::/32,US,US-NY,New York,\n', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'do.csv');
+    assert.deepEqual([geo.r.format, geo.r.byCategory], ['geofeed', { hosting: 2 }]);
+    const apple = imported('172.224.224.0/27,GB,GB-EN,London\n', { format: 'auto', category: 'relay', details: { provider: 'Apple iCloud Private Relay' } }, 'egress.csv');
+    assert.deepEqual(apple.r.byCategory, { relay: 1 });
+    const ipcatRows = imported('3.0.0.0,3.1.255.255,Amazon AWS,http://www.amazon.com/aws/\n', { format: 'auto' }, 'datacenters.csv');
+    assert.deepEqual([ipcatRows.r.format, ipcatRows.rows[0].detail], ['ipcat', '{"provider":"Amazon AWS"}']);
+    const m = imported('ip,hostname,first_seen,last_seen\n31.171.153.66,al-tia-wg-001.relays.mullvad.net,2024-11-24 11:01:35,2025-05-27 21:21:42\n', { format: 'auto' }, 'm.csv');
+    assert.equal(m.r.format, 'mullvad-csv');
+    assert.deepEqual(JSON.parse(m.rows[0].detail), { provider: 'Mullvad', last_seen: '2025-05-27', method: 'server_list' });
+    const t = imported('fingerprint,ipaddr,port\n000F3EB75342BE371F1D8D3FAE90890AEB5664EE,204.137.14.106,443\n', { format: 'auto' }, 'exits.csv');
+    assert.deepEqual([t.r.format, t.r.byCategory], ['tor-csv', { tor: 1 }]);
+    const p = imported('#\n# generated\nproxy exit ip,optional comment\n1.0.171.213,\n1.1.189.58,\n', { format: 'auto', category: 'resproxy' }, 'p.csv');
+    assert.deepEqual([p.r.format, p.r.byCategory], ['proxy-csv', { resproxy: 2 }]);
+    const pj = imported(JSON.stringify([{ host: '144.31.222.106', port: 7890, exit_ip: '104.28.230.247' }, { host: '1.2.3.4', port: 80, exit_ip: '1.2.3.4' }]), { format: 'auto' }, 'proxies.json');
+    assert.deepEqual([pj.r.format, pj.r.rows, pj.r.byCategory], ['proxies-json', 3, { dcproxy: 3 }]);
+  });
+
   test('auto detection refuses JSON it does not know', () => {
     assert.throws(() => imported('{"foo": [1]}', { format: 'auto', category: 'vpn' }, 'x.json'), /no known layout/);
   });
@@ -107,6 +127,16 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       ['cdn/femueller__cloud-ip-ranges/akamai-v4-ip-ranges.txt', { category: 'cdn', details: { provider: 'Akamai' } }, 'cdn'],
       ['proxy/monosans__proxy-list/proxies/all.txt', { category: 'dcproxy' }, 'dcproxy'],
       ['proxy/clarketm__proxy-list/proxy-list-raw.txt', { category: 'dcproxy' }, 'dcproxy'],
+      ['cloud/berthubert__googerteller/goog.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/google-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/digitalocean.csv', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'hosting'],
+      ['datacenter/client9__ipcat/datacenters.csv', { format: 'auto' }, 'hosting'],
+      ['vpn/sudesh0sudesh__MullVadIPs/mullvadips.csv', { format: 'auto' }, 'vpn'],
+      ['tor/ling0x__tor-nodes/latest.exits.csv', { format: 'auto' }, 'tor'],
+      ['proxy/mannfredcom__semi-static-proxy-ips/proxy_exits_7d_ipv4.csv', { format: 'auto' }, 'dcproxy'],
+      ['proxy/mannfredcom__semi-static-proxy-ips/proxy_subnets_30d_ipv6.csv', { format: 'auto' }, 'dcproxy'],
+      ['proxy/monosans__proxy-list/proxies.json', { format: 'auto' }, 'dcproxy'],
+      ['relay/hroost__icloud-private-relay-iplist/ipv6/ipv6-ranges.txt', { category: 'relay', details: { provider: 'Apple iCloud Private Relay' } }, 'relay'],
     ];
     for (const [rel, options, category] of cases) {
       const dataDir = tempDir();

@@ -69,10 +69,21 @@ function parseJson(text: string): unknown {
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const looksJson = (text: string): boolean => /^\s*[{[]/.test(text);
 
-/** The line where a JSON string value first appears (errors name a line even in JSON). */
-function lineOf(text: string, value: string): number {
-  const at = text.indexOf(JSON.stringify(value));
-  return at < 0 ? 0 : text.slice(0, at).split('\n').length;
+/**
+ * Line numbers of JSON string values, looked up in document order (errors name a line even
+ * in JSON): each search starts where the previous one ended, so a file is read once.
+ */
+class Lines {
+  private at = 0;
+  private line = 1;
+  constructor(private readonly text: string) {}
+  of(value: string): number {
+    const found = this.text.indexOf(JSON.stringify(value), this.at);
+    if (found < 0) return 0;
+    for (let i = this.at; i < found; i++) if (this.text.charCodeAt(i) === 10) this.line++;
+    this.at = found;
+    return this.line;
+  }
 }
 
 const list: FeedFormatDef = {
@@ -113,7 +124,8 @@ const misp: FeedFormatDef = {
     if (!isObject(doc) || !Array.isArray(doc.list)) throw new FormatError(0, 'a MISP warning list needs a list array');
     const name = `${String(doc.name ?? '')} ${String(doc.description ?? '')}`;
     const category = /private relay|icloud/i.test(name) ? 'relay' : /\bvpn/i.test(name) ? 'vpn' : /\b(cdn|cloudflare|fastly|akamai|stackpath)/i.test(name) ? 'cdn' : undefined;
-    return doc.list.map((v) => ({ line: typeof v === 'string' ? lineOf(text, v) : 0, network: String(v), category }));
+    const lines = new Lines(text);
+    return doc.list.map((v) => ({ line: typeof v === 'string' ? lines.of(v) : 0, network: String(v), category }));
   },
 };
 
@@ -127,7 +139,8 @@ const cloudJson: FeedFormatDef = {
     if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
     const provider = typeof doc.provider === 'string' ? doc.provider : undefined;
     const nets = [...(Array.isArray(doc.ipv4) ? doc.ipv4 : []), ...(Array.isArray(doc.ipv6) ? doc.ipv6 : [])];
-    return nets.map((v) => ({ line: typeof v === 'string' ? lineOf(text, v) : 0, network: String(v), details: provider ? { provider } : {} }));
+    const lines = new Lines(text);
+    return nets.map((v) => ({ line: typeof v === 'string' ? lines.of(v) : 0, network: String(v), details: provider ? { provider } : {} }));
   },
 };
 
@@ -135,18 +148,19 @@ const aws: FeedFormatDef = {
   name: 'aws',
   summary: "AWS ip-ranges.json: hosting, provider Amazon Web Services; CLOUDFRONT services as cdn (Amazon CloudFront)",
   defaultCategory: 'hosting',
-  detect: (text) => looksJson(text) && /"syncToken"/.test(text) && /"prefixes"\s*:/.test(text),
+  detect: (text) => looksJson(text) && /"syncToken"/.test(text) && /"ip_prefix"\s*:/.test(text),
   rows({ text }) {
     const doc = parseJson(text);
     if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
     const out: FormatRow[] = [];
+    const lines = new Lines(text);
     const take = (items: unknown, key: string): void => {
       if (!Array.isArray(items)) return;
       for (const p of items) {
         if (!isObject(p) || typeof p[key] !== 'string') continue;
         const cdn = typeof p.service === 'string' && p.service.startsWith('CLOUDFRONT');
         out.push({
-          line: lineOf(text, p[key] as string),
+          line: lines.of(p[key] as string),
           network: p[key] as string,
           category: cdn ? 'cdn' : undefined,
           details: { provider: cdn ? 'Amazon CloudFront' : 'Amazon Web Services' },
@@ -159,7 +173,117 @@ const aws: FeedFormatDef = {
   },
 };
 
-export const FEED_FORMATS: readonly FeedFormatDef[] = [list, torExitAddresses, misp, cloudJson, aws];
+const google: FeedFormatDef = {
+  name: 'google',
+  summary: "Google's cloud.json / goog.json ({prefixes: [{ipv4Prefix|ipv6Prefix, service}]}): hosting, provider from service, else Google",
+  defaultCategory: 'hosting',
+  detect: (text) => looksJson(text) && /"ipv[46]Prefix"\s*:/.test(text),
+  rows({ text }) {
+    const doc = parseJson(text);
+    if (!isObject(doc) || !Array.isArray(doc.prefixes)) throw new FormatError(0, 'expected {prefixes: [...]}');
+    const lines = new Lines(text);
+    return doc.prefixes.flatMap((p: unknown) => {
+      if (!isObject(p)) return [];
+      const net = (p.ipv4Prefix ?? p.ipv6Prefix) as string | undefined;
+      if (typeof net !== 'string') return [];
+      return [{ line: lines.of(net), network: net, details: { provider: typeof p.service === 'string' ? p.service : 'Google' } }];
+    });
+  },
+};
+
+/** Lines of a CSV-ish text, without blank lines and '#' comments: [line number, fields]. */
+function csvLines(text: string): [number, string[]][] {
+  const out: [number, string[]][] = [];
+  text.split(/\r?\n/).forEach((l, i) => {
+    const t = l.trim();
+    if (t !== '' && !t.startsWith('#')) out.push([i + 1, t.split(',').map((f) => f.trim())]);
+  });
+  return out;
+}
+
+const geofeed: FeedFormatDef = {
+  name: 'geofeed',
+  summary: 'RFC 8805 geofeed CSV (prefix,country,region,city[,postal]), e.g. DigitalOcean, Linode, Apple Private Relay egress (give --category relay)',
+  defaultCategory: 'hosting',
+  detect: (text) => {
+    const first = csvLines(text)[0]?.[1];
+    return !!first && first.length >= 4 && first.length <= 5 && /\//.test(first[0]) && /^([A-Z]{2})?$/.test(first[1]);
+  },
+  rows: ({ text }) => csvLines(text).map(([line, f]) => ({ line, network: f[0] })),
+};
+
+const ipcat: FeedFormatDef = {
+  name: 'ipcat',
+  summary: 'start,end,provider,url CSV without header (client9/ipcat): hosting, provider from the row',
+  defaultCategory: 'hosting',
+  detect: (text) => {
+    const first = csvLines(text)[0]?.[1];
+    return !!first && first.length === 4 && /^\d+\.\d+\.\d+\.\d+$/.test(first[0]) && /^\d+\.\d+\.\d+\.\d+$/.test(first[1]);
+  },
+  rows: ({ text }) => csvLines(text).map(([line, f]) => ({ line, network: `${f[0]}-${f[1]}`, details: f[2] ? { provider: f[2] } : {} })),
+};
+
+/** A CSV with a header: rows as objects keyed by lower-case column name. */
+function headed(text: string): { line: number; row: Record<string, string> }[] {
+  const lines = csvLines(text);
+  if (lines.length === 0) return [];
+  const head = lines[0][1].map((h) => h.toLowerCase());
+  return lines.slice(1).map(([line, f]) => ({ line, row: Object.fromEntries(head.map((h, k) => [h, f[k] ?? ''])) }));
+}
+
+const mullvadCsv: FeedFormatDef = {
+  name: 'mullvad-csv',
+  summary: 'ip,hostname,first_seen,last_seen CSV: vpn, provider Mullvad, method server_list, last_seen carried over (vpn details have no first_seen)',
+  defaultCategory: 'vpn',
+  detect: (text) => /^ip,hostname,first_seen,last_seen\s*$/m.test(text.split('\n')[0]),
+  rows: ({ text }) =>
+    headed(text).map(({ line, row }) => ({
+      line,
+      network: row.ip,
+      details: { provider: 'Mullvad', method: 'server_list', ...(row.last_seen ? { last_seen: row.last_seen.slice(0, 10) } : {}) },
+    })),
+};
+
+const torCsv: FeedFormatDef = {
+  name: 'tor-csv',
+  summary: 'CSV exit lists with a header naming an address column (ipaddr, ip, address): tor, provider Tor Project',
+  defaultCategory: 'tor',
+  detect: (text) => /^fingerprint,(ipaddr|ip|address)\b/.test(text.split('\n')[0].toLowerCase()),
+  rows: ({ text }) => headed(text).map(({ line, row }) => ({ line, network: row.ipaddr ?? row.ip ?? row.address ?? '', details: { provider: 'Tor Project' } })),
+};
+
+const proxyCsv: FeedFormatDef = {
+  name: 'proxy-csv',
+  summary: "exit-IP or subnet CSVs with a header ('proxy exit ip' or 'subnet mask' first): the proxy category you give (default dcproxy)",
+  defaultCategory: 'dcproxy',
+  detect: (text) => /^(proxy exit ip|subnet mask),/m.test(text),
+  rows: ({ text }) => headed(text).map(({ line, row }) => ({ line, network: row['proxy exit ip'] ?? row['subnet mask'] ?? '' })),
+};
+
+const proxiesJson: FeedFormatDef = {
+  name: 'proxies-json',
+  summary: 'JSON array of checked proxies ({host, port, exit_ip, …}): host and observed exit_ip, the proxy category you give (default dcproxy)',
+  defaultCategory: 'dcproxy',
+  detect: (text) => /^\s*\[/.test(text) && /"host"\s*:/.test(text) && /"exit_ip"\s*:/.test(text),
+  rows({ text }) {
+    const doc = parseJson(text);
+    if (!Array.isArray(doc)) throw new FormatError(0, 'expected a JSON array of proxies');
+    const seen = new Set<string>();
+    const out: FormatRow[] = [];
+    const lines = new Lines(text);
+    for (const p of doc) {
+      if (!isObject(p)) continue;
+      for (const ip of [p.host, p.exit_ip]) {
+        if (typeof ip !== 'string' || ip === '' || seen.has(ip)) continue;
+        seen.add(ip);
+        out.push({ line: lines.of(ip), network: ip });
+      }
+    }
+    return out;
+  },
+};
+
+export const FEED_FORMATS: readonly FeedFormatDef[] = [list, torExitAddresses, misp, cloudJson, aws, google, geofeed, ipcat, mullvadCsv, torCsv, proxyCsv, proxiesJson];
 
 export function formatByName(name: string): FeedFormatDef | undefined {
   return FEED_FORMATS.find((f) => f.name === name);
