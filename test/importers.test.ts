@@ -108,6 +108,21 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     assert.deepEqual([pj.r.format, pj.r.rows, pj.r.byCategory], ['proxies-json', 3, { dcproxy: 3 }]);
   });
 
+  test('Azure, Oracle, GitHub meta, Fastly, Zscaler and ProtonVPN logicals', () => {
+    const az = imported(JSON.stringify({ values: [{ name: 'AzureCloud', properties: { addressPrefixes: ['4.145.74.52/30', '2603:1000::/40'] } }] }), { format: 'auto' }, 'tags.json');
+    assert.deepEqual([az.r.format, az.r.byCategory, az.rows[0].detail], ['azure', { hosting: 2 }, '{"provider":"Microsoft Azure"}']);
+    const oci = imported(JSON.stringify({ regions: [{ region: 'us-ashburn-1', cidrs: [{ cidr: '129.80.0.0/16', tags: ['OCI'] }] }] }), { format: 'auto' }, 'oci.json');
+    assert.deepEqual([oci.r.format, oci.r.rows], ['oracle', 1]);
+    const gh = imported(JSON.stringify({ verifiable_password_authentication: false, ssh_keys: ['ssh-ed25519 AAAA'], hooks: ['192.30.252.0/22'], web: ['192.30.252.0/22', '2a0a:a440::/29'] }), { format: 'auto' }, 'meta.json');
+    assert.deepEqual([gh.r.format, gh.r.rows], ['github', 2]);
+    const fa = imported(JSON.stringify({ addresses: ['151.101.0.0/16'], ipv6_addresses: ['2a04:4e40::/32'] }), { format: 'auto' }, 'fastly.json');
+    assert.deepEqual([fa.r.format, fa.r.byCategory], ['fastly', { cdn: 2 }]);
+    const zs = imported(JSON.stringify({ cloudName: 'zscaler.net', hubPrefixes: ['8.25.203.0/24'] }), { format: 'auto' }, 'z.json');
+    assert.deepEqual([zs.r.format, zs.rows[0].detail], ['zscaler', '{"provider":"Zscaler"}']);
+    const pv = imported(JSON.stringify({ LogicalServers: [{ Name: 'JP#1', Servers: [{ EntryIP: '103.125.235.18', ExitIP: '103.125.235.21' }, { ExitIP: '103.125.235.21' }] }] }), { format: 'auto' }, 'logicals.json');
+    assert.deepEqual([pv.r.format, pv.r.rows, JSON.parse(pv.rows[0].detail)], ['protonvpn-logicals', 1, { provider: 'ProtonVPN', method: 'server_list' }]);
+  });
+
   test('auto detection refuses JSON it does not know', () => {
     assert.throws(() => imported('{"foo": [1]}', { format: 'auto', category: 'vpn' }, 'x.json'), /no known layout/);
   });
@@ -136,6 +151,12 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       ['proxy/mannfredcom__semi-static-proxy-ips/proxy_exits_7d_ipv4.csv', { format: 'auto' }, 'dcproxy'],
       ['proxy/mannfredcom__semi-static-proxy-ips/proxy_subnets_30d_ipv6.csv', { format: 'auto' }, 'dcproxy'],
       ['proxy/monosans__proxy-list/proxies.json', { format: 'auto' }, 'dcproxy'],
+      ['cloud/femueller__cloud-ip-ranges/microsoft-azure-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/oracle-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/github-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cloud/femueller__cloud-ip-ranges/zscaler-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
+      ['cdn/femueller__cloud-ip-ranges/fastly-ip-ranges.json', { format: 'auto' }, 'cdn'],
+      ['vpn/tn3w__ProtonVPN-IPs/protonvpn_logicals.json', { format: 'auto' }, 'vpn'],
       ['relay/hroost__icloud-private-relay-iplist/ipv6/ipv6-ranges.txt', { category: 'relay', details: { provider: 'Apple iCloud Private Relay' } }, 'relay'],
     ];
     for (const [rel, options, category] of cases) {

@@ -283,7 +283,125 @@ const proxiesJson: FeedFormatDef = {
   },
 };
 
-export const FEED_FORMATS: readonly FeedFormatDef[] = [list, torExitAddresses, misp, cloudJson, aws, google, geofeed, ipcat, mullvadCsv, torCsv, proxyCsv, proxiesJson];
+/** A JSON format whose networks are strings found under known keys; one provider for all. */
+function jsonPrefixes(
+  name: string,
+  summary: string,
+  defaultCategory: string,
+  provider: string,
+  detect: RegExp,
+  collect: (doc: Record<string, unknown>) => unknown[],
+): FeedFormatDef {
+  return {
+    name,
+    summary,
+    defaultCategory,
+    detect: (text) => looksJson(text) && detect.test(text),
+    rows({ text }) {
+      const doc = parseJson(text);
+      if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
+      const lines = new Lines(text);
+      const seen = new Set<string>();
+      return collect(doc).flatMap((v) => {
+        if (typeof v !== 'string' || seen.has(v)) return [];
+        seen.add(v);
+        return [{ line: lines.of(v), network: v, details: { provider } }];
+      });
+    },
+  };
+}
+
+const list_ = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+const azure = jsonPrefixes(
+  'azure',
+  'Azure Service Tags JSON (values[].properties.addressPrefixes): hosting, provider Microsoft Azure',
+  'hosting',
+  'Microsoft Azure',
+  /"addressPrefixes"\s*:/,
+  (doc) => list_(doc.values).flatMap((v) => (isObject(v) && isObject(v.properties) ? list_(v.properties.addressPrefixes) : [])),
+);
+
+const oracle = jsonPrefixes(
+  'oracle',
+  'Oracle Cloud public_ip_ranges.json (regions[].cidrs[].cidr): hosting, provider Oracle Cloud',
+  'hosting',
+  'Oracle Cloud',
+  /"regions"\s*:[\s\S]*"cidrs"\s*:/,
+  (doc) => list_(doc.regions).flatMap((r) => (isObject(r) ? list_(r.cidrs).map((c) => (isObject(c) ? c.cidr : undefined)) : [])),
+);
+
+const githubMeta = jsonPrefixes(
+  'github',
+  "GitHub's meta API JSON (every array of CIDRs: hooks, web, api, actions, …): hosting, provider GitHub",
+  'hosting',
+  'GitHub',
+  /"verifiable_password_authentication"\s*:/,
+  (doc) => Object.entries(doc).flatMap(([k, v]) => (k === 'ssh_keys' ? [] : list_(v).filter((x) => typeof x === 'string' && /^[0-9a-f:.]+\/\d+$/i.test(x)))),
+);
+
+const fastly = jsonPrefixes(
+  'fastly',
+  "Fastly's public-ip-list JSON ({addresses, ipv6_addresses}): cdn, provider Fastly",
+  'cdn',
+  'Fastly',
+  /"ipv6_addresses"\s*:/,
+  (doc) => [...list_(doc.addresses), ...list_(doc.ipv6_addresses)],
+);
+
+const zscaler = jsonPrefixes(
+  'zscaler',
+  "Zscaler's cloud IP JSON (hubPrefixes): hosting, provider Zscaler",
+  'hosting',
+  'Zscaler',
+  /"hubPrefixes"\s*:/,
+  (doc) => list_(doc.hubPrefixes),
+);
+
+const protonLogicals: FeedFormatDef = {
+  name: 'protonvpn-logicals',
+  summary: "ProtonVPN's logicals JSON (LogicalServers[].Servers[].ExitIP): vpn, provider ProtonVPN, method server_list",
+  defaultCategory: 'vpn',
+  detect: (text) => looksJson(text) && /"LogicalServers"\s*:/.test(text),
+  rows({ text }) {
+    const doc = parseJson(text);
+    if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
+    const lines = new Lines(text);
+    const seen = new Set<string>();
+    const out: FormatRow[] = [];
+    for (const logical of list_(doc.LogicalServers)) {
+      if (!isObject(logical)) continue;
+      for (const server of list_(logical.Servers)) {
+        const ip = isObject(server) ? server.ExitIP : undefined;
+        if (typeof ip !== 'string' || seen.has(ip)) continue;
+        seen.add(ip);
+        out.push({ line: lines.of(ip), network: ip, details: { provider: 'ProtonVPN', method: 'server_list' } });
+      }
+    }
+    return out;
+  },
+};
+
+export const FEED_FORMATS: readonly FeedFormatDef[] = [
+  list,
+  torExitAddresses,
+  torCsv,
+  misp,
+  cloudJson,
+  aws,
+  google,
+  azure,
+  oracle,
+  githubMeta,
+  fastly,
+  zscaler,
+  geofeed,
+  ipcat,
+  protonLogicals,
+  mullvadCsv,
+  proxyCsv,
+  proxiesJson,
+];
 
 export function formatByName(name: string): FeedFormatDef | undefined {
   return FEED_FORMATS.find((f) => f.name === name);
