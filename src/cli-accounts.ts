@@ -29,6 +29,7 @@ import { grantLicence, listLicences, revokeLicence, standingOf, type Licence, ty
 import { publishExports } from './catalogue/publish.js';
 import { readCurrentBuildId } from './build/builds.js';
 import { openStore } from './store/open-store.js';
+import { importSources, loadSources } from './feeds/sources.js';
 import { loadConfig } from './config.js';
 
 export const ACCOUNT_HELP: Record<string, string> = {
@@ -65,6 +66,13 @@ unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/ca
 
 Publishes a build's database exports (default: the serving build) to the object store, where
 downloads find them.`,
+  sources: `Usage: ipsift sources import [--file <sources.json>] [--json]
+
+Imports every source of the sources file (default: SOURCES_FILE) as a feed named after it:
+[{"name", "path" | "url", "format" (default auto), "category", "provider", "details",
+"skip_invalid"}]. Paths are relative to the file; URLs are fetched with a timeout, and a
+failed fetch falls back to the last good copy. A failing source is reported; the others
+are imported all the same. The daily scheduled build runs this first.`,
   usage: `Usage: ipsift usage <org-id> [--json]
 
 Requests counted in the current calendar month (UTC) against the plan's quota and the
@@ -278,6 +286,21 @@ async function publish(args: string[]): Promise<void> {
   }
 }
 
+async function sources(sub: string | undefined, args: string[]): Promise<void> {
+  const { values } = parse(args, { file: { type: 'string' } });
+  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.sources);
+  if (sub !== 'import') throw new UsageError(`unknown sources command ${sub}: import`);
+  const config = loadConfig(process.env);
+  const file = (values.file as string | undefined) ?? config.sourcesFile;
+  if (!file) throw new UsageError('no sources file: give --file or set SOURCES_FILE');
+  const reports = await importSources(config.dataDir, loadSources(file));
+  print(values.json as boolean, reports, () =>
+    reports
+      .map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.rows} networks${r.skipped ? `, ${r.skipped} skipped` : ''}${r.fetch ? ` (${r.fetch})` : ''}${r.error ? ` — ${r.error}` : ''}`)
+      .join('\n'),
+  );
+}
+
 export async function accountCommand(cmd: string, sub: string | undefined, rest: string[]): Promise<void> {
   if (sub?.startsWith('-')) {
     rest = [sub, ...rest];
@@ -285,6 +308,7 @@ export async function accountCommand(cmd: string, sub: string | undefined, rest:
   }
   if (cmd === 'org') return org(sub, rest);
   if (cmd === 'license') return license(sub, rest);
+  if (cmd === 'sources') return sources(sub, rest);
   if (cmd === 'publish') return publish(sub === undefined ? rest : [sub, ...rest]);
   if (cmd === 'key') return key(sub, rest);
   return usage(sub === undefined ? rest : [sub, ...rest]);

@@ -19,6 +19,7 @@ import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
 import { AccountError } from './accounts/accounts.js';
 import { PlansError } from './accounts/plans.js';
 import { CatalogueError } from './catalogue/catalogue.js';
+import { SourcesError } from './feeds/sources.js';
 
 const HELP: Record<string, string> = {
   ...ACCOUNT_HELP,
@@ -39,6 +40,7 @@ Commands:
   usage <org-id>        requests in the current window against quota and overage limit
   license grant|revoke|list           database licences per organisation and base
   publish               publish the serving build's database exports to the object store
+  sources import        import every source of the sources file (SOURCES_FILE)
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, BATCH_WORKERS, BATCH_QUEUE,
@@ -232,6 +234,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'usage':
       case 'license':
       case 'publish':
+      case 'sources':
         await accountCommand(cmd, sub, rest);
         return 0;
       case '--help':
@@ -254,7 +257,8 @@ export async function main(argv: string[]): Promise<number> {
       e instanceof SlowHttpError ||
       e instanceof AccountError ||
       e instanceof PlansError ||
-      e instanceof CatalogueError
+      e instanceof CatalogueError ||
+      e instanceof SourcesError
     ) {
       process.stderr.write(`ipsift: ${e.message}\n`);
       return 1;

@@ -37,6 +37,8 @@ export interface Config {
   readonly publishAt: string;
   /** Where published databases go: the local directory, or an S3 bucket. */
   readonly store: StoreConfig;
+  /** Sources imported before each scheduled build ('' for none). */
+  readonly sourcesFile: string;
 }
 
 export type StoreConfig =
@@ -143,6 +145,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
     publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
     store: storeConfig(get),
+    sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
     ...overrides,
   };
   return Object.freeze(config);

@@ -75,7 +75,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const accountApi = new AccountApi(control, plans, gate, keys, log);
   accountApi.register(app, metrics);
   new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, log).register(app, metrics);
-  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
   const admin = createAdminApp(holder, pool, metrics);
   const sockets: us_listen_socket[] = [];

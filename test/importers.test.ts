@@ -3,10 +3,12 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listToken } from '../src/feeds/formats.js';
+import { importSources, loadSources } from '../src/feeds/sources.js';
 import { readFeed } from '../src/feeds/store.js';
 import { SHARED_REAL, tempDir, writeFile } from './helpers.js';
 
@@ -121,6 +123,59 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     assert.deepEqual([zs.r.format, zs.rows[0].detail], ['zscaler', '{"provider":"Zscaler"}']);
     const pv = imported(JSON.stringify({ LogicalServers: [{ Name: 'JP#1', Servers: [{ EntryIP: '103.125.235.18', ExitIP: '103.125.235.21' }, { ExitIP: '103.125.235.21' }] }] }), { format: 'auto' }, 'logicals.json');
     assert.deepEqual([pv.r.format, pv.r.rows, JSON.parse(pv.rows[0].detail)], ['protonvpn-logicals', 1, { provider: 'ProtonVPN', method: 'server_list' }]);
+  });
+
+  test('a sources file imports each source as its own feed; a bad one is reported, not fatal', async () => {
+    const dir = tempDir();
+    writeFile(dir, 'exits.txt', '185.241.208.232\n194.26.192.64 # label\n');
+    writeFile(dir, 'hetzner.json', JSON.stringify({ provider: 'Hetzner', ipv4: ['116.202.0.0/16'] }));
+    writeFile(dir, 'broken.txt', '1.2.3.4\nnonsense\n');
+    const file = writeFile(
+      dir,
+      'sources.json',
+      JSON.stringify([
+        { name: 'tor-exits', path: 'exits.txt', format: 'list', category: 'tor', provider: 'Tor Project' },
+        { name: 'hetzner', path: 'hetzner.json' },
+        { name: 'broken', path: 'broken.txt', format: 'list', category: 'vpn' },
+        { name: 'lenient', path: 'broken.txt', format: 'list', category: 'vpn', skip_invalid: true },
+      ]),
+    );
+    const dataDir = tempDir();
+    const reports = await importSources(dataDir, loadSources(file));
+    assert.deepEqual(
+      reports.map((r) => [r.name, r.ok, r.rows, r.skipped]),
+      [
+        ['tor-exits', true, 2, 0],
+        ['hetzner', true, 1, 0],
+        ['broken', false, 0, 0],
+        ['lenient', true, 1, 1],
+      ],
+    );
+    assert.match(reports[2].error!, /broken\.txt:2:/);
+    assert.throws(() => loadSources(writeFile(dir, 'bad.json', JSON.stringify([{ name: 'x', path: 'a', url: 'http://b' }]))), /exactly one of path and url/);
+  });
+
+  test('a URL source is fetched; when a later fetch fails the last good copy is used', async () => {
+    let up = true;
+    const server = http.createServer((_, res) => {
+      if (!up) return void res.writeHead(503).end();
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('81.7.3.0/24\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const dir = tempDir();
+      const file = writeFile(dir, 'sources.json', JSON.stringify([{ name: 'remote', url: `http://127.0.0.1:${port}/list.txt`, format: 'list', category: 'vpn' }]));
+      const dataDir = tempDir();
+      const first = await importSources(dataDir, loadSources(file));
+      assert.deepEqual([first[0].ok, first[0].fetch, first[0].rows], [true, 'fetched', 1]);
+      up = false;
+      const second = await importSources(dataDir, loadSources(file));
+      assert.deepEqual([second[0].ok, second[0].fetch, second[0].rows], [true, 'stale', 1]);
+      assert.match(second[0].error!, /last good copy/);
+    } finally {
+      server.close();
+    }
   });
 
   test('auto detection refuses JSON it does not know', () => {

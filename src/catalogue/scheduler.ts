@@ -1,5 +1,5 @@
-// The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) a child process runs
-// `ipsift build` then `ipsift publish`, so the build's seconds of CPU never stall the event
+// The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) child processes run
+// `ipsift sources import` (when SOURCES_FILE is set), `ipsift build` and `ipsift publish`, so the build's seconds of CPU never stall the event
 // loop; servers pick the new index up through CURRENT as after any build.
 
 import { execFile } from 'node:child_process';
@@ -53,6 +53,10 @@ export class PublishScheduler {
     this.running = true;
     const t = Date.now();
     try {
+      if (this.env.SOURCES_FILE) {
+        const reports = JSON.parse(await run(['sources', 'import'], this.env)) as { name: string; ok: boolean; error?: string }[];
+        for (const r of reports) if (!r.ok || r.error) this.log.warn('source import', { source: r.name, ok: r.ok, reason: r.error });
+      }
       const build = JSON.parse(await run(['build'], this.env)) as { id: string };
       const published = JSON.parse(await run(['publish', '--build', build.id], this.env)) as { artifacts: number };
       this.log.info('daily build published', { build: build.id, artifacts: published.artifacts, ms: Date.now() - t });
