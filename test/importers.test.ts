@@ -178,6 +178,15 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     }
   });
 
+  test('cidr,hostmin,hostmax,vendor CSV, arrays of {ip} objects and spys.me lists', () => {
+    const cv = imported('"cidr","hostmin","hostmax","vendor"\n"1.178.1.0/24","1.178.1.0","1.178.1.255","AWS"\n', { format: 'auto' }, 'dc.csv');
+    assert.deepEqual([cv.r.format, cv.rows[0].detail], ['cidr-vendor', '{"provider":"AWS"}']);
+    const io = imported(JSON.stringify([{ ip: '1.161.163.82', country: 'TW' }, { ip: '2a0b:f4c2::1' }]), { format: 'auto', category: 'tor' }, 'geo.json');
+    assert.deepEqual([io.r.format, io.r.byCategory], ['ip-objects', { tor: 2 }]);
+    const sp = imported('Proxy list (#2) updated at Fri\nSupport by donations:\nIP address:Port CountryCode-Anonymity\n\n170.239.207.241:999 CO-N-S! + \n42.2.156.79:80 HK-A + \n\nFree open HTTP/HTTPS proxy list\n', { format: 'auto' }, 'p.txt');
+    assert.deepEqual([sp.r.format, sp.r.rows, sp.r.skipped], ['spys', 2, 0]);
+  });
+
   test('auto detection refuses JSON it does not know', () => {
     assert.throws(() => imported('{"foo": [1]}', { format: 'auto', category: 'vpn' }, 'x.json'), /no known layout/);
   });
@@ -197,6 +206,9 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       ['cdn/femueller__cloud-ip-ranges/akamai-v4-ip-ranges.txt', { category: 'cdn', details: { provider: 'Akamai' } }, 'cdn'],
       ['proxy/monosans__proxy-list/proxies/all.txt', { category: 'dcproxy' }, 'dcproxy'],
       ['proxy/clarketm__proxy-list/proxy-list-raw.txt', { category: 'dcproxy' }, 'dcproxy'],
+      ['proxy/clarketm__proxy-list/proxy-list.txt', { format: 'auto' }, 'dcproxy'],
+      ['datacenter/jhassine__server-ip-addresses/data/datacenters.csv', { format: 'auto' }, 'hosting'],
+      ['tor/doodad-labs__tor-nodes/active/geo-location.json', { format: 'auto', category: 'tor' }, 'tor'],
       ['cloud/berthubert__googerteller/goog.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/google-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/digitalocean.csv', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'hosting'],

@@ -3,6 +3,7 @@
 // provider, the documented default applies and options override it.
 
 import type { DetailField } from '../model/categories.js';
+import { readCsv } from './csv.js';
 
 export interface FormatRow {
   line: number;
@@ -382,6 +383,53 @@ const protonLogicals: FeedFormatDef = {
   },
 };
 
+const cidrVendor: FeedFormatDef = {
+  name: 'cidr-vendor',
+  summary: 'cidr,hostmin,hostmax,vendor CSV with header (quoted fields allowed): hosting, provider from vendor',
+  defaultCategory: 'hosting',
+  detect: (text) => /^"?cidr"?,"?hostmin"?,"?hostmax"?,"?vendor"?\s*$/m.test(text.split('\n')[0]),
+  rows({ text }) {
+    const out: FormatRow[] = [];
+    let header = true;
+    for (const rec of readCsv(text)) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      const [cidr, , , vendor] = rec.fields.map((f) => f.trim());
+      out.push({ line: rec.line, network: cidr ?? '', details: vendor ? { provider: vendor } : {} });
+    }
+    return out;
+  },
+};
+
+const ipObjects: FeedFormatDef = {
+  name: 'ip-objects',
+  summary: 'JSON array of objects with an "ip" member (e.g. relay geolocation lists): the category you give',
+  detect: (text) => /^\s*\[\s*\{\s*"ip"\s*:/.test(text),
+  rows({ text }) {
+    const doc = parseJson(text);
+    if (!Array.isArray(doc)) throw new FormatError(0, 'expected a JSON array');
+    const lines = new Lines(text);
+    return doc.flatMap((o) => (isObject(o) && typeof o.ip === 'string' ? [{ line: lines.of(o.ip), network: o.ip }] : []));
+  },
+};
+
+const spys: FeedFormatDef = {
+  name: 'spys',
+  summary: 'spys.me-style proxy list (a few header lines, then "ip:port CC-A-S +" lines, a footer): the proxy category you give (default dcproxy)',
+  defaultCategory: 'dcproxy',
+  detect: (text) => /^Proxy list \(#\d+\)/.test(text) && /^IP address:Port /m.test(text),
+  rows({ text }) {
+    const out: FormatRow[] = [];
+    text.split(/\r?\n/).forEach((l, i) => {
+      const m = /^(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:.]+\]):\d+\s/.exec(l);
+      if (m) out.push({ line: i + 1, network: m[1].replace(/^\[|\]$/g, '') });
+    });
+    return out;
+  },
+};
+
 export const FEED_FORMATS: readonly FeedFormatDef[] = [
   list,
   torExitAddresses,
@@ -401,6 +449,9 @@ export const FEED_FORMATS: readonly FeedFormatDef[] = [
   mullvadCsv,
   proxyCsv,
   proxiesJson,
+  cidrVendor,
+  ipObjects,
+  spys,
 ];
 
 export function formatByName(name: string): FeedFormatDef | undefined {
