@@ -106,7 +106,9 @@ function referenceClassification(ranges: RefRange[], family: Family, v: bigint):
     const bSize = b ? b.end - b.start : 0n;
     const ls = String(r.detail.last_seen ?? '');
     const bls = String(b?.detail.last_seen ?? '');
-    if (!b || size < bSize || (size === bSize && (ls > bls || (ls === bls && r.text > b.text)))) best[r.category] = r;
+    const fields = Object.keys(r.detail).length;
+    const bFields = b ? Object.keys(b.detail).length : 0;
+    if (!b || size < bSize || (size === bSize && (ls > bls || (ls === bls && (fields > bFields || (fields === bFields && r.text > b.text)))))) best[r.category] = r;
   }
   for (const cat of CATEGORIES) if (best[cat]) c[cat] = JSON.parse(best[cat]!.text) as Detail;
   return c;

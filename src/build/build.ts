@@ -46,6 +46,8 @@ const V6_LAST = (1n << 128n) - 1n;
 class DetailTable {
   readonly texts: string[] = [''];
   readonly lastSeen: string[] = [''];
+  /** Number of detail fields: among equal networks and last_seen, the fuller detail wins. */
+  readonly fields: number[] = [0];
   private readonly ids = new Map<string, number>();
   intern(json: string): number {
     let id = this.ids.get(json);
@@ -53,17 +55,20 @@ class DetailTable {
       id = this.texts.length;
       this.ids.set(json, id);
       this.texts.push(json);
-      this.lastSeen.push((JSON.parse(json) as { last_seen?: string }).last_seen ?? '');
+      const detail = JSON.parse(json) as { last_seen?: string };
+      this.lastSeen.push(detail.last_seen ?? '');
+      this.fields.push(Object.keys(detail).length);
     }
     return id;
   }
-  /** rank[id]: 0 for the detail that wins ties (newest last_seen, then greatest text). */
+  /** rank[id]: 0 for the detail that wins ties (newest last_seen, then most fields, then greatest text). */
   ranks(): number[] {
     const order = this.texts.map((_, i) => i).slice(1);
     order.sort((a, b) => {
       const la = this.lastSeen[a];
       const lb = this.lastSeen[b];
       if (la !== lb) return la > lb ? -1 : 1;
+      if (this.fields[a] !== this.fields[b]) return this.fields[b] - this.fields[a];
       return this.texts[a] > this.texts[b] ? -1 : this.texts[a] < this.texts[b] ? 1 : 0;
     });
     const rank = new Array<number>(this.texts.length).fill(0);
