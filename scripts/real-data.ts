@@ -12,7 +12,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 export const REAL = path.resolve(ROOT, '../shared/data/real');
 const CATEGORY: Record<string, string> = { tor: 'tor', vpn: 'vpn', datacenter: 'hosting', cloud: 'hosting', cdn: 'cdn', relay: 'relay', proxy: 'dcproxy' };
 /** Files that carry no addresses, or a layout no importer reads yet. */
-const NOT_ADDRESSES = [/\/ASN\.txt$/, /_asns\.json$/, /Readme\.md$/i, /README/];
+const NOT_ADDRESSES = [/\/ASN\.txt$/, /_asns\.json$/];
 
 function walk(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
@@ -24,14 +24,14 @@ function providerOf(file: string): string | undefined {
   const known: Record<string, string> = {
     airvpn: 'AirVPN', ivpn: 'IVPN', mullvad: 'Mullvad', mullvadvpn: 'Mullvad', nordvpn: 'NordVPN', nordvpn_api: 'NordVPN', ovpn: 'OVPN', pia: 'Private Internet Access',
     protonvpn: 'ProtonVPN', protonvpn_ips: 'ProtonVPN', protonvpn_entry_ips: 'ProtonVPN', protonvpn_entry_ip_ranges: 'ProtonVPN', riseupvpn: 'RiseupVPN',
-    surfshark: 'Surfshark', windscribe: 'Windscribe', expressvpn: 'ExpressVPN', apple: 'Apple iCloud Private Relay',
+    surfshark: 'Surfshark', windscribe: 'Windscribe', expressvpn: 'ExpressVPN', apple: 'Apple iCloud Private Relay', Readme: 'Private Internet Access',
   };
   return known[base];
 }
 
 /** Imports every real data file into dataDir (see the header); returns the per-source reports. */
 export async function importRealData(dataDir: string): Promise<{ sources: (Source & { rel: string })[]; reports: SourceReport[]; left: string[] }> {
-  const files = walk(REAL).filter((f) => !f.startsWith(path.join(REAL, 'bogon')) && !f.endsWith('README.md'));
+  const files = walk(REAL).filter((f) => !f.startsWith(path.join(REAL, 'bogon')) && f !== path.join(REAL, 'README.md'));
   const left = files.filter((f) => NOT_ADDRESSES.some((re) => re.test(f)));
   const sources = files
     .filter((f) => !left.includes(f))

@@ -187,6 +187,12 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     assert.deepEqual([sp.r.format, sp.r.rows, sp.r.skipped], ['spys', 2, 0]);
   });
 
+  test('a Markdown server table (PIA watch): the Server IP column', () => {
+    const md = '# PIA\n\n| Region Name | Country | Protocol | Server IP | CN |\n|-------------|---------|----------|-----------|----|\n| Venezuela | VE | meta | 95.181.237.51 | venezuela402 |\n| Venezuela | VE | meta | 95.181.237.38 | venezuela406 |\n';
+    const t = imported(md, { format: 'auto', details: { provider: 'Private Internet Access' } }, 'Readme.md');
+    assert.deepEqual([t.r.format, t.r.rows, t.r.byCategory], ['markdown-table', 2, { vpn: 2 }]);
+  });
+
   test('auto detection refuses JSON it does not know', () => {
     assert.throws(() => imported('{"foo": [1]}', { format: 'auto', category: 'vpn' }, 'x.json'), /no known layout/);
   });
@@ -209,6 +215,7 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       ['proxy/clarketm__proxy-list/proxy-list.txt', { format: 'auto' }, 'dcproxy'],
       ['datacenter/jhassine__server-ip-addresses/data/datacenters.csv', { format: 'auto' }, 'hosting'],
       ['tor/doodad-labs__tor-nodes/active/geo-location.json', { format: 'auto', category: 'tor' }, 'tor'],
+      ['vpn/scriptzteam__PrivateInternetAccessWatch/Readme.md', { format: 'auto', details: { provider: 'Private Internet Access' } }, 'vpn'],
       ['cloud/berthubert__googerteller/goog.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/google-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/digitalocean.csv', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'hosting'],

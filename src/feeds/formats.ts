@@ -430,6 +430,25 @@ const spys: FeedFormatDef = {
   },
 };
 
+const markdownTable: FeedFormatDef = {
+  name: 'markdown-table',
+  summary: 'a Markdown table with a "Server IP" (or "IP") column, e.g. the PIA server watch: the category and provider you give (default vpn)',
+  defaultCategory: 'vpn',
+  detect: (text) => /^\|.*\b(Server IP|IP)\b.*\|\s*$/m.test(text) && /^\|[-| :]+\|\s*$/m.test(text),
+  rows({ text }) {
+    const lines = text.split(/\r?\n/);
+    const cells = (l: string): string[] => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+    const headerAt = lines.findIndex((l) => /^\|.*\b(Server IP|IP)\b/.test(l));
+    if (headerAt < 0) throw new FormatError(0, 'no table with a Server IP column');
+    const column = cells(lines[headerAt]).findIndex((c) => /^(server ip|ip)$/i.test(c));
+    const out: FormatRow[] = [];
+    for (let i = headerAt + 2; i < lines.length && lines[i].trim().startsWith('|'); i++) {
+      out.push({ line: i + 1, network: cells(lines[i])[column] ?? '' });
+    }
+    return out;
+  },
+};
+
 export const FEED_FORMATS: readonly FeedFormatDef[] = [
   list,
   torExitAddresses,
@@ -452,6 +471,7 @@ export const FEED_FORMATS: readonly FeedFormatDef[] = [
   cidrVendor,
   ipObjects,
   spys,
+  markdownTable,
 ];
 
 export function formatByName(name: string): FeedFormatDef | undefined {
