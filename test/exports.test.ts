@@ -156,4 +156,19 @@ describe('database exports', () => {
       }
     }
   });
+
+  test('IPv6 data covering 2002::/16 or ::ffff:0:0/96 builds; the MMDB answers those with IPv4 data', async () => {
+    const dataDir = tempDir();
+    const feed = path.join(dataDir, 'wide.csv');
+    fs.writeFileSync(feed, 'network,category,provider\n2000::/3,hosting,Wide\n::/64,hosting,Zero\n81.7.3.0/24,vpn,ExampleVPN\n');
+    importFeed({ dataDir, file: feed, name: 'wide' });
+    const build = runBuild({ dataDir });
+    const reader = await maxmind.open<Record<string, unknown>>(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.mmdb'));
+    assert.equal(reader.get('2a01:4f8::1')?.is_hosting, true);
+    assert.deepEqual(reader.get('2002:5107:0314::1')?.vpn, { provider: 'ExampleVPN' }); // 6to4 of 81.7.3.20
+    assert.equal(reader.get('2002:0101:0101::1'), null); // 6to4 of 1.1.1.1: no IPv4 data
+    assert.deepEqual(reader.get('::ffff:81.7.3.20')?.vpn, { provider: 'ExampleVPN' });
+    const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
+    assert.match(csv, /^2000::\/3,/m); // the CSV keeps the network whole
+  });
 });

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import maxmind from 'maxmind';
-import { forEachV4Cidr, forEachV6Cidr, wordsOf } from '../src/exports/cidr.js';
+import { forEachUnaliased, forEachV4Cidr, forEachV6Cidr, wordsOf } from '../src/exports/cidr.js';
 import { MmdbWriter, cidrsOf } from '../src/exports/mmdb-writer.js';
 import type { MmdbValue } from '../src/exports/mmdb-data.js';
 import { formatAddress, type Family } from '../src/net/network.js';
@@ -170,6 +170,22 @@ describe('MMDB writer', () => {
     const whole: number[] = [];
     forEachV6Cidr(new Uint32Array(4), new Uint32Array([0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff]), (_, p) => whole.push(p));
     assert.deepEqual(whole, [0]);
+  });
+
+  test('IPv6 blocks are clipped around the networks the tree maps to IPv4', () => {
+    const got: string[] = [];
+    const collect = (w: Uint32Array, p: number): void => void got.push(`${formatAddress(6, (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]))}/${p}`);
+    forEachUnaliased(wordsOf(0x2000n << 112n, new Uint32Array(4)), 14, collect); // 2000::/14 holds 2002::/16
+    assert.deepEqual(got, ['2000::/15', '2003::/16']);
+    got.length = 0;
+    forEachUnaliased(wordsOf(0x2002_0a00n << 96n, new Uint32Array(4)), 32, collect); // inside 2002::/16
+    assert.deepEqual(got, []);
+    got.length = 0;
+    forEachUnaliased(wordsOf(0x2a01_04f8n << 96n, new Uint32Array(4)), 32, collect);
+    assert.deepEqual(got, ['2a01:4f8::/32']);
+    got.length = 0;
+    forEachUnaliased(new Uint32Array(4), 94, collect); // ::/94 holds ::/96
+    assert.deepEqual(got, ['::1:0:0/96', '::2:0:0/95']);
   });
 
   test('the maxmind npm reader returns exactly the source record on ≥ 10 000 probes', async () => {

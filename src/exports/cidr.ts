@@ -63,3 +63,39 @@ export function wordsOf(v: bigint, into: Uint32Array): Uint32Array {
   into[3] = Number(v & 0xffffffffn);
   return into;
 }
+
+/** IPv6 networks a MaxMind DB tree maps onto its IPv4 space: ::/96, ::ffff:0:0/96, 2002::/16. */
+const ALIASED: readonly { w: readonly number[]; prefix: number }[] = [
+  { w: [0, 0, 0, 0], prefix: 96 },
+  { w: [0, 0, 0xffff, 0], prefix: 96 },
+  { w: [0x20020000, 0, 0, 0], prefix: 16 },
+];
+
+/** Whether the first `bits` bits of a and b agree. */
+function samePrefix(a: ArrayLike<number>, b: ArrayLike<number>, bits: number): boolean {
+  for (let k = 0; k < 4 && bits > 0; k++, bits -= 32) {
+    const mask = bits >= 32 ? 0xffffffff : (0xffffffff << (32 - bits)) >>> 0;
+    if (((a[k] ^ b[k]) & mask) >>> 0 !== 0) return false;
+  }
+  return true;
+}
+
+/**
+ * Calls out(w, prefix) for the parts of the IPv6 block w/prefix outside the aliased networks
+ * (an MMDB tree answers those with IPv4 data, so IPv6 data cannot live there).
+ */
+export function forEachUnaliased(w: Uint32Array, prefix: number, out: (w: Uint32Array, prefix: number) => void): void {
+  for (const a of ALIASED) {
+    if (!samePrefix(w, a.w, Math.min(prefix, a.prefix))) continue;
+    if (prefix >= a.prefix) return; // inside the aliased network: dropped
+    // The block contains the aliased network: split it in two and look again.
+    const low = Uint32Array.from(w);
+    const high = Uint32Array.from(w);
+    const k = prefix >>> 5;
+    high[k] = (high[k] | (1 << (31 - (prefix & 31)))) >>> 0;
+    forEachUnaliased(low, prefix + 1, out);
+    forEachUnaliased(high, prefix + 1, out);
+    return;
+  }
+  out(w, prefix);
+}

@@ -8,7 +8,7 @@ import { CATEGORIES, DETAIL_FIELDS } from '../model/categories.js';
 import { formatIPv4, formatIPv6Words } from '../net/address.js';
 import { DATABASES, providerId, type Cell, type Column, type DatabaseDef, type Format, type RecordDetails, type RecordView } from '../catalogue/databases.js';
 import type { Checksums } from './checksums.js';
-import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
+import { forEachUnaliased, forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { CsvGzWriter, csvField } from './csv-writer.js';
 import { readCsv } from '../feeds/csv.js';
 import { MmdbWriter } from './mmdb-writer.js';
@@ -182,11 +182,13 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     const p = current;
     if (mmdbFull) {
       if (w === null) mmdbFull.addV4(v4, prefix, p.offsets[0]);
-      else mmdbFull.addV6(w[0], w[1], w[2], w[3], prefix, p.offsets[0]);
+      // IPv6 data inside ::/96, ::ffff:0:0/96 or 2002::/16 stays out of the MMDB: its tree
+      // answers those networks with the IPv4 data. The CSV keeps it.
+      else forEachUnaliased(w, prefix, (b, bp) => mmdbFull.addV6(b[0], b[1], b[2], b[3], bp, p.offsets[0]));
     }
     if (currentSample && mmdbSample) {
       if (w === null) mmdbSample.addV4(v4, prefix, p.sampleOffsets[0]);
-      else mmdbSample.addV6(w[0], w[1], w[2], w[3], prefix, p.sampleOffsets[0]);
+      else forEachUnaliased(w, prefix, (b, bp) => mmdbSample.addV6(b[0], b[1], b[2], b[3], bp, p.sampleOffsets[0]));
     }
     for (const tail of p.tails) {
       if (network === null) {
