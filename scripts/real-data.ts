@@ -42,18 +42,15 @@ export async function importRealData(dataDir: string): Promise<{ sources: (Sourc
         name: `s${String(i).padStart(3, '0')}`,
         path: f,
         format: 'auto',
+        // Relay files are relay whatever their format; elsewhere a format's own category
+        // (AWS CloudFront → cdn) comes first, the folder's only where it gives none.
         category: rel.startsWith('relay') ? 'relay' : undefined,
+        fallbackCategory: CATEGORY[rel.split(path.sep)[0]],
         details: provider ? { provider } : {},
         skipInvalid: true,
         rel,
       };
     });
-  let reports = await importSources(dataDir, sources);
-  // Sources whose format gives no category (plain lists): again with the folder's category.
-  const retry = sources.filter((_, k) => !reports[k].ok && /category/.test(reports[k].error ?? ''));
-  if (retry.length) {
-    const again = await importSources(dataDir, retry.map((s) => ({ ...s, category: CATEGORY[s.rel.split(path.sep)[0]] })));
-    reports = reports.map((r) => again.find((a) => a.name === r.name) ?? r);
-  }
+  const reports = await importSources(dataDir, sources);
   return { sources, reports, left: left.map((f) => path.relative(REAL, f)) };
 }

@@ -160,6 +160,17 @@ describe('keys, plans and accounting', () => {
     for (let i = 0; i < 7; i++) {
       last = await get(svc.port, `/81.7.3.${i}`, bearer('free'));
       codes.push(last.status);
+      if (i === 1) {
+        // Quota headers on an answer: the rate bucket and the window's allowance.
+        const h = last.headers;
+        assert.deepEqual([h['ratelimit-limit'], h['x-allowance-quota'], h['x-allowance-used'], h['x-allowance-hard-limit']], ['100000', '5', '2', '5']);
+        assert.match(String(h['ratelimit-remaining']), /^\d+$/);
+        assert.ok(Number(h['ratelimit-remaining']) < 100000);
+        assert.match(String(h['ratelimit-reset']), /^\d+$/);
+        const reset = Number(h['x-allowance-reset']);
+        const now = new Date();
+        assert.ok(Math.abs(reset - (Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - now.getTime()) / 1000) < 5, `reset ${reset}`);
+      }
     }
     assert.deepEqual(codes, [200, 200, 200, 200, 200, 429, 429]);
     assert.deepEqual(last!.json, { error: 'request allowance exceeded; raise or remove your overage limit' });

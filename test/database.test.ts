@@ -17,7 +17,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,last_seen
 81.7.3.0/24,vpn,ExampleVPN,2026-11-01
@@ -25,19 +25,6 @@ const FEED = `network,category,provider,last_seen
 2a01:4f8:c012::/48,vpn,ExampleVPN,2026-10-01
 `;
 const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
-
-/** A GET whose body is kept as bytes. */
-function getBytes(port: number, p: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path: p, headers, agent: false }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (c: Buffer) => parts.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
-      })
-      .on('error', reject);
-  });
-}
 
 describe('database catalogue, downloads and files', () => {
   let svc: Service;
@@ -140,12 +127,12 @@ describe('database catalogue, downloads and files', () => {
     assert.ok(size > 1000);
     assert.match(String(head.headers['content-disposition']), /filename="vpn_v1\.mmdb"/);
     const cut = Math.floor(size / 3);
-    const first = await getBytes(svc.port, p, { Range: `bytes=0-${cut - 1}` });
+    const first = await fetchBytes(`http://127.0.0.1:${svc.port}${p}`, { Range: `bytes=0-${cut - 1}` });
     assert.equal(first.status, 206);
     assert.equal(first.headers['content-range'], `bytes 0-${cut - 1}/${size}`);
-    const rest = await getBytes(svc.port, p, { Range: `bytes=${cut}-` });
+    const rest = await fetchBytes(`http://127.0.0.1:${svc.port}${p}`, { Range: `bytes=${cut}-` });
     assert.equal(rest.status, 206);
-    const full = await getBytes(svc.port, p);
+    const full = await fetchBytes(`http://127.0.0.1:${svc.port}${p}`);
     assert.equal(full.body.length, size);
     assert.deepEqual(Buffer.concat([first.body, rest.body]), full.body);
     const sums = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=mmdb', as('licensed'));

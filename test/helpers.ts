@@ -88,3 +88,16 @@ export function request(
 export const get = (port: number, p: string, headers?: Record<string, string>) => request(port, 'GET', p, undefined, headers);
 export const postBatch = (port: number, body: unknown) =>
   request(port, 'POST', '/batch', typeof body === 'string' ? body : JSON.stringify(body), { 'Content-Type': 'application/json' });
+
+/** A GET whose body is kept as bytes (files, partial content). */
+export function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { headers, agent: false }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
+      })
+      .on('error', reject);
+  });
+}

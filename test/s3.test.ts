@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import S3rver from 's3rver';
@@ -16,21 +15,9 @@ import { grantLicence } from '../src/catalogue/licences.js';
 import { publishExports } from '../src/catalogue/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { S3Store } from '../src/store/s3-store.js';
-import { get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
 
 const BUCKET = 'ipsift-test';
-
-function fetchBytes(url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers, agent: false }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (c: Buffer) => parts.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
-      })
-      .on('error', reject);
-  });
-}
 
 describe('S3 object store (s3rver on loopback)', () => {
   let server: S3rver;

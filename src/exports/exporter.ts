@@ -147,10 +147,8 @@ function csvTail(cells: readonly Cell[]): string {
 }
 
 function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
-  const phase = new Phases();
   const identity = identities(db, input);
   const spans = spansOf(input, identity);
-  phase.lap('spans');
   const stride = Math.max(1, Math.floor(spans.length / SAMPLE_TARGET));
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
@@ -241,7 +239,6 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     shownMmdb.push({ network, ...(p.view.mmdb as Record<string, MmdbValue>) });
   }
 
-  phase.lap('rows');
   const artifacts: DatabaseExport['artifacts'] = {};
   const csv = { full: csvFull.finish(), sample: csvSample.finish() };
   artifacts.csvgz = {
@@ -251,7 +248,6 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   if (mmdbFull && mmdbSample) {
     const full = mmdbFull.finish();
     const sample = mmdbSample.finish();
-    phase.lap('mmdb_finish');
     artifacts.mmdb = {
       full: { file: fileName(db.id, 'mmdb', false), bytes: full.bytes, checksums: full.checksums },
       sample: { file: fileName(db.id, 'mmdb', true), bytes: sample.bytes, checksums: sample.checksums },
@@ -260,17 +256,6 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const sample: DatabaseExport['sample'] = { csvgz: shown.slice(0, SAMPLE_ROWS_SHOWN) };
   if (withMmdb) sample.mmdb = shownMmdb.slice(0, SAMPLE_ROWS_SHOWN);
   out[db.id] = { id: db.id, updated: built.toISOString().slice(0, 10), entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
-  if (process.env.IPSIFT_EXPORT_PHASES) process.stderr.write(`${db.id}: ${JSON.stringify(phase.ms)}\n`);
-}
-
-class Phases {
-  readonly ms: Record<string, number> = {};
-  private t = performance.now();
-  lap(name: string): void {
-    const now = performance.now();
-    this.ms[name] = Math.round(now - this.t);
-    this.t = now;
-  }
 }
 
 function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {

@@ -6,6 +6,7 @@
 
 import fs from 'node:fs';
 import { Checksummer, type Checksums } from './checksums.js';
+import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { MmdbEncoder, Uint, encodeStandalone, type MmdbValue } from './mmdb-data.js';
 
 const METADATA_MARKER = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
@@ -66,10 +67,8 @@ export class MmdbWriter {
   /** Adds the inclusive range [start, end] of one family with its record (cold path). */
   addRange(family: 4 | 6, start: bigint, end: bigint, value: MmdbValue, identity: string): void {
     const offset = this.recordOffset(value, identity);
-    for (const [base, prefix] of cidrsOf(start, end, family === 4 ? 32 : 128)) {
-      if (family === 4) this.addV4(Number(base), prefix, offset);
-      else this.addV6(Number(base >> 96n), Number((base >> 64n) & 0xffffffffn), Number((base >> 32n) & 0xffffffffn), Number(base & 0xffffffffn), prefix, offset);
-    }
+    if (family === 4) forEachV4Cidr(Number(start), Number(end), (base, prefix) => this.addV4(base, prefix, offset));
+    else forEachV6Cidr(wordsOf(start, new Uint32Array(4)), wordsOf(end, new Uint32Array(4)), (w, prefix) => this.addV6(w[0], w[1], w[2], w[3], prefix, offset));
   }
 
   /** IPv4 network base/prefix (IPv4 lives in ::/96: 96 zero bits, then its own). */
@@ -230,17 +229,5 @@ export class MmdbWriter {
       fs.rmSync(this.dataFile, { force: true });
     }
     return { bytes: fs.statSync(this.file).size, nodeCount, recordSize, networks: this.networks, checksums: sums.digest() };
-  }
-}
-
-/** The CIDR blocks covering [start, end] in a family of `bits`, as (base, prefix length). */
-export function* cidrsOf(start: bigint, end: bigint, bits: number): Generator<[bigint, number]> {
-  let a = start;
-  while (a <= end) {
-    let size = 0;
-    // Largest aligned block starting at a that stays within end.
-    while (size < bits && (a & ((1n << BigInt(size + 1)) - 1n)) === 0n && a + (1n << BigInt(size + 1)) - 1n <= end) size++;
-    yield [a, bits - size];
-    a += 1n << BigInt(size);
   }
 }

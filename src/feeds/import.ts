@@ -25,6 +25,8 @@ export interface ImportOptions {
   name?: string;
   /** Required for lists; for CSV it fills rows whose category cell is empty or absent. */
   category?: string;
+  /** For formats: the category of rows for which neither the file nor the format gives one. */
+  fallbackCategory?: string;
   /** Detail values applied to every row that does not give its own (e.g. provider). */
   details?: Partial<Record<DetailField, string>>;
 }
@@ -122,13 +124,13 @@ export function parseCsvFeed(file: string, text: string, options: ImportOptions)
 /** Rows of a public format → entries; with skipInvalid, bad rows are counted instead of failing. */
 function entriesOf(file: string, def: FeedFormatDef, rows: FormatRow[], options: ImportOptions, skipped: string[]): FeedEntry[] {
   const entries: FeedEntry[] = [];
-  const category = options.category ?? undefined;
-  if (!category && def.defaultCategory === undefined && rows.some((r) => !r.category)) {
-    throw new FeedImportError(file, 0, `${def.name} gives no category for some rows: give --category`);
+  const fallback = def.defaultCategory ?? options.fallbackCategory;
+  if (!options.category && fallback === undefined && rows.some((r) => !r.category)) {
+    throw new FeedImportError(file, 0, `a ${def.name} needs --category: the file names no category for some rows (give --category)`);
   }
   for (const r of rows) {
     try {
-      entries.push(makeEntry(file, r.line, r.network, category ?? r.category ?? def.defaultCategory, { ...r.details, ...options.details }));
+      entries.push(makeEntry(file, r.line, r.network, options.category ?? r.category ?? fallback, { ...r.details, ...options.details }));
     } catch (e) {
       if (!(e instanceof FeedImportError) || !options.skipInvalid) throw e;
       skipped.push(e.message);
@@ -162,7 +164,6 @@ export function importFeed(options: ImportOptions): ImportResult {
   else {
     const def = formatByName(format);
     if (!def) throw new FeedImportError(file, 0, `unknown format ${JSON.stringify(format)}: csv, auto, ${FEED_FORMATS.map((f) => f.name).join(', ')}`);
-    if (def.name === 'list' && !options.category) throw new FeedImportError(file, 0, 'a list needs --category');
     let rows: FormatRow[];
     try {
       rows = def.rows({ file, text });

@@ -1,5 +1,6 @@
 // The sources a deployment imports before each build, configured once in a JSON file:
-// [{name, path | url, format, category, provider, details, skip_invalid}]. Paths are
+// [{name, path | url, format, category, fallback_category, provider, details,
+// skip_invalid}]. Paths are
 // relative to the file. A URL is fetched (streamed, with a timeout) into
 // DATA_DIR/sources/<name>; when a fetch fails the last good copy is used, and the report
 // says so.
@@ -17,6 +18,8 @@ export interface Source {
   url?: string;
   format: string;
   category?: string;
+  /** Category for rows the file and its format leave without one. */
+  fallbackCategory?: string;
   details: Partial<Record<DetailField, string>>;
   skipInvalid: boolean;
 }
@@ -64,6 +67,7 @@ export function loadSources(file: string): Source[] {
       url: hasUrl ? (raw.url as string) : undefined,
       format: typeof raw.format === 'string' ? raw.format : 'auto',
       category: typeof raw.category === 'string' ? raw.category : undefined,
+      fallbackCategory: typeof raw.fallback_category === 'string' ? raw.fallback_category : undefined,
       details,
       skipInvalid: raw.skip_invalid === true,
     };
@@ -106,7 +110,16 @@ export async function importSources(dataDir: string, sources: readonly Source[])
       }
     }
     try {
-      const r = importFeed({ dataDir, file: file!, name: s.name, format: s.format, category: s.category, details: s.details, skipInvalid: s.skipInvalid });
+      const r = importFeed({
+        dataDir,
+        file: file!,
+        name: s.name,
+        format: s.format,
+        category: s.category,
+        fallbackCategory: s.fallbackCategory,
+        details: s.details,
+        skipInvalid: s.skipInvalid,
+      });
       reports.push({ ...report, ok: true, rows: r.rows, skipped: r.skipped, byCategory: r.byCategory });
     } catch (e) {
       if (!(e instanceof FeedImportError)) throw e;

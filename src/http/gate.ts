@@ -35,6 +35,8 @@ export const isAdmitted = (r: GateResult): r is Admission => !('error' in r);
  */
 interface Party {
   readonly bucket: string;
+  /** Names the allowance counter of a window (made once per window, see admit). */
+  readonly counterOf: (w: Window) => string;
   windowId: string;
   counter: string;
 }
@@ -77,60 +79,49 @@ export class Gate {
   admit(secret: string | null, source: () => string, nowMs: number): GateResult {
     const c = this.caller(secret, source, nowMs);
     if (c !== null && !('key' in c)) return { error: c };
-    if (c === null) {
-      const keyless = this.plans.keyless;
-      const src = source();
-      let party = this.sources.get(src);
-      if (party === undefined) {
-        if (this.sources.size >= MAX_SOURCES) this.sources.clear();
-        party = { bucket: sourceBucket(src), windowId: '', counter: '' };
-        this.sources.set(src, party);
-      }
-      const decision = this.meter.take(party.bucket, keyless.rate, nowMs);
-      if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate: keyless.rate };
-      const window = this.windows.day(nowMs);
-      if (party.windowId !== window.id) {
-        party.windowId = window.id;
-        party.counter = sourceCounter(src, window);
-      }
-      return {
-        caller: null,
-        tier: this.keylessTier,
-        rate: keyless.rate,
-        decision,
-        counter: party.counter,
-        limit: keyless.dailyCap,
-        quota: keyless.dailyCap,
-        extra: leaseExtra(keyless.rate),
-        window,
-        refusal: ERRORS.keylessCap,
-      };
-    }
-    let party = this.keyParties.get(c);
-    if (party === undefined) {
-      party = { bucket: keyBucket(c.key.id), windowId: '', counter: '' };
-      this.keyParties.set(c, party);
-    }
-    const rate = c.plan.rate;
+    const keyless = this.plans.keyless;
+    const rate = c === null ? keyless.rate : c.plan.rate;
+    const party = c === null ? this.sourceParty(source()) : this.keyParty(c);
     const decision = this.meter.take(party.bucket, rate, nowMs);
     if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
-    const window = this.windows.month(nowMs);
+    // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
+    const window = c === null ? this.windows.day(nowMs) : this.windows.month(nowMs);
     if (party.windowId !== window.id) {
       party.windowId = window.id;
-      party.counter = orgCounter(c.org.id, window);
+      party.counter = party.counterOf(window);
     }
     return {
       caller: c,
-      tier: c.plan.fieldTier,
+      tier: c === null ? this.keylessTier : c.plan.fieldTier,
       rate,
       decision,
       counter: party.counter,
-      limit: c.hardLimit,
-      quota: c.plan.quota,
+      limit: c === null ? keyless.dailyCap : c.hardLimit,
+      quota: c === null ? keyless.dailyCap : c.plan.quota,
       extra: leaseExtra(rate),
       window,
-      refusal: ERRORS.allowanceSpent,
+      refusal: c === null ? ERRORS.keylessCap : ERRORS.allowanceSpent,
     };
+  }
+
+  private sourceParty(src: string): Party {
+    let party = this.sources.get(src);
+    if (party === undefined) {
+      if (this.sources.size >= MAX_SOURCES) this.sources.clear();
+      party = { bucket: sourceBucket(src), counterOf: (w) => sourceCounter(src, w), windowId: '', counter: '' };
+      this.sources.set(src, party);
+    }
+    return party;
+  }
+
+  private keyParty(c: Caller): Party {
+    let party = this.keyParties.get(c);
+    if (party === undefined) {
+      const org = c.org.id;
+      party = { bucket: keyBucket(c.key.id), counterOf: (w) => orgCounter(org, w), windowId: '', counter: '' };
+      this.keyParties.set(c, party);
+    }
+    return party;
   }
 
   /** Spends up to `units` lookups of the admission's allowance; returns those granted. */

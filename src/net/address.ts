@@ -162,11 +162,16 @@ export function formatIPv4(v: number): string {
   return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
 }
 
-/** RFC 5952 text of the eight groups g[at..at+7]: lower case, longest zero run (first on ties, ≥ 2) as `::`. */
-export function formatIPv6Groups(g: ArrayLike<number>, at = 0): string {
-  if (g[at] === 0 && g[at + 1] === 0 && g[at + 2] === 0 && g[at + 3] === 0 && g[at + 4] === 0 && g[at + 5] === 0xffff) {
-    return '::ffff:' + formatIPv4(((g[at + 6] << 16) | g[at + 7]) >>> 0);
-  }
+/** Whether groups g[at..at+7] are an IPv4-mapped address (::ffff:a.b.c.d). */
+function isMappedGroups(g: ArrayLike<number>, at: number): boolean {
+  return g[at] === 0 && g[at + 1] === 0 && g[at + 2] === 0 && g[at + 3] === 0 && g[at + 4] === 0 && g[at + 5] === 0xffff;
+}
+
+/**
+ * The run of zero groups RFC 5952 writes as `::` (the longest, the first on ties, at least
+ * two long), packed as start * 16 + length; -1 when there is none.
+ */
+function zeroRun(g: ArrayLike<number>, at: number): number {
   let bestStart = -1;
   let bestLen = 1;
   for (let i = 0; i < 8; ) {
@@ -182,11 +187,19 @@ export function formatIPv6Groups(g: ArrayLike<number>, at = 0): string {
     }
     i = j;
   }
+  return bestStart < 0 ? -1 : bestStart * 16 + bestLen;
+}
+
+/** RFC 5952 text of the eight groups g[at..at+7]: lower case, longest zero run (first on ties, ≥ 2) as `::`. */
+export function formatIPv6Groups(g: ArrayLike<number>, at = 0): string {
+  if (isMappedGroups(g, at)) return '::ffff:' + formatIPv4(((g[at + 6] << 16) | g[at + 7]) >>> 0);
+  const run = zeroRun(g, at);
+  const runStart = run < 0 ? -1 : run >> 4;
   let text = '';
   for (let i = 0; i < 8; i++) {
-    if (i === bestStart) {
+    if (i === runStart) {
       text += i === 0 ? '::' : ':';
-      i += bestLen - 1;
+      i += (run & 15) - 1;
       continue;
     }
     text += g[at + i].toString(16);
@@ -202,31 +215,18 @@ const HEX_DIGITS = Buffer.from('0123456789abcdef');
  * string; returns the end. At most MAX_ADDRESS_LENGTH bytes.
  */
 export function writeIPv6Groups(out: Uint8Array, pos: number, g: ArrayLike<number>, at: number): number {
-  if (g[at] === 0 && g[at + 1] === 0 && g[at + 2] === 0 && g[at + 3] === 0 && g[at + 4] === 0 && g[at + 5] === 0xffff) {
+  if (isMappedGroups(g, at)) {
     const text = formatIPv6Groups(g, at);
     for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);
     return pos;
   }
-  let bestStart = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (g[at + i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && g[at + j] === 0) j++;
-    if (j - i > bestLen) {
-      bestStart = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
+  const run = zeroRun(g, at);
+  const runStart = run < 0 ? -1 : run >> 4;
   for (let i = 0; i < 8; i++) {
-    if (i === bestStart) {
+    if (i === runStart) {
       out[pos++] = 58;
       if (i === 0) out[pos++] = 58;
-      i += bestLen - 1;
+      i += (run & 15) - 1;
       continue;
     }
     const v = g[at + i];
