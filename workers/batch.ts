@@ -2,7 +2,7 @@
 
 import { move } from 'piscina';
 import { ERRORS } from '../src/api/errors.js';
-import { REFUSE_KEYLESS, type BatchTask } from '../src/batch/protocol.js';
+import { REFUSE_KEYLESS, WARM_UP, type BatchTask } from '../src/batch/protocol.js';
 import { RangeIndex } from '../src/index/range-index.js';
 import { answerBatch } from '../src/lookup/batch.js';
 
@@ -11,7 +11,10 @@ let index: RangeIndex | null = null;
 
 const decoder = new TextDecoder();
 
-export default function answer(task: BatchTask): ArrayBufferView {
+const NOTHING = new Uint8Array(0);
+
+export default function answer(task: BatchTask | typeof WARM_UP): ArrayBufferView {
+  if (task === WARM_UP) return NOTHING;
   if (task.generation !== generation) {
     // The front end validated this index before publishing it; wrapping is O(1).
     index = task.index ? new RangeIndex(new Uint8Array(task.index), { trusted: true }) : null;

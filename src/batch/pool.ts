@@ -3,11 +3,16 @@
 // A full queue is an explicit answer (the caller turns it into 429 + Retry-After), never
 // unbounded growth. A worker that dies is replaced by Piscina; its task is tried again
 // on another worker (twice at most), since a lookup is pure and answering it twice is harmless.
+//
+// Piscina alone replaces a dead worker only if it died after starting up, and then never again
+// once any worker has died during start-up; otherwise it spawns only when work finds no free
+// worker. So the pool watches for lost workers itself and restores its size, backing off while
+// replacements keep dying, so that one crash never leaves the pool smaller for good.
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { BatchTask } from './protocol.js';
+import { WARM_UP, type BatchTask } from './protocol.js';
 
 export interface BatchPoolOptions {
   workers: number;
@@ -22,17 +27,25 @@ export class QueueFullError extends Error {
   }
 }
 
+const REFILL_FIRST_MS = 50;
+const REFILL_MAX_MS = 5_000;
+
 export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch.js');
 
 export class BatchPool {
-  private readonly pool: Piscina<BatchTask, ArrayBufferView>;
+  private readonly pool: Piscina<BatchTask | typeof WARM_UP, ArrayBufferView>;
+  private readonly size: number;
   private readonly maxQueue: number;
   private readonly retries: number;
   /** Tasks given to Piscina and not yet settled (running + queued). */
   private inFlight = 0;
   workerFailures = 0;
+  private closing = false;
+  private refillTimer: NodeJS.Timeout | null = null;
+  private refillDelayMs = REFILL_FIRST_MS;
 
   constructor(options: BatchPoolOptions) {
+    this.size = options.workers;
     this.maxQueue = options.maxQueue;
     this.retries = options.retries ?? 2;
     this.pool = new Piscina({
@@ -44,6 +57,7 @@ export class BatchPool {
       maxQueue: options.maxQueue + options.workers * (this.retries + 1),
       concurrentTasksPerWorker: 1,
     });
+    this.pool.on('workerDestroy', () => this.scheduleRefill());
   }
 
   get workers(): readonly { threadId: number; terminate(): Promise<number> }[] {
@@ -87,6 +101,31 @@ export class BatchPool {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.refillTimer) clearTimeout(this.refillTimer);
     await this.pool.destroy();
+  }
+
+  private scheduleRefill(): void {
+    if (this.closing || this.refillTimer) return;
+    this.refillTimer = setTimeout(() => this.refill(), this.refillDelayMs);
+    this.refillTimer.unref();
+  }
+
+  /**
+   * Piscina starts a worker for a task that finds every worker busy, so as many no-op tasks
+   * at once as the pool should have workers bring it back to size. Checked again later, with
+   * a longer wait each time, until the pool is whole.
+   */
+  private refill(): void {
+    this.refillTimer = null;
+    if (this.closing) return;
+    if (this.pool.threads.length >= this.size) {
+      this.refillDelayMs = REFILL_FIRST_MS;
+      return;
+    }
+    for (let i = 0; i < this.size; i++) this.pool.run(WARM_UP).catch(() => {});
+    this.refillDelayMs = Math.min(this.refillDelayMs * 2, REFILL_MAX_MS);
+    this.scheduleRefill();
   }
 }

@@ -14,5 +14,8 @@ export interface BatchTask {
   refusal: number;
 }
 
+/** A task that only makes Piscina start missing workers (see BatchPool); answered with nothing. */
+export const WARM_UP = 'warm-up';
+
 export const REFUSE_KEYLESS = 0;
 export const REFUSE_PLAN = 1;
