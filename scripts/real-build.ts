@@ -24,7 +24,9 @@ let rejects = 0;
 for (const [k, r] of reports.entries()) {
   rows += r.rows;
   rejects += r.skipped;
-  out(`  ${r.ok ? 'ok  ' : 'FAIL'} ${sources[k].rel}: ${r.rows} rows${r.skipped ? `, ${r.skipped} rejected` : ''}${r.error && !r.ok ? ` — ${r.error}` : ''}`);
+  const s = sources[k];
+  const rank = `${s.priority ? `, priority ${s.priority}` : ''}${s.not ? `, not ${s.not.join(',')}` : ''}`;
+  out(`  ${r.ok ? 'ok  ' : 'FAIL'} ${s.rel}: ${r.rows} rows${rank}${r.skipped ? `, ${r.skipped} rejected` : ''}${r.error && !r.ok ? ` — ${r.error}` : ''}`);
 }
 out(`imported ${rows} rows, ${rejects} rejected lines, in ${(importMs / 1000).toFixed(1)} s`);
 const t = performance.now();

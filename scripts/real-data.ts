@@ -11,6 +11,17 @@ import { importSources, type Source, type SourceReport } from '../src/feeds/sour
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const REAL = path.resolve(ROOT, '../shared/data/real');
 const CATEGORY: Record<string, string> = { tor: 'tor', vpn: 'vpn', datacenter: 'hosting', cloud: 'hosting', cdn: 'cdn', relay: 'relay', proxy: 'dcproxy' };
+/**
+ * The providers' own published files (verbatim mirrors, says the data README): priority 1,
+ * so inside a category they outrank the third-party compilations (priority 0), which hold
+ * more specific, provider-less or relabelled networks inside the providers' ranges. Two own
+ * files stay at 0: GitHub's meta lists the addresses GitHub's services use, Azure's among
+ * them, not address space GitHub owns; Google's goog.json (every Google range, no service)
+ * would otherwise tie with cloud.json's Google Cloud prefixes.
+ */
+const OWNER_FILES = /^(cloud|cdn)\/femueller__cloud-ip-ranges\/(?!github-)/;
+/** Apple's relay egress, in every copy: relay, and (priority 1) not vpn, since merged VPN lists fold it in. */
+const RELAY = /^relay\//;
 /** Files that carry no addresses, or a layout no importer reads yet. */
 const NOT_ADDRESSES = [/\/ASN\.txt$/, /_asns\.json$/];
 
@@ -44,10 +55,12 @@ export async function importRealData(dataDir: string): Promise<{ sources: (Sourc
         format: 'auto',
         // Relay files are relay whatever their format; elsewhere a format's own category
         // (AWS CloudFront → cdn) comes first, the folder's only where it gives none.
-        category: rel.startsWith('relay') ? 'relay' : undefined,
+        category: RELAY.test(rel) ? 'relay' : undefined,
         fallbackCategory: CATEGORY[rel.split(path.sep)[0]],
         details: provider ? { provider } : {},
         skipInvalid: true,
+        priority: OWNER_FILES.test(rel) || RELAY.test(rel) ? 1 : 0,
+        not: RELAY.test(rel) ? ['vpn'] : undefined,
         rel,
       };
     });

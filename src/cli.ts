@@ -74,6 +74,12 @@ Options:
   --provider, --confidence, --method, --first-seen, --last-seen, --hits,
   --hits-days-pct, --providers-num <value>
                          detail values for rows that do not give their own
+  --priority <n>         integer -100..100, default 0: inside a category, this feed's
+                         networks win over those of lower-priority feeds, however specific
+                         (give a provider's own list of its address space a higher one)
+  --not <categories>     comma-separated categories this file's networks are known not to
+                         be in (Apple's relay egress: --not vpn); wins over lower- and
+                         equal-priority feeds' claims on those networks
   --json                 print the result as JSON`,
   'feed list': `Usage: ipsift feed list [--json]`,
   'feed remove': `Usage: ipsift feed remove <name> [--json]`,
@@ -116,6 +122,8 @@ function feedImport(args: string[]): void {
     name: { type: 'string' },
     category: { type: 'string' },
     'skip-invalid': { type: 'boolean' },
+    priority: { type: 'string' },
+    not: { type: 'string' },
   };
   for (const o of Object.keys(DETAIL_OPTIONS)) options[o] = { type: 'string' };
   const { values, positionals } = parse(args, options);
@@ -129,6 +137,8 @@ function feedImport(args: string[]): void {
     const v = values[o];
     if (typeof v === 'string') details[field] = v;
   }
+  const priorityText = values.priority as string | undefined;
+  if (priorityText !== undefined && !/^-?\d+$/.test(priorityText)) throw new UsageError('--priority must be an integer');
   const config = loadConfig(process.env);
   const r = importFeed({
     dataDir: config.dataDir,
@@ -138,6 +148,8 @@ function feedImport(args: string[]): void {
     category: values.category as string | undefined,
     details,
     skipInvalid: values['skip-invalid'] === true,
+    priority: priorityText === undefined ? undefined : Number(priorityText),
+    not: typeof values.not === 'string' ? values.not.split(',').map((c) => c.trim()) : undefined,
   });
   print(values.json as boolean, r, () => {
     const cats = Object.entries(r.byCategory)
@@ -152,7 +164,7 @@ function feedList(args: string[]): void {
   const { values } = parse(args);
   if (values.help) return print(false, null, () => HELP['feed list']);
   const feeds = listFeeds(loadConfig(process.env).dataDir);
-  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes`).join('\n') : 'no feeds imported'));
+  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes\tpriority ${f.priority}`).join('\n') : 'no feeds imported'));
 }
 
 function feedRemove(args: string[]): void {

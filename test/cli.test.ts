@@ -86,6 +86,14 @@ describe('ipsift command line', () => {
     assert.match(built.stdout, /timings: read_feeds \d+ ms/);
     const builds = await cli(['builds', '--json'], { DATA_DIR: dataDir });
     assert.equal(JSON.parse(builds.stdout)[0].current, true);
+    const relay = writeFile(dataDir, 'egress.txt', '172.224.226.0/27\n');
+    const ranked = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', '1', '--not', 'vpn,tor', '--json'], { DATA_DIR: dataDir });
+    assert.equal(ranked.code, 0, ranked.stderr);
+    assert.deepEqual([JSON.parse(ranked.stdout).priority, JSON.parse(ranked.stdout).rows], [1, 1]);
+    const listed = await cli(['feed', 'list'], { DATA_DIR: dataDir });
+    assert.match(listed.stdout, /egress\t\d+ bytes\tpriority 1/);
+    const bad = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', 'high'], { DATA_DIR: dataDir });
+    assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, 'ipsift: --priority must be an integer']);
   });
 
   test('a bad feed fails with file, line and reason, exit code 1', async () => {

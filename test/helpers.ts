@@ -6,8 +6,15 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runBuild } from '../src/build/build.js';
+import { INDEX_FILE } from '../src/build/builds.js';
 import { loadConfig, type Config } from '../src/config.js';
+import { loadIndexFile } from '../src/index/loader.js';
+import type { RangeIndex } from '../src/index/range-index.js';
+import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { silentLogger, type Logger } from '../src/log.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
 import { startService, type Service } from '../src/service.js';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -100,4 +107,20 @@ export function fetchBytes(url: string, headers: Record<string, string> = {}): P
       })
       .on('error', reject);
   });
+}
+
+/** Builds the imported feeds of dataDir (no exports) and loads the new index. */
+export async function buildIndex(dataDir: string): Promise<RangeIndex> {
+  const build = runBuild({ dataDir, exports: false });
+  return (await loadIndexFile(path.join(build.dir, INDEX_FILE))).index;
+}
+
+const parsed = new ParsedAddress();
+
+/** The answer for one address straight from an index, as GET /{ip} gives it (max plan by default). */
+export function answerOf(index: RangeIndex, ip: string, tier = TIER_MAX): Record<string, unknown> {
+  if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) throw new Error(`not an address: ${ip}`);
+  const r = recordOf(index, parsed);
+  const out = Buffer.alloc(answerBytes(index, ip.length, r, tier));
+  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, index, r, tier))) as Record<string, unknown>;
 }

@@ -10,7 +10,7 @@ import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listToken } from '../src/feeds/formats.js';
 import { importSources, loadSources } from '../src/feeds/sources.js';
 import { readFeed } from '../src/feeds/store.js';
-import { SHARED_REAL, tempDir, writeFile } from './helpers.js';
+import { SHARED_REAL, answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 
 function imported(text: string, options: Record<string, unknown> = {}, name = 'f.txt') {
   const dataDir = tempDir();
@@ -153,6 +153,56 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     );
     assert.match(reports[2].error!, /broken\.txt:2:/);
     assert.throws(() => loadSources(writeFile(dir, 'bad.json', JSON.stringify([{ name: 'x', path: 'a', url: 'http://b' }]))), /exactly one of path and url/);
+  });
+
+  test('priorities and "not": an owner\'s list outranks aggregators; relay egress clears a merged VPN list', async () => {
+    const dir = tempDir();
+    writeFile(dir, 'aggregate-dc.txt', '3.0.0.0/8 # Amazon\n3.5.140.0/24\n2600:1f00::/24\n');
+    writeFile(dir, 'aws.json', JSON.stringify({ syncToken: '1', prefixes: [{ ip_prefix: '3.5.0.0/16', service: 'EC2' }], ipv6_prefixes: [{ ipv6_prefix: '2600:1f00::/40', service: 'EC2' }] }));
+    writeFile(dir, 'merged-vpn.txt', '17.0.0.0/8\n172.224.0.0/12\n2a02:26f7::/32\n');
+    writeFile(dir, 'egress.csv', '172.224.226.0/27,GB,GB-EN,London,\n2a02:26f7:b3c0:4000::/64,GB,GB-EN,London,\n');
+    const file = writeFile(
+      dir,
+      'sources.json',
+      JSON.stringify([
+        { name: 'dc', path: 'aggregate-dc.txt', format: 'list', category: 'hosting' },
+        { name: 'aws', path: 'aws.json', priority: 1 },
+        { name: 'vpn', path: 'merged-vpn.txt', format: 'list', category: 'vpn' },
+        { name: 'relay', path: 'egress.csv', format: 'geofeed', category: 'relay', provider: 'Apple iCloud Private Relay', priority: 1, not: ['vpn'] },
+      ]),
+    );
+    const dataDir = tempDir();
+    const reports = await importSources(dataDir, loadSources(file));
+    assert.ok(reports.every((r) => r.ok), JSON.stringify(reports));
+    assert.deepEqual(reports.map((r) => r.rows), [3, 2, 3, 2], 'rows count what the file lists, not the exclusions');
+    const index = await buildIndex(dataDir);
+    const provider = (a: Record<string, unknown>, cat: string) => (a[cat] as { provider?: string }).provider;
+    // The owner's /16 wins over the aggregator's more specific /24; outside it the aggregator answers.
+    assert.equal(provider(answerOf(index, '3.5.140.7'), 'hosting'), 'Amazon Web Services');
+    assert.equal(provider(answerOf(index, '2600:1f00::1'), 'hosting'), 'Amazon Web Services');
+    assert.equal(answerOf(index, '3.6.0.1').is_hosting, true);
+    assert.equal(provider(answerOf(index, '3.6.0.1'), 'hosting'), undefined);
+    // Relay egress is relay and not vpn; the rest of the merged VPN list stays vpn.
+    for (const ip of ['172.224.226.1', '2a02:26f7:b3c0:4000::9']) {
+      const a = answerOf(index, ip);
+      assert.deepEqual([a.is_relay, a.is_vpn, provider(a, 'relay')], [true, false, 'Apple iCloud Private Relay'], ip);
+    }
+    assert.equal(answerOf(index, '172.224.227.1').is_vpn, true);
+    assert.equal(answerOf(index, '2a02:26f7:b3c0:5000::1').is_vpn, true);
+  });
+
+  test('priority and "not" are checked: integers in range, known categories, never the file\'s own', () => {
+    const list = '81.2.3.0/24\n';
+    assert.throws(() => imported(list, { category: 'relay', priority: 1.5 }), /priority must be an integer from -100 to 100/);
+    assert.throws(() => imported(list, { category: 'relay', priority: 101 }), /priority must be an integer/);
+    assert.throws(() => imported(list, { category: 'relay', not: ['vpm'] }), /unknown category "vpm" in not/);
+    assert.throws(() => imported(list, { category: 'vpn', not: ['vpn'] }), /lists vpn networks and also says its networks are not vpn/);
+    const { r, rows } = imported(list, { category: 'relay', priority: -3, not: ['vpn', 'tor'] });
+    assert.equal(r.priority, -3);
+    assert.deepEqual(rows.map((e) => [e.category, e.detail]), [['relay', '{}'], ['vpn', '-'], ['tor', '-']]);
+    const dir = tempDir();
+    assert.throws(() => loadSources(writeFile(dir, 's.json', JSON.stringify([{ name: 'x', path: 'a', priority: 'high' }]))), /priority must be an integer/);
+    assert.throws(() => loadSources(writeFile(dir, 't.json', JSON.stringify([{ name: 'x', path: 'a', not: 'vpn' }]))), /not must be an array/);
   });
 
   test('a URL source is fetched; when a later fetch fails the last good copy is used', async () => {

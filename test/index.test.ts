@@ -27,6 +27,10 @@ interface RefRange {
   category: Category;
   detail: Detail;
   text: string;
+  /** The feed's priority (default 0). */
+  priority?: number;
+  /** The source says this network is not in the category. */
+  not?: boolean;
 }
 
 const V4_WINDOW = 23n << 24n; // 23.0.0.0, a 2^20-address window of dense overlaps
@@ -95,22 +99,31 @@ function toCsv(ranges: RefRange[]): string {
   return lines.join('\n') + '\n';
 }
 
+/** Does r win over b (undefined: nothing yet) for one category? DESIGN.md §3 plus priorities. */
+function wins(r: RefRange, b: RefRange | undefined): boolean {
+  if (!b) return true;
+  const [p, bp] = [r.priority ?? 0, b.priority ?? 0];
+  if (p !== bp) return p > bp;
+  const [size, bSize] = [r.end - r.start, b.end - b.start];
+  if (size !== bSize) return size < bSize;
+  if (!!r.not !== !!b.not) return !!r.not;
+  if (r.not) return false;
+  const [ls, bls] = [String(r.detail.last_seen ?? ''), String(b.detail.last_seen ?? '')];
+  if (ls !== bls) return ls > bls;
+  const [fields, bFields] = [Object.keys(r.detail).length, Object.keys(b.detail).length];
+  if (fields !== bFields) return fields > bFields;
+  return r.text > b.text;
+}
+
 /** The obvious answer: scan every range. */
 function referenceClassification(ranges: RefRange[], family: Family, v: bigint): Classification {
   const c: Classification = {};
   const best: Partial<Record<Category, RefRange>> = {};
   for (const r of ranges) {
     if (r.family !== family || v < r.start || v > r.end) continue;
-    const b = best[r.category];
-    const size = r.end - r.start;
-    const bSize = b ? b.end - b.start : 0n;
-    const ls = String(r.detail.last_seen ?? '');
-    const bls = String(b?.detail.last_seen ?? '');
-    const fields = Object.keys(r.detail).length;
-    const bFields = b ? Object.keys(b.detail).length : 0;
-    if (!b || size < bSize || (size === bSize && (ls > bls || (ls === bls && (fields > bFields || (fields === bFields && r.text > b.text)))))) best[r.category] = r;
+    if (wins(r, best[r.category])) best[r.category] = r;
   }
-  for (const cat of CATEGORIES) if (best[cat]) c[cat] = JSON.parse(best[cat]!.text) as Detail;
+  for (const cat of CATEGORIES) if (best[cat] && !best[cat]!.not) c[cat] = JSON.parse(best[cat]!.text) as Detail;
   return c;
 }
 
@@ -123,6 +136,42 @@ function answerFromIndex(index: RangeIndex, text: string, tier: number): string 
   const n = writeAnswer(out, 0, ip, index, record, tier);
   assert.equal(n, out.length);
   return out.toString('utf8');
+}
+
+/** Probes every range boundary and random addresses up to `count`; asserts every tier's answer. */
+function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: number): void {
+  const rnd = prng(7);
+  const probes: [Family, bigint][] = [];
+  for (const r of ranges) {
+    for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push([r.family, v]);
+  }
+  while (probes.length < count) {
+    const family: Family = rnd() < 0.5 ? 4 : 6;
+    const inWindow = rnd() < 0.9;
+    const v = inWindow
+      ? family === 4
+        ? V4_WINDOW + BigInt(Math.floor(rnd() * Number(WINDOW)))
+        : V6_WINDOW + (BigInt(Math.floor(rnd() * Number(WINDOW))) << [0n, 80n, 100n][(rnd() * 3) | 0]) + BigInt(Math.floor(rnd() * 2 ** 20))
+      : family === 4
+        ? BigInt(Math.floor(rnd() * 2 ** 32))
+        : (BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | BigInt(Math.floor(rnd() * 2 ** 52));
+    probes.push([family, v]);
+  }
+  const p = new ParsedAddress();
+  let classified = 0;
+  for (const [family, v] of probes) {
+    const text = formatAddress(family, v);
+    parseAddress(text, 0, text.length, p);
+    const bogon = family === 4 ? isBogonV4(Number(v)) : isBogonV6(p.w);
+    const c = bogon ? null : referenceClassification(ranges, family, v);
+    if (c && Object.keys(c).length > 0) classified++;
+    for (let tier = 0; tier < TIER_COUNT; tier++) {
+      const expected = JSON.stringify(project(text, c, tier));
+      assert.equal(answerFromIndex(index, text, tier), expected, `${text} tier ${tier}`);
+    }
+  }
+  assert.ok(probes.length >= count);
+  assert.ok(classified > probes.length / 3, `only ${classified} probes hit a range`);
 }
 
 describe('range index', () => {
@@ -140,38 +189,7 @@ describe('range index', () => {
   });
 
   test('answers exactly as the naive reference on ≥ 100 000 probes, every range boundary included', () => {
-    const rnd = prng(7);
-    const probes: [Family, bigint][] = [];
-    for (const r of ranges) {
-      for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push([r.family, v]);
-    }
-    while (probes.length < 100_000) {
-      const family: Family = rnd() < 0.5 ? 4 : 6;
-      const inWindow = rnd() < 0.9;
-      const v = inWindow
-        ? family === 4
-          ? V4_WINDOW + BigInt(Math.floor(rnd() * Number(WINDOW)))
-          : V6_WINDOW + (BigInt(Math.floor(rnd() * Number(WINDOW))) << [0n, 80n, 100n][(rnd() * 3) | 0]) + BigInt(Math.floor(rnd() * 2 ** 20))
-        : family === 4
-          ? BigInt(Math.floor(rnd() * 2 ** 32))
-          : (BigInt(Math.floor(rnd() * 2 ** 32)) << 96n) | BigInt(Math.floor(rnd() * 2 ** 52));
-      probes.push([family, v]);
-    }
-    const p = new ParsedAddress();
-    let classified = 0;
-    for (const [family, v] of probes) {
-      const text = formatAddress(family, v);
-      parseAddress(text, 0, text.length, p);
-      const bogon = family === 4 ? isBogonV4(Number(v)) : isBogonV6(p.w);
-      const c = bogon ? null : referenceClassification(ranges, family, v);
-      if (c && Object.keys(c).length > 0) classified++;
-      for (let tier = 0; tier < TIER_COUNT; tier++) {
-        const expected = JSON.stringify(project(text, c, tier));
-        assert.equal(answerFromIndex(index, text, tier), expected, `${text} tier ${tier}`);
-      }
-    }
-    assert.ok(probes.length >= 100_000);
-    assert.ok(classified > probes.length / 3, `only ${classified} probes hit a range`);
+    probeAgainstReference(index, ranges, 100_000);
   });
 
   test('IPv4-mapped IPv6 answers with the IPv4 classification', () => {
@@ -206,5 +224,37 @@ describe('range index', () => {
     const badFile = path.join(dir, 'bad.bin');
     fs.writeFileSync(badFile, bad);
     await assert.rejects(loadIndexFile(badFile), /missing record/);
+  });
+});
+
+describe('range index with feed priorities and "not" sources', () => {
+  test('answers exactly as the naive reference: higher priority wins however specific; a winning "not" leaves the category out', async () => {
+    const dataDir = tempDir();
+    const rnd = prng(99);
+    const all = randomRanges(4242, 1500);
+    // Four feeds: two plain ones of priorities 0 and 1, and two sources that rule categories
+    // out for their own networks, at priorities 0 and 2.
+    const feeds: { name: string; priority: number; not: Category[]; ranges: RefRange[] }[] = [
+      { name: 'p0', priority: 0, not: [], ranges: [] },
+      { name: 'p1', priority: 1, not: [], ranges: [] },
+      { name: 'not-vpn-tor', priority: 0, not: ['vpn', 'tor'], ranges: [] },
+      { name: 'not-hosting', priority: 2, not: ['hosting'], ranges: [] },
+    ];
+    for (const r of all) {
+      const f = feeds[(rnd() * feeds.length) | 0];
+      if (f.not.includes(r.category)) feeds[0].ranges.push(r);
+      else f.ranges.push(r);
+    }
+    const reference: RefRange[] = [];
+    for (const f of feeds) {
+      importFeed({ dataDir, file: writeFile(dataDir, `${f.name}.csv`, toCsv(f.ranges)), priority: f.priority, not: f.not });
+      for (const r of f.ranges) {
+        reference.push({ ...r, priority: f.priority });
+        for (const category of f.not) reference.push({ ...r, category, priority: f.priority, not: true, detail: {}, text: '' });
+      }
+    }
+    const { id } = runBuild({ dataDir });
+    const index = (await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE))).index;
+    probeAgainstReference(index, reference, 60_000);
   });
 });

@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { detailsText, flagMask } from '../model/projection.js';
-import { listFeeds, readFeed } from '../feeds/store.js';
+import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/store.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBuild } from './builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
-import { RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
+import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 
@@ -78,7 +78,7 @@ class DetailTable {
 }
 
 function emptyRangeSet(): RangeSet {
-  return { start: [], end: [], rank: [], detail: [] };
+  return { start: [], end: [], priority: [], rank: [], detail: [] };
 }
 
 function sha256File(file: string): string {
@@ -105,13 +105,15 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       const set = e.family === 4 ? v4[k] : v6[k];
       set.start.push(e.start);
       set.end.push(e.end);
-      set.detail.push(details[k].intern(e.detail));
+      set.priority.push(feed.priority);
+      set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(e.detail));
     }
   }
   lap('read_feeds');
   CATEGORIES.forEach((_, k) => {
     const rank = details[k].ranks();
-    for (const set of [v4[k], v6[k]]) set.rank = set.detail.map((d) => rank[d]);
+    // A source's "not in this category" wins ties with claims.
+    for (const set of [v4[k], v6[k]]) set.rank = set.detail.map((d) => (d === NOT_IN ? -1 : rank[d]));
   });
 
   const seg4: Segments[] = v4.map((set) => resolveOverlaps(set, 1));
@@ -194,7 +196,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     lap('exports'); // for threaded exports: the wait after the index was written
   }
   const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
-    Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].start.length]).filter(([, n]) => n !== 0));
+    Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
   const publish = options.publish ?? true;
   const manifest: BuildManifest = {
     id,

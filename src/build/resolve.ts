@@ -1,7 +1,9 @@
 // From overlapping feed ranges to disjoint intervals (DESIGN.md §3).
 //
-// Stage 1, per category: the most specific range wins; among equal ranges the newest
-// last_seen, then the greater detail text (so the result never depends on feed order).
+// Stage 1, per category: a range from a higher-priority feed wins; among equal priorities the
+// most specific range; among equal ranges the newest last_seen, then the fuller detail, then
+// the greater detail text (so the result never depends on feed order). A winning NOT_IN range
+// (a source saying its network is not in the category) leaves the address out of it.
 // Stage 2, per family: the eight categories' segments are merged into one interval list
 // covering the whole address space, each interval naming a record (one detail per category).
 //
@@ -16,11 +18,16 @@ type Key = any; // number (IPv4) or bigint (IPv6); never mixed within one call
 export interface RangeSet {
   start: Key[];
   end: Key[];
-  /** Priority among equal ranges: lower wins. */
+  /** The feed's priority: higher wins over any range of lower priority. */
+  priority: number[];
+  /** Order among equal ranges of equal priority: lower wins. */
   rank: number[];
-  /** Detail id within the category (≥ 1). */
+  /** Detail id within the category (≥ 1), or NOT_IN. */
   detail: number[];
 }
+
+/** The detail id of a range its source says is not in the category. */
+export const NOT_IN = -1;
 
 export interface Segments {
   start: Key[];
@@ -28,10 +35,11 @@ export interface Segments {
   detail: number[];
 }
 
-/** Min-heap of range indices ordered by (size, rank). */
+/** Min-heap of range indices ordered by (-priority, size, rank): the top is the winner. */
 class PriorityHeap {
   private readonly items: number[] = [];
   constructor(
+    private readonly priority: number[],
     private readonly size: Key[],
     private readonly rank: number[],
   ) {}
@@ -42,6 +50,9 @@ class PriorityHeap {
     return this.items[0];
   }
   private before(a: number, b: number): boolean {
+    const pa = this.priority[a];
+    const pb = this.priority[b];
+    if (pa !== pb) return pa > pb;
     const sa = this.size[a];
     const sb = this.size[b];
     return sa < sb || (sa === sb && this.rank[a] < this.rank[b]);
@@ -86,7 +97,7 @@ export function resolveOverlaps(ranges: RangeSet, one: Key): Segments {
   order.sort((a, b) => (start[a] < start[b] ? -1 : start[a] > start[b] ? 1 : 0));
 
   const out: Segments = { start: [], end: [], detail: [] };
-  const heap = new PriorityHeap(size, ranges.rank);
+  const heap = new PriorityHeap(ranges.priority, size, ranges.rank);
   let i = 0;
   let p: Key = undefined;
   while (true) {
@@ -100,13 +111,16 @@ export function resolveOverlaps(ranges: RangeSet, one: Key): Segments {
     const top = heap.top();
     let next: Key = end[top] + one;
     if (i < n && start[order[i]] < next) next = start[order[i]];
+    const d = detail[top];
     const last = out.detail.length - 1;
-    if (last >= 0 && out.detail[last] === detail[top] && out.end[last] + one === p) {
+    if (d === NOT_IN) {
+      // The winner says the addresses are not in the category: no segment.
+    } else if (last >= 0 && out.detail[last] === d && out.end[last] + one === p) {
       out.end[last] = next - one;
     } else {
       out.start.push(p);
       out.end.push(next - one);
-      out.detail.push(detail[top]);
+      out.detail.push(d);
     }
     p = next;
   }

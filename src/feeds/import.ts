@@ -8,7 +8,7 @@ import { CATEGORIES, isCategory, type Category, type DetailField } from '../mode
 import { parseNetwork } from '../net/network.js';
 import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
-import { checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
+import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
 import { FEED_FORMATS, FormatError, detectFormat, formatByName, type FeedFormatDef, type FormatRow } from './formats.js';
 
 /** csv, auto, or a name in FEED_FORMATS (list, tor-exit-addresses, misp, cloud-json, aws). */
@@ -29,6 +29,13 @@ export interface ImportOptions {
   fallbackCategory?: string;
   /** Detail values applied to every row that does not give its own (e.g. provider). */
   details?: Partial<Record<DetailField, string>>;
+  /** Inside a category, this feed's ranges win over those of lower-priority feeds (default 0). */
+  priority?: number;
+  /**
+   * Categories this source's networks are known not to be in (Apple's relay egress: not vpn);
+   * overrides lower-priority feeds' claims on those networks.
+   */
+  not?: readonly string[];
 }
 
 export interface ImportResult extends FeedInfo {
@@ -78,6 +85,29 @@ function checkDefaults(file: string, options: ImportOptions): void {
   for (const key of Object.keys(options.details ?? {})) {
     if (!(ALL_DETAIL_FIELDS as readonly string[]).includes(key)) throw new FeedImportError(file, 0, `unknown detail field ${key}`);
   }
+  const priority = options.priority ?? 0;
+  if (!Number.isInteger(priority) || Math.abs(priority) > MAX_PRIORITY) {
+    throw new FeedImportError(file, 0, `priority must be an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  }
+  for (const c of options.not ?? []) {
+    if (!isCategory(c)) throw new FeedImportError(file, 0, `unknown category ${JSON.stringify(c)} in not: one of ${CATEGORIES.join(', ')}`);
+  }
+}
+
+/** For each network, one NOT_IN_CATEGORY range per category the source rules out. */
+function withExclusions(file: string, entries: FeedEntry[], not: readonly string[]): FeedEntry[] {
+  if (not.length === 0) return entries;
+  const claimed = entries.find((e) => not.includes(e.category));
+  if (claimed) throw new FeedImportError(file, 0, `the file lists ${claimed.category} networks and also says its networks are not ${claimed.category}`);
+  const seen = new Set<string>();
+  const out = entries.slice();
+  for (const e of entries) {
+    const key = `${e.family} ${e.start} ${e.end}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (const category of not as Category[]) out.push({ family: e.family, start: e.start, end: e.end, category, detail: NOT_IN_CATEGORY });
+  }
+  return out;
 }
 
 export function parseCsvFeed(file: string, text: string, options: ImportOptions): FeedEntry[] {
@@ -176,6 +206,8 @@ export function importFeed(options: ImportOptions): ImportResult {
   if (entries.length === 0) throw new FeedImportError(file, 0, 'no networks in the file');
   const byCategory: Partial<Record<Category, number>> = {};
   for (const e of entries) byCategory[e.category] = (byCategory[e.category] ?? 0) + 1;
-  const info = writeFeed(options.dataDir, name, file, entries);
-  return { ...info, rows: entries.length, byCategory, format, skipped: skipped.length, skippedExamples: skipped.slice(0, 5) };
+  const rows = entries.length;
+  entries = withExclusions(file, entries, options.not ?? []);
+  const info = writeFeed(options.dataDir, name, file, entries, options.priority ?? 0);
+  return { ...info, rows, byCategory, format, skipped: skipped.length, skippedExamples: skipped.slice(0, 5) };
 }

@@ -1,6 +1,6 @@
 // The sources a deployment imports before each build, configured once in a JSON file:
 // [{name, path | url, format, category, fallback_category, provider, details,
-// skip_invalid}]. Paths are
+// skip_invalid, priority, not}]. Paths are
 // relative to the file. A URL is fetched (streamed, with a timeout) into
 // DATA_DIR/sources/<name>; when a fetch fails the last good copy is used, and the report
 // says so.
@@ -22,6 +22,9 @@ export interface Source {
   fallbackCategory?: string;
   details: Partial<Record<DetailField, string>>;
   skipInvalid: boolean;
+  /** See ImportOptions. */
+  priority?: number;
+  not?: string[];
 }
 
 export interface SourceReport {
@@ -60,6 +63,10 @@ export function loadSources(file: string): Source[] {
     if (hasPath === hasUrl) throw new SourcesError(`${where}: give exactly one of path and url`);
     if (hasUrl && !/^https?:\/\//.test(raw.url as string)) throw new SourcesError(`${where}: url must be http(s)`);
     const details = { ...((raw.details ?? {}) as Partial<Record<DetailField, string>>) };
+    if (raw.priority !== undefined && !Number.isInteger(raw.priority)) throw new SourcesError(`${where}: priority must be an integer`);
+    if (raw.not !== undefined && !(Array.isArray(raw.not) && raw.not.every((c) => typeof c === 'string'))) {
+      throw new SourcesError(`${where}: not must be an array of categories`);
+    }
     if (typeof raw.provider === 'string') details.provider = raw.provider;
     return {
       name,
@@ -70,6 +77,8 @@ export function loadSources(file: string): Source[] {
       fallbackCategory: typeof raw.fallback_category === 'string' ? raw.fallback_category : undefined,
       details,
       skipInvalid: raw.skip_invalid === true,
+      priority: raw.priority as number | undefined,
+      not: raw.not as string[] | undefined,
     };
   });
 }
@@ -119,6 +128,8 @@ export async function importSources(dataDir: string, sources: readonly Source[])
         fallbackCategory: s.fallbackCategory,
         details: s.details,
         skipInvalid: s.skipInvalid,
+        priority: s.priority,
+        not: s.not,
       });
       reports.push({ ...report, ok: true, rows: r.rows, skipped: r.skipped, byCategory: r.byCategory });
     } catch (e) {
