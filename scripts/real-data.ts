@@ -20,21 +20,25 @@ const CATEGORY: Record<string, string> = { tor: 'tor', vpn: 'vpn', datacenter: '
  * would otherwise tie with cloud.json's Google Cloud prefixes.
  */
 const OWNER_FILES = /^(cloud|cdn)\/femueller__cloud-ip-ranges\/(?!github-)/;
-/** Apple's relay egress, in every copy: relay, and (priority 1) not vpn, since merged VPN lists fold it in. */
+/**
+ * Apple's relay egress, in every copy: relay, and (priority 1) not vpn, since merged VPN lists
+ * fold it in. A VPN provider's own server list (the file names the provider) is priority 1 too:
+ * merged, provider-less VPN lists hold more specific networks inside its ranges.
+ */
 const RELAY = /^relay\//;
 /** Files that carry no addresses, or a layout no importer reads yet. */
 const NOT_ADDRESSES = [/\/ASN\.txt$/, /_asns\.json$/];
 
-function walk(dir: string): string[] {
+export function walk(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
 }
 
 /** A provider name from the file name where it is one (mullvad.txt → Mullvad). */
-function providerOf(file: string): string | undefined {
+export function providerOf(file: string): string | undefined {
   const base = path.basename(file).replace(/\.(txt|lst|json|csv)$/, '');
   const known: Record<string, string> = {
     airvpn: 'AirVPN', ivpn: 'IVPN', mullvad: 'Mullvad', mullvadvpn: 'Mullvad', nordvpn: 'NordVPN', nordvpn_api: 'NordVPN', ovpn: 'OVPN', pia: 'Private Internet Access',
-    protonvpn: 'ProtonVPN', protonvpn_ips: 'ProtonVPN', protonvpn_entry_ips: 'ProtonVPN', protonvpn_entry_ip_ranges: 'ProtonVPN', riseupvpn: 'RiseupVPN',
+    protonvpn: 'ProtonVPN', protonvpn_ips: 'ProtonVPN', protonvpn_logicals: 'ProtonVPN', mullvadips: 'Mullvad', protonvpn_entry_ips: 'ProtonVPN', protonvpn_entry_ip_ranges: 'ProtonVPN', riseupvpn: 'RiseupVPN',
     surfshark: 'Surfshark', windscribe: 'Windscribe', expressvpn: 'ExpressVPN', apple: 'Apple iCloud Private Relay', Readme: 'Private Internet Access',
   };
   return known[base];
@@ -59,7 +63,7 @@ export async function importRealData(dataDir: string): Promise<{ sources: (Sourc
         fallbackCategory: CATEGORY[rel.split(path.sep)[0]],
         details: provider ? { provider } : {},
         skipInvalid: true,
-        priority: OWNER_FILES.test(rel) || RELAY.test(rel) ? 1 : 0,
+        priority: OWNER_FILES.test(rel) || RELAY.test(rel) || provider !== undefined ? 1 : 0,
         not: RELAY.test(rel) ? ['vpn'] : undefined,
         rel,
       };
