@@ -7,6 +7,9 @@ import { DEFAULT_MAX_BATCH_BODY_BYTES } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
+import { RequestClient, peerText } from '../src/http/client.js';
+import { parseNetwork } from '../src/net/network.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { get, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
@@ -238,6 +241,36 @@ describe('lookup HTTP API with max-tier keyless answers and trusted proxies', ()
 
   test('/myip falls back to the peer when the header is garbage', async () => {
     assert.equal((await get(svc.port, '/myip', { 'X-Forwarded-For': 'unknown' })).json.ip, '127.0.0.1');
+  });
+
+  test('/myip writes a forwarded client in any spelling the way it answers lookups', async () => {
+    assert.equal((await get(svc.port, '/myip', { 'X-Forwarded-For': '2A01:04F8:C012:0:0:0:0:9' })).json.ip, '2a01:4f8:c012::9');
+    assert.equal((await get(svc.port, '/myip', { 'X-Forwarded-For': '::ffff:81.7.3.20' })).json.ip, '81.7.3.20');
+  });
+});
+
+describe('the client of a request, read as binary', () => {
+  const fake = (bytes: number[]) => ({ getRemoteAddress: () => new Uint8Array(bytes).buffer }) as unknown as HttpResponse;
+  const noHeaders = { getHeader: () => '' } as unknown as HttpRequest;
+  const mapped = (a: number, b: number, c: number, d: number) => [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, a, b, c, d];
+
+  test('IPv4 and IPv4-mapped peers are one client, keyed by number; IPv6 peers by RFC 5952 text', () => {
+    const client = new RequestClient([]);
+    assert.deepEqual([client.of(fake([81, 7, 3, 20]), noHeaders).id(), client.text()], [0x51070314, '81.7.3.20']);
+    assert.deepEqual([client.of(fake(mapped(81, 7, 3, 20)), noHeaders).id(), client.text()], [0x51070314, '81.7.3.20']);
+    const v6 = [0x2a, 0x01, 0x04, 0xf8, 0xc0, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x09];
+    assert.deepEqual([client.of(fake(v6), noHeaders).id(), client.text()], ['2a01:4f8:c012::9', '2a01:4f8:c012::9']);
+    assert.equal(client.of(fake([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]), noHeaders).text(), '::1');
+    assert.equal(peerText(new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 1, 2, 3, 4])), '::fffe:102:304', 'not mapped');
+  });
+
+  test('behind trusted proxies the client is the forwarded one, keyed by its text', () => {
+    const trusted = parseNetwork('127.0.0.0/8');
+    assert.ok(trusted.ok);
+    const client = new RequestClient([trusted.network]);
+    const req = { getHeader: (h: string) => (h === 'x-forwarded-for' ? '81.7.3.20' : '') } as unknown as HttpRequest;
+    assert.deepEqual([client.of(fake([127, 0, 0, 9]), req).id(), client.text()], ['81.7.3.20', '81.7.3.20']);
+    assert.equal(client.of(fake([81, 7, 3, 21]), req).id(), '81.7.3.21', 'an untrusted peer is the client');
   });
 });
 

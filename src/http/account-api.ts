@@ -9,6 +9,7 @@ import type { Caller, KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Plans } from '../accounts/plans.js';
 import type { Logger } from '../log.js';
+import type { RequestClient } from './client.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
@@ -44,6 +45,8 @@ function readBody(res: HttpResponse, done: (text: string | null) => void): void 
 }
 
 export class AccountApi {
+  private client!: RequestClient;
+
   constructor(
     private readonly db: ControlDb,
     private readonly plans: Plans,
@@ -52,7 +55,8 @@ export class AccountApi {
     private readonly log: Logger,
   ) {}
 
-  register(app: TemplatedApp, metrics: Metrics): void {
+  register(app: TemplatedApp, metrics: Metrics, client: RequestClient): void {
+    this.client = client;
     app.get('/api/v1/account/me', (res, req) => this.guard(res, metrics, () => this.me(res, req, metrics)));
     app.post('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.create(res, req, metrics)));
     app.get('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.list(res, req, metrics)));
@@ -73,13 +77,10 @@ export class AccountApi {
     }
   }
 
-  private source(res: HttpResponse): string {
-    return Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-  }
 
   private me(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
     const now = Date.now();
-    const c = this.gate.caller(Gate.keyOf(req), () => this.source(res), now);
+    const c = this.gate.caller(Gate.keyOf(req), this.client.of(res, req), now);
     const fail = (e: ApiError): void => sendJson(res, e.status, { error: e.message }, metrics);
     if (c === null) return fail(ERRORS.keyRequired);
     if (!('key' in c)) return fail(c);
@@ -118,7 +119,7 @@ export class AccountApi {
       rc(res, 401, 'UNAUTHORIZED', metrics);
       return null;
     }
-    const c = this.gate.caller(secret, () => this.source(res), Date.now());
+    const c = this.gate.caller(secret, this.client.of(res, req), Date.now());
     if (c === null || !('key' in c)) {
       rc(res, c === ERRORS.sourceNotAllowed ? 403 : 401, c === ERRORS.sourceNotAllowed ? 'FORBIDDEN' : 'UNAUTHORIZED', metrics);
       return null;

@@ -14,6 +14,7 @@ import { latestPublication, readExportsManifest } from '../catalogue/publish.js'
 import type { Logger } from '../log.js';
 import { FILES_PREFIX, type LocalStore } from '../store/local-store.js';
 import type { ObjectStore } from '../store/object-store.js';
+import type { RequestClient } from './client.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
@@ -49,6 +50,8 @@ interface Ask {
 }
 
 export class DatabaseApi {
+  private client!: RequestClient;
+
   constructor(
     private readonly db: ControlDb,
     private readonly catalogue: Catalogue,
@@ -59,7 +62,8 @@ export class DatabaseApi {
     private readonly log: Logger,
   ) {}
 
-  register(app: TemplatedApp, metrics: Metrics): void {
+  register(app: TemplatedApp, metrics: Metrics, client: RequestClient): void {
+    this.client = client;
     const route = (path: string, handler: (a: Ask) => void | Promise<void>): void => {
       app.get(path, (res, req) => this.handle(res, req, metrics, handler));
     };
@@ -77,12 +81,12 @@ export class DatabaseApi {
 
   /** Reads what the handler needs from req (valid only now), checks the key, runs it. */
   private handle(res: HttpResponse, req: HttpRequest, metrics: Metrics, handler: (a: Ask) => void | Promise<void>): void {
-    const source = (): string => Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+    const client = this.client.of(res, req);
     const a: Ask = {
       res,
       caller: null as unknown as Caller,
       query: new URLSearchParams(req.getQuery() ?? ''),
-      clientIp: source(),
+      clientIp: client.text(),
       userAgent: req.getHeader('user-agent'),
       host: req.getHeader('host'),
       ifNoneMatch: req.getHeader('if-none-match'),
@@ -91,7 +95,7 @@ export class DatabaseApi {
     res.onAborted(() => {
       a.aborted = true;
     });
-    const c = this.gate.caller(Gate.keyOf(req), () => a.clientIp, Date.now());
+    const c = this.gate.caller(Gate.keyOf(req), client, Date.now());
     if (c !== null && !('key' in c) && c.status === 403) return rc(a, 'FORBIDDEN', metrics);
     if (c === null || !('key' in c) || !c.key.scopes.includes('db.download')) return rc(a, 'UNAUTHORIZED', metrics);
     a.caller = c;

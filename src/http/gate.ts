@@ -1,8 +1,8 @@
 // The admission of a lookup request, in DESIGN.md §4's order: key (401) → allowed source
 // ranges (403) → rate (429 + Retry-After); then, once the input is known to be valid, the
-// allowance (429, no Retry-After). Also writes the quota headers every lookup answer carries.
+// allowance (429, no Retry-After). json-head.ts writes the quota headers from its admission.
 
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest } from 'uWebSockets.js';
 import { ERRORS, type ApiError } from '../api/errors.js';
 import { KeyCache, presentedKey, type Caller } from '../accounts/auth.js';
 import type { Plans, Rate } from '../accounts/plans.js';
@@ -10,6 +10,7 @@ import { Meter, leaseExtra, type RateDecision } from '../accounting/meter.js';
 import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { inNetworks } from '../net/network.js';
+import type { Client } from './client.js';
 
 export interface Admission {
   readonly caller: Caller | null;
@@ -46,7 +47,7 @@ const MAX_SOURCES = 100_000;
 export class Gate {
   private readonly windows = new WindowClock();
   private readonly parsed = new ParsedAddress();
-  private readonly sources = new Map<string, Party>();
+  private readonly sources = new Map<number | string, Party>();
   private readonly keyParties = new WeakMap<Caller, Party>();
 
   constructor(
@@ -63,25 +64,25 @@ export class Gate {
   }
 
   /** Key and source range only (the account endpoints). */
-  caller(secret: string | null, source: () => string, nowMs: number): Caller | ApiError | null {
+  caller(secret: string | null, client: Client, nowMs: number): Caller | ApiError | null {
     if (secret === null) return ERRORS.keyInvalid;
     if (secret === '') return null;
     const c = this.keys.resolve(secret, nowMs);
     if (!('key' in c)) return c;
     if (c.networks.length > 0) {
-      const text = source();
+      const text = client.text();
       const kind = parseAddress(text, 0, text.length, this.parsed);
       if (kind === NOT_ADDRESS || !inNetworks(this.parsed, kind, c.networks)) return ERRORS.sourceNotAllowed;
     }
     return c;
   }
 
-  admit(secret: string | null, source: () => string, nowMs: number): GateResult {
-    const c = this.caller(secret, source, nowMs);
+  admit(secret: string | null, client: Client, nowMs: number): GateResult {
+    const c = this.caller(secret, client, nowMs);
     if (c !== null && !('key' in c)) return { error: c };
     const keyless = this.plans.keyless;
     const rate = c === null ? keyless.rate : c.plan.rate;
-    const party = c === null ? this.sourceParty(source()) : this.keyParty(c);
+    const party = c === null ? this.sourceParty(client) : this.keyParty(c);
     const decision = this.meter.take(party.bucket, rate, nowMs);
     if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
     // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
@@ -104,12 +105,14 @@ export class Gate {
     };
   }
 
-  private sourceParty(src: string): Party {
-    let party = this.sources.get(src);
+  private sourceParty(client: Client): Party {
+    const id = client.id();
+    let party = this.sources.get(id);
     if (party === undefined) {
       if (this.sources.size >= MAX_SOURCES) this.sources.clear();
+      const src = client.text();
       party = { bucket: sourceBucket(src), counterOf: (w) => sourceCounter(src, w), windowId: '', counter: '' };
-      this.sources.set(src, party);
+      this.sources.set(id, party);
     }
     return party;
   }
@@ -143,23 +146,4 @@ export class Gate {
     const window = this.windows.month(nowMs);
     return { used: this.meter.usage(orgCounter(c.org.id, window)), window };
   }
-}
-
-/**
- * RateLimit-Limit / -Remaining / -Reset (IETF draft, token bucket: capacity, tokens left,
- * seconds until full) and X-Allowance-Quota / -Used / -Reset (seconds to the window's end),
- * plus X-Allowance-Hard-Limit when there is one.
- *
- * Written as one header whose value carries the others after CRLFs: each writeHeader is a
- * native call, and seven of them cost more than the lookup itself. Every value is a number
- * made here, so nothing from a client reaches this text.
- */
-export function writeQuotaHeaders(res: HttpResponse, rate: Rate, decision: RateDecision, a: Admission | null, used: number, nowMs: number): void {
-  const remaining = Math.max(0, Math.min(rate.burst, decision.remaining));
-  let block = `${rate.burst}\r\nRateLimit-Remaining: ${remaining}\r\nRateLimit-Reset: ${Math.ceil((rate.burst - remaining) / rate.perSecond)}`;
-  if (a !== null) {
-    block += `\r\nX-Allowance-Quota: ${a.quota}\r\nX-Allowance-Used: ${used}\r\nX-Allowance-Reset: ${Math.ceil((a.window.endMs - nowMs) / 1000)}`;
-    if (a.limit !== null) block += `\r\nX-Allowance-Hard-Limit: ${a.limit}`;
-  }
-  res.writeHeader('RateLimit-Limit', block);
 }

@@ -9,14 +9,15 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
-import { Gate, isAdmitted, writeQuotaHeaders, type Admission, type GateResult } from './gate.js';
+import { Gate, isAdmitted, type Admission, type GateResult } from './gate.js';
+import { writeJsonHead } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
-import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, normalisedText, parseAddress } from '../net/address.js';
-import { clientAddress } from './client-address.js';
+import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../net/address.js';
+import { RequestClient } from './client.js';
 import { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
 
@@ -25,6 +26,8 @@ const JSON_TYPE = 'application/json';
 export interface LookupApp {
   app: TemplatedApp;
   metrics: Metrics;
+  /** This thread's request client, for the other APIs registered on the app. */
+  client: RequestClient;
 }
 
 export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extraHeader?: [string, string], close = false): void {
@@ -34,10 +37,15 @@ export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extr
   res.end(e.body, close);
 }
 
+/** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
+const viewSlots = (n: number): (Uint8Array | null)[] => new Array<Uint8Array | null>(n + 1).fill(null);
+
 /** Owns the reusable output buffer of this thread's single-lookup answers. */
 class SingleLookup {
   private readonly parsed = new ParsedAddress();
   private out = Buffer.allocUnsafeSlow(4096);
+  /** views[n]: the first n bytes of out, made once (a view per answer costs an allocation). */
+  private views = viewSlots(this.out.length);
 
   constructor(
     private readonly holder: IndexHolder,
@@ -47,10 +55,9 @@ class SingleLookup {
 
   /**
    * Answers the address in text[start, end) for an admitted request: input (400), then the
-   * allowance (429), then the lookup (500). For a connection's own address (`peer`), an IPv4
-   * client seen on a dual-stack socket as ::ffff:a.b.c.d is shown as plain IPv4.
+   * allowance (429), then the lookup (500).
    */
-  answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number, peer = false): void {
+  answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
     const kind = parseAddress(text, start, end, p);
     if (kind === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
@@ -61,25 +68,27 @@ class SingleLookup {
       return sendError(res, ERRORS.lookupFailed, this.metrics);
     }
     const index = serving.index;
-    const ip = peer && kind === IPV4_MAPPED ? formatIPv4(p.v4) : normalisedText(text, start, end, p);
+    const ip = normalisedText(text, start, end, p);
     const record = recordOf(index, p);
     const need = answerBytes(index, ip.length, record, a.tier);
-    if (need > this.out.length) this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
+    if (need > this.out.length) {
+      this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
+      this.views = viewSlots(this.out.length);
+    }
     const n = writeAnswer(this.out, 0, ip, index, record, a.tier);
     this.metrics.lookups++;
-    res.writeHeader('Content-Type', JSON_TYPE);
-    writeQuotaHeaders(res, a.rate, a.decision, a, this.gate.used(a), nowMs);
+    writeJsonHead(res, a.rate, a.decision, a, this.gate.used(a), nowMs);
     // uWS copies what it cannot send at once, so the buffer is free again on return.
-    res.end(this.out.subarray(0, n));
+    res.end((this.views[n] ??= this.out.subarray(0, n)));
   }
 }
 
 /** Answers a request the gate refused (401, 403, or 429 with Retry-After). */
 function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, close = false): void {
   metrics.count(r.error.status);
-  res.writeStatus(r.error.statusLine).writeHeader('Content-Type', JSON_TYPE);
+  res.writeStatus(r.error.statusLine);
+  writeJsonHead(res, r.rate ?? null, r.decision ?? null, null, 0, Date.now());
   if (r.retryAfter !== undefined) res.writeHeader('Retry-After', String(r.retryAfter));
-  if (r.rate && r.decision) writeQuotaHeaders(res, r.rate, r.decision, null, 0, Date.now());
   res.end(r.error.body, close);
 }
 
@@ -118,22 +127,17 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
   const metrics = new Metrics();
   const single = new SingleLookup(holder, gate, metrics);
 
-  /** The client address: the TCP peer, or past trusted proxies the forwarded client. */
-  const clientOf = (res: HttpResponse, req: HttpRequest): string => {
-    const peer = Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
-    return config.trustedProxies.length === 0
-      ? peer
-      : clientAddress(peer, req.getHeader('forwarded'), req.getHeader('x-forwarded-for'), config.trustedProxies);
-  };
+  const requestClient = new RequestClient(config.trustedProxies);
 
   app.get(
     '/myip',
     guarded(log, metrics, (res, req) => {
       const now = Date.now();
-      const client = clientOf(res, req);
-      const a = gate.admit(Gate.keyOf(req), () => client, now);
+      const client = requestClient.of(res, req);
+      const a = gate.admit(Gate.keyOf(req), client, now);
       if (!isAdmitted(a)) return refuse(res, a, metrics);
-      single.answer(res, client, 0, client.length, a, now, true);
+      const text = client.text();
+      single.answer(res, text, 0, text.length, a, now);
     }),
   );
 
@@ -143,7 +147,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       const url = req.getUrl();
       if (routeOf(url) !== 'ip') return notRouted(res, url, metrics);
       const now = Date.now();
-      const a = gate.admit(Gate.keyOf(req), () => clientOf(res, req), now);
+      const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
       if (!isAdmitted(a)) return refuse(res, a, metrics);
       if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, a, now);
       let decoded: string;
@@ -164,7 +168,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       res.onAborted(() => {
         aborted = true;
       });
-      const a = gate.admit(Gate.keyOf(req), () => clientOf(res, req), Date.now());
+      const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), Date.now());
       // Refused before the body is read: answer and close rather than drain it.
       if (!isAdmitted(a)) return refuse(res, a, metrics, true);
       if (pool.full) return sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1'], true);
@@ -210,8 +214,8 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
           if (status === 200) metrics.batches++;
           else metrics.count(status);
           res.cork(() => {
-            res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
-            writeQuotaHeaders(res, a.rate, a.decision, a, gate.used(a), Date.now());
+            res.writeStatus(statusLine(status));
+            writeJsonHead(res, a.rate, a.decision, a, gate.used(a), Date.now());
             res.end(out);
           });
         };
@@ -241,7 +245,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
     '/*',
     guarded(log, metrics, (res, req) => notRouted(res, req.getUrl(), metrics)),
   );
-  return { app, metrics };
+  return { app, metrics, client: requestClient };
 }
 
 export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {

@@ -1,0 +1,90 @@
+// Who is asking, for accounting and /myip: the TCP peer, or past trusted proxies the client
+// they forward (client-address.ts).
+//
+// The peer is read as binary: on this uWebSockets.js build getRemoteAddressAsText costs a
+// sprintf plus a second conversion in JS, and keyless lookups need the peer on every request.
+// A keyless client is identified by its IPv4 address as a number (a cheap map key); its text
+// is made only when it is first seen or shown.
+
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Groups, normalisedText, parseAddress } from '../net/address.js';
+import type { Network } from '../net/network.js';
+import { clientAddress } from './client-address.js';
+
+/** The client of the request being handled; valid only while its handler runs. */
+export interface Client {
+  /** A map key for the client: its IPv4 address as a number, or its address text. */
+  id(): number | string;
+  /** Dotted quad for IPv4 (IPv4-mapped peers included), RFC 5952 text for IPv6. */
+  text(): string;
+}
+
+const groups = new Uint16Array(8);
+
+/** The peer address text of an uWS getRemoteAddress() buffer (4 or 16 bytes). */
+export function peerText(bytes: Uint8Array): string {
+  if (bytes.length === 4) return formatIPv4(((bytes[0] << 24) | (bytes[1] << 16) | (bytes[2] << 8) | bytes[3]) >>> 0);
+  for (let i = 0; i < 8; i++) groups[i] = (bytes[2 * i] << 8) | bytes[2 * i + 1];
+  const mapped = groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff;
+  return mapped ? formatIPv4(((groups[6] << 16) | groups[7]) >>> 0) : formatIPv6Groups(groups);
+}
+
+/** The peer as an IPv4 number (an IPv4-mapped peer too), or -1 for an IPv6 peer. */
+function peerV4(bytes: Uint8Array): number {
+  if (bytes.length === 4) return ((bytes[0] << 24) | (bytes[1] << 16) | (bytes[2] << 8) | bytes[3]) >>> 0;
+  for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return -1;
+  if (bytes[10] !== 0xff || bytes[11] !== 0xff) return -1;
+  return ((bytes[12] << 24) | (bytes[13] << 16) | (bytes[14] << 8) | bytes[15]) >>> 0;
+}
+
+const parsed = new ParsedAddress();
+
+/** A forwarded client's address as the peer's would be written (it may come in any spelling). */
+function canonical(text: string): string {
+  const kind = parseAddress(text, 0, text.length, parsed);
+  if (kind === NOT_ADDRESS) return text;
+  return kind === IPV4_MAPPED ? formatIPv4(parsed.v4) : normalisedText(text, 0, text.length, parsed);
+}
+
+/**
+ * One per thread, reset for each request: reads the peer (and forwarding headers) at most
+ * once, and only if accounting or the handler asks.
+ */
+export class RequestClient implements Client {
+  private res: HttpResponse | null = null;
+  private req: HttpRequest | null = null;
+  private bytes: Uint8Array | null = null;
+  private clientText: string | null = null;
+
+  constructor(private readonly trustedProxies: readonly Network[]) {}
+
+  /** Starts a request; returns this, for use in the same synchronous handler only. */
+  of(res: HttpResponse, req: HttpRequest): this {
+    this.res = res;
+    this.req = req;
+    this.bytes = null;
+    this.clientText = null;
+    return this;
+  }
+
+  private peer(): Uint8Array {
+    return (this.bytes ??= new Uint8Array(this.res!.getRemoteAddress()));
+  }
+
+  id(): number | string {
+    if (this.trustedProxies.length > 0) return this.text();
+    const v4 = peerV4(this.peer());
+    return v4 >= 0 ? v4 : this.text();
+  }
+
+  text(): string {
+    if (this.clientText === null) {
+      const peer = peerText(this.peer());
+      this.clientText =
+        this.trustedProxies.length === 0
+          ? peer
+          : canonical(clientAddress(peer, this.req!.getHeader('forwarded'), this.req!.getHeader('x-forwarded-for'), this.trustedProxies));
+    }
+    return this.clientText;
+  }
+}
