@@ -25,22 +25,49 @@ export interface Caller {
 
 type Resolved = Caller | ApiError;
 
+/** JavaScript's \s (what the Bearer pattern allowed around the credential). */
+function isSpace(c: number): boolean {
+  if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
+  if (c < 160) return false;
+  return c === 160 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+const BEARER = 'bearer';
+
+/** The credential of `Bearer <token>` (scheme in any case, whitespace around), or null. */
+export function bearerToken(header: string): string | null {
+  const n = header.length;
+  let i = 0;
+  while (i < n && isSpace(header.charCodeAt(i))) i++;
+  if (n - i < 7 || !isSpace(header.charCodeAt(i + 6))) return null;
+  for (let j = 0; j < 6; j++) if ((header.charCodeAt(i + j) | 0x20) !== BEARER.charCodeAt(j)) return null;
+  i += 7;
+  while (i < n && isSpace(header.charCodeAt(i))) i++;
+  const start = i;
+  while (i < n && !isSpace(header.charCodeAt(i))) i++;
+  const end = i;
+  while (i < n && isSpace(header.charCodeAt(i))) i++;
+  return end > start && i === n ? header.slice(start, end) : null;
+}
+
 /** The key a request presents: '' for none, or null when it presents two different ones. */
 export function presentedKey(authorization: string, xApiKey: string, queryKey: string | undefined): string | null {
   let key = '';
-  const take = (k: string): boolean => {
-    if (k === '') return true;
-    if (key !== '' && key !== k) return false;
-    key = k;
-    return true;
-  };
   if (authorization !== '') {
     // Anything but a Bearer credential is not a key of ours: it cannot be valid.
-    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!take(m ? m[1] : '\u0000invalid')) return null;
+    key = bearerToken(authorization) ?? '\u0000invalid';
   }
-  if (!take(xApiKey.trim())) return null;
-  if (queryKey !== undefined && !take(queryKey)) return null;
+  if (xApiKey !== '') {
+    const k = xApiKey.trim();
+    if (k !== '') {
+      if (key !== '' && key !== k) return null;
+      key = k;
+    }
+  }
+  if (queryKey !== undefined && queryKey !== '') {
+    if (key !== '' && key !== queryKey) return null;
+    key = queryKey;
+  }
   return key;
 }
 

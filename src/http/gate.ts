@@ -11,6 +11,7 @@ import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type W
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { inNetworks } from '../net/network.js';
 import type { Client } from './client.js';
+import { nativeString } from './uws.js';
 
 export interface Admission {
   readonly caller: Caller | null;
@@ -44,6 +45,9 @@ interface Party {
 
 const MAX_SOURCES = 100_000;
 
+const AUTHORIZATION = nativeString('authorization');
+const X_API_KEY = nativeString('x-api-key');
+
 export class Gate {
   private readonly windows = new WindowClock();
   private readonly parsed = new ParsedAddress();
@@ -59,8 +63,7 @@ export class Gate {
 
   /** The key the request presents (null: two different ones). Read before any await. */
   static keyOf(req: HttpRequest): string | null {
-    const q = req.getQuery('apikey');
-    return presentedKey(req.getHeader('authorization'), req.getHeader('x-api-key'), q === undefined || q === '' ? undefined : q);
+    return presentedKey(req.getHeader(AUTHORIZATION), req.getHeader(X_API_KEY), req.getQuery('apikey'));
   }
 
   /** Key and source range only (the account endpoints). */

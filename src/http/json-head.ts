@@ -3,31 +3,131 @@
 // seconds until full), X-Allowance-Quota / -Used / -Reset (seconds to the window's end) and
 // X-Allowance-Hard-Limit when there is one.
 //
-// One writeHeader call whose value carries the other headers after CRLFs: each native call
-// costs more than the lookup itself. (Writing the value as bytes into a reused buffer was
-// measured too: slower than V8 building the string.) Every value is a number made here, so
+// One writeHeader call whose value carries the other headers after CRLFs, because each
+// native call costs more than the lookup itself; and the value is bytes, not a string, which
+// uWS would measure, malloc and copy on every call. The bytes are a template per plan shape
+// (rate, quota, hard limit) in which only the four per-request numbers are rewritten: each
+// sits right-aligned in a slot of fixed width, padded on the left with spaces, which HTTP
+// reads as optional whitespace before the value (RFC 9110 §5.5). A number wider than its
+// slot rebuilds the template with a wider one. Every value is a number made here, so
 // nothing from a client reaches this text.
 
 import type { HttpResponse } from 'uWebSockets.js';
 import type { Rate } from '../accounts/plans.js';
-import type { RateDecision } from '../accounting/meter.js';
 import type { Admission } from './gate.js';
+import { nativeString } from './uws.js';
 
-/** An exact-size ArrayBuffer: uWS reads one without converting a string. */
-const CONTENT_TYPE = new Uint8Array(Buffer.from('Content-Type', 'latin1')).buffer;
-const JSON_TYPE = 'application/json';
+const CONTENT_TYPE = nativeString('Content-Type');
+const JSON_TYPE = nativeString('application/json');
 
-/** Content-Type: application/json, plus the quota headers when `rate` is given. */
-export function writeJsonHead(res: HttpResponse, rate: Rate | null, decision: RateDecision | null, a: Admission | null, used: number, nowMs: number): void {
-  if (rate === null || decision === null) {
-    res.writeHeader(CONTENT_TYPE, JSON_TYPE);
-    return;
+/** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
+const RESET_DIGITS = 7;
+
+/** Decimal digits of a non-negative integer. */
+function digitsOf(v: number): number {
+  let d = 1;
+  for (let x = v; x >= 10; x = Math.floor(x / 10)) d++;
+  return d;
+}
+
+/** The largest number a slot of `width` digits holds. */
+const widest = (width: number): number => 10 ** width - 1;
+
+export class JsonHead {
+  private bytes = new Uint8Array(new ArrayBuffer(512));
+  /** The template's bytes: a view made once per template. */
+  private view = this.bytes.subarray(0, 0);
+  // What the template was made for.
+  private rate: Rate | null = null;
+  private quota = -1;
+  private limit: number | null = null;
+  private allowance = false;
+  // Slots: offset of the first byte and width.
+  private remainingAt = 0;
+  private remainingWidth = 0;
+  private remainingMax = -1;
+  private resetAt = 0;
+  private resetWidth = 0;
+  private resetMax = -1;
+  private usedAt = 0;
+  private usedWidth = 0;
+  private usedMax = -1;
+  private windowAt = 0;
+
+  /** Content-Type: application/json, plus the quota headers when `rate` is given. */
+  write(res: HttpResponse, rate: Rate | null, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
+    if (rate === null) {
+      res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+      return;
+    }
+    const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));
+    const reset = Math.ceil((rate.burst - remaining) / rate.perSecond);
+    const usedNow = Math.max(0, Math.floor(used));
+    const allowance = a !== null;
+    if (
+      rate !== this.rate ||
+      allowance !== this.allowance ||
+      (allowance && (a.quota !== this.quota || a.limit !== this.limit)) ||
+      remaining > this.remainingMax ||
+      reset > this.resetMax ||
+      (allowance && usedNow > this.usedMax)
+    ) {
+      this.build(rate, a, Math.max(digitsOf(rate.burst), digitsOf(remaining)), digitsOf(Math.max(reset, Math.ceil(rate.burst / rate.perSecond))), usedNow);
+    }
+    this.slot(this.remainingAt, this.remainingWidth, remaining);
+    this.slot(this.resetAt, this.resetWidth, reset);
+    if (allowance) {
+      this.slot(this.usedAt, this.usedWidth, usedNow);
+      this.slot(this.windowAt, RESET_DIGITS, Math.max(0, Math.ceil((a.window.endMs - nowMs) / 1000)));
+    }
+    res.writeHeader(CONTENT_TYPE, this.view);
   }
-  const remaining = Math.max(0, Math.min(rate.burst, decision.remaining));
-  let head = `${JSON_TYPE}\r\nRateLimit-Limit: ${rate.burst}\r\nRateLimit-Remaining: ${remaining}\r\nRateLimit-Reset: ${Math.ceil((rate.burst - remaining) / rate.perSecond)}`;
-  if (a !== null) {
-    head += `\r\nX-Allowance-Quota: ${a.quota}\r\nX-Allowance-Used: ${used}\r\nX-Allowance-Reset: ${Math.ceil((a.window.endMs - nowMs) / 1000)}`;
-    if (a.limit !== null) head += `\r\nX-Allowance-Hard-Limit: ${a.limit}`;
+
+  private build(rate: Rate, a: Admission | null, remainingWidth: number, resetWidth: number, used: number): void {
+    let text = `application/json\r\nRateLimit-Limit: ${rate.burst}\r\nRateLimit-Remaining: `;
+    this.remainingAt = text.length;
+    this.remainingWidth = remainingWidth;
+    text += ' '.repeat(remainingWidth) + '\r\nRateLimit-Reset: ';
+    this.resetAt = text.length;
+    this.resetWidth = resetWidth;
+    text += ' '.repeat(resetWidth);
+    if (a !== null) {
+      // Room for usage well past the quota, so the template rarely grows.
+      this.usedWidth = Math.max(digitsOf(used), digitsOf(Math.max(a.quota, a.limit ?? 0)) + 1);
+      text += `\r\nX-Allowance-Quota: ${a.quota}\r\nX-Allowance-Used: `;
+      this.usedAt = text.length;
+      text += ' '.repeat(this.usedWidth) + '\r\nX-Allowance-Reset: ';
+      this.windowAt = text.length;
+      text += ' '.repeat(RESET_DIGITS);
+      if (a.limit !== null) text += `\r\nX-Allowance-Hard-Limit: ${a.limit}`;
+    }
+    if (text.length > this.bytes.length) this.bytes = new Uint8Array(new ArrayBuffer(2 * text.length));
+    for (let i = 0; i < text.length; i++) this.bytes[i] = text.charCodeAt(i);
+    this.view = this.bytes.subarray(0, text.length);
+    this.remainingMax = widest(this.remainingWidth);
+    this.resetMax = widest(this.resetWidth);
+    this.usedMax = a !== null ? widest(this.usedWidth) : -1;
+    this.rate = rate;
+    this.allowance = a !== null;
+    this.quota = a?.quota ?? -1;
+    this.limit = a?.limit ?? null;
   }
-  res.writeHeader(CONTENT_TYPE, head);
+
+  /** Writes v right-aligned in the slot, spaces before it (the slot is wide enough). */
+  private slot(at: number, width: number, v: number): void {
+    const b = this.bytes;
+    let i = at + width - 1;
+    if (v < 2147483648) {
+      do {
+        b[i--] = 48 + (v % 10);
+        v = (v / 10) | 0;
+      } while (v > 0);
+    } else {
+      do {
+        b[i--] = 48 + (v % 10);
+        v = Math.floor(v / 10);
+      } while (v > 0);
+    }
+    while (i >= at) b[i--] = 32;
+  }
 }

@@ -10,7 +10,7 @@ import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
 import { Gate, isAdmitted, type Admission, type GateResult } from './gate.js';
-import { writeJsonHead } from './json-head.js';
+import { JsonHead } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -51,6 +51,7 @@ class SingleLookup {
     private readonly holder: IndexHolder,
     private readonly gate: Gate,
     private readonly metrics: Metrics,
+    private readonly head: JsonHead,
   ) {}
 
   /**
@@ -77,17 +78,17 @@ class SingleLookup {
     }
     const n = writeAnswer(this.out, 0, ip, index, record, a.tier);
     this.metrics.lookups++;
-    writeJsonHead(res, a.rate, a.decision, a, this.gate.used(a), nowMs);
+    this.head.write(res, a.rate, a.decision.remaining, a, this.gate.used(a), nowMs);
     // uWS copies what it cannot send at once, so the buffer is free again on return.
     res.end((this.views[n] ??= this.out.subarray(0, n)));
   }
 }
 
 /** Answers a request the gate refused (401, 403, or 429 with Retry-After). */
-function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, close = false): void {
+function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, head: JsonHead, close = false): void {
   metrics.count(r.error.status);
   res.writeStatus(r.error.statusLine);
-  writeJsonHead(res, r.rate ?? null, r.decision ?? null, null, 0, Date.now());
+  head.write(res, r.rate ?? null, r.decision?.remaining ?? 0, null, 0, Date.now());
   if (r.retryAfter !== undefined) res.writeHeader('Retry-After', String(r.retryAfter));
   res.end(r.error.body, close);
 }
@@ -125,7 +126,8 @@ function guarded(log: Logger, metrics: Metrics, handler: (res: HttpResponse, req
 export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
   const app = uWS.App();
   const metrics = new Metrics();
-  const single = new SingleLookup(holder, gate, metrics);
+  const head = new JsonHead();
+  const single = new SingleLookup(holder, gate, metrics, head);
 
   const requestClient = new RequestClient(config.trustedProxies);
 
@@ -135,7 +137,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       const now = Date.now();
       const client = requestClient.of(res, req);
       const a = gate.admit(Gate.keyOf(req), client, now);
-      if (!isAdmitted(a)) return refuse(res, a, metrics);
+      if (!isAdmitted(a)) return refuse(res, a, metrics, head);
       const text = client.text();
       single.answer(res, text, 0, text.length, a, now);
     }),
@@ -148,7 +150,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       if (routeOf(url) !== 'ip') return notRouted(res, url, metrics);
       const now = Date.now();
       const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
-      if (!isAdmitted(a)) return refuse(res, a, metrics);
+      if (!isAdmitted(a)) return refuse(res, a, metrics, head);
       if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, a, now);
       let decoded: string;
       try {
@@ -170,7 +172,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
       });
       const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), Date.now());
       // Refused before the body is read: answer and close rather than drain it.
-      if (!isAdmitted(a)) return refuse(res, a, metrics, true);
+      if (!isAdmitted(a)) return refuse(res, a, metrics, head, true);
       if (pool.full) return sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1'], true);
       const declared = lengthHeader === '' ? -1 : Number(lengthHeader);
       if (declared > config.maxBatchBodyBytes) return sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true);
@@ -215,7 +217,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
           else metrics.count(status);
           res.cork(() => {
             res.writeStatus(statusLine(status));
-            writeJsonHead(res, a.rate, a.decision, a, gate.used(a), Date.now());
+            head.write(res, a.rate, a.decision.remaining, a, gate.used(a), Date.now());
             res.end(out);
           });
         };
