@@ -2,13 +2,16 @@
 //
 //   1. build time of a 1 M-range synthetic feed set (cached between runs by seed)
 //   2. in-process lookups/s (parse + bogon check + search), and with answer writing
-//   3. GET /{ip} req/s, p50/p99 for ipsift next to a fixed-body uWebSockets.js server,
-//      with wrk (if installed: it can show the ceiling) and autocannon; server CPU share
+//   3. GET /{ip} req/s, p50/p99 for ipsift next to a fixed-body uWebSockets.js server (and
+//      one that also reads the peer address, as keyless accounting must), with wrk (if
+//      installed: it can show the ceiling) and autocannon; server CPU share; the ratios as
+//      medians of BENCH_RATIO_ROUNDS back-to-back rounds
 //   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s
 //   5. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
-// BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_DIR (default $TMPDIR/ipsift-bench),
+// BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
+// BENCH_DIR (default $TMPDIR/ipsift-bench),
 // BENCH_ONLY=in-process (build and in-process figures only).
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -42,6 +45,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const RANGES = Number(process.env.BENCH_RANGES ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const RATIO_ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
 const DIR = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'ipsift-bench');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -254,13 +258,13 @@ async function haveWrk(): Promise<boolean> {
   }
 }
 
-async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string): Promise<LoadResult> {
+async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string, seconds = SECONDS): Promise<LoadResult> {
   const before = cpuSeconds(server.child.pid!);
   const t = performance.now();
   const { stdout } = await exec('wrk', [
     '-t1',
     `-c${connections}`,
-    `-d${SECONDS}s`,
+    `-d${seconds}s`,
     '--latency',
     '-s',
     path.join(ROOT, 'loadtest', script),
@@ -308,11 +312,13 @@ async function lookups(dataDir: string): Promise<void> {
   const paths = randomAddresses(20000, 3).map((a) => '/' + a);
 
   const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
+  const fixedPeer = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', READ_PEER: '1' }, /listening (\d+)/);
   const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
   const key = scaleKey(dataDir);
   try {
     for (const [name, server, k] of [
       ['fixed-body uWS', fixed, undefined],
+      ['fixed-body uWS reading the peer', fixedPeer, undefined],
       ['ipsift GET /{ip} keyless', ipsift, undefined],
       ['ipsift GET /{ip} scale key', ipsift, key],
     ] as const) {
@@ -321,16 +327,38 @@ async function lookups(dataDir: string): Promise<void> {
       out(show(`autocannon ${name}`, await autocannonGet(server, paths, k)));
     }
     if (useWrk) {
-      const a = await wrk(fixed, 'random-get.lua', 9);
-      const b = await wrk(ipsift, 'random-get.lua', 9);
-      const c = await wrk(ipsift, 'random-get.lua', 9, CONNECTIONS, key);
+      // The machine is shared and noisy: short runs back to back, the median of each ratio.
+      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[] };
+      let errors = 0;
+      for (let r = 0; r < RATIO_ROUNDS; r++) {
+        const a = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
+        const p = await wrk(fixedPeer, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
+        const b = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
+        const c = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
+        const a2 = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
+        const ceiling = (a.rps + a2.rps) / 2;
+        rounds.keyless.push(b.rps / ceiling);
+        rounds.key.push(c.rps / ceiling);
+        rounds.peer.push(p.rps / ceiling);
+        rounds.keylessPeer.push(b.rps / p.rps);
+        rounds.keyKeyless.push(c.rps / b.rps);
+        errors += b.errors + c.errors;
+      }
+      const median = (xs: number[]): string => {
+        const s = [...xs].sort((x, y) => x - y);
+        return ((s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2).toFixed(2);
+      };
+      const range = (xs: number[]): string => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
       out(
-        `ratios (wrk, back to back): keyless / fixed-body ${(b.rps / a.rps).toFixed(2)}, scale key / fixed-body ${(c.rps / a.rps).toFixed(2)}, ` +
-          `scale key / keyless ${(c.rps / b.rps).toFixed(2)} (${c.errors} non-2xx)`,
+        `ratios (wrk, medians of ${RATIO_ROUNDS} back-to-back rounds of 2 s; range in brackets): ` +
+          `scale key / fixed-body ${median(rounds.key)} (${range(rounds.key)}), keyless / fixed-body ${median(rounds.keyless)} (${range(rounds.keyless)}), ` +
+          `fixed-body reading the peer / fixed-body ${median(rounds.peer)} (${range(rounds.peer)}), keyless / fixed-body reading the peer ${median(rounds.keylessPeer)} (${range(rounds.keylessPeer)}), ` +
+          `scale key / keyless ${median(rounds.keyKeyless)}; ${errors} non-2xx`,
       );
     }
   } finally {
     await fixed.stop();
+    await fixedPeer.stop();
     await ipsift.stop();
   }
 

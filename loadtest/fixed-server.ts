@@ -1,13 +1,18 @@
 // Baseline for the benchmark: uWebSockets.js answering every GET with one fixed JSON body,
-// the ceiling any lookup server on this stack can reach.
+// the ceiling any lookup server on this stack can reach. With READ_PEER=1 it also reads the
+// peer address of every request, as per-source accounting of keyless lookups must: the
+// ceiling for a server that has to know who is asking.
 
 import uWS from 'uWebSockets.js';
 
 const body = Buffer.from('{"ip":"81.7.3.20","is_vpn":false}');
 const port = Number(process.env.PORT ?? 0);
+const readPeer = process.env.READ_PEER === '1';
+let peers = 0;
 uWS
   .App()
   .get('/*', (res) => {
+    if (readPeer) peers += new Uint8Array(res.getRemoteAddress()).length;
     res.writeHeader('Content-Type', 'application/json').end(body);
   })
   .listen('127.0.0.1', port, (socket) => {
