@@ -67,7 +67,7 @@ describe('lookup HTTP API (keyless)', () => {
   });
 
   test('unknown routes are JSON 404, wrong methods JSON 405 with Allow', async () => {
-    for (const p of ['/', '/a/b', '/1.2.3.4/', '/api/v1/nothing']) {
+    for (const p of ['/', '/a/b', '/1.2.3.4/', '/api/v1/nothing', '/api/v1/iam/apikeys/a/b', '/api/v1/database/list/x']) {
       const r = await get(svc.port, p);
       assert.equal(r.status, 404, p);
       assert.deepEqual(r.json, { error: 'not found' });
@@ -77,6 +77,13 @@ describe('lookup HTTP API (keyless)', () => {
       ['POST', '/1.2.3.4', 'GET'],
       ['DELETE', '/myip', 'GET'],
       ['PUT', '/batch', 'POST'],
+      ['POST', '/api/v1/account/me', 'GET'],
+      ['PUT', '/api/v1/iam/apikeys', 'POST, GET'],
+      ['GET', '/api/v1/iam/apikeys/ab12', 'DELETE'],
+      ['GET', '/api/v1/iam/apikeys/ab12/rotate', 'POST'],
+      ['DELETE', '/api/v1/database/list', 'GET'],
+      ['POST', '/api/v1/database/download', 'GET'],
+      ['POST', '/files/x/y.mmdb', 'GET, HEAD'],
     ];
     for (const [method, p, allow] of cases) {
       const r = await request(svc.port, method, p, method === 'GET' ? undefined : '{}');

@@ -2,7 +2,7 @@
 // and /api/v1/iam/apikeys (create, list, revoke, rotate). Key management answers with
 // {"rc": …} bodies; the account answer uses the lookup group's {"error": …}.
 
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
 import type { Caller, KeyCache } from '../accounts/auth.js';
@@ -10,6 +10,7 @@ import type { ControlDb } from '../accounts/control-db.js';
 import type { Plans } from '../accounts/plans.js';
 import type { Logger } from '../log.js';
 import type { RequestClient } from './client.js';
+import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
@@ -55,13 +56,13 @@ export class AccountApi {
     private readonly log: Logger,
   ) {}
 
-  register(app: TemplatedApp, metrics: Metrics, client: RequestClient): void {
+  register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
     this.client = client;
-    app.get('/api/v1/account/me', (res, req) => this.guard(res, metrics, () => this.me(res, req, metrics)));
-    app.post('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.create(res, req, metrics)));
-    app.get('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.list(res, req, metrics)));
-    app.del('/api/v1/iam/apikeys/:id', (res, req) => this.guard(res, metrics, () => this.revoke(res, req, metrics)));
-    app.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.guard(res, metrics, () => this.rotate(res, req, metrics)));
+    routes.get('/api/v1/account/me', (res, req) => this.guard(res, metrics, () => this.me(res, req, metrics)));
+    routes.post('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.create(res, req, metrics)));
+    routes.get('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.list(res, req, metrics)));
+    routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.guard(res, metrics, () => this.revoke(res, req, metrics)));
+    routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.guard(res, metrics, () => this.rotate(res, req, metrics)));
   }
 
   private guard(res: HttpResponse, metrics: Metrics, handler: () => void): void {

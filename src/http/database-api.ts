@@ -4,7 +4,7 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { statusLine } from '../api/errors.js';
 import type { Caller } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
@@ -15,6 +15,7 @@ import type { Logger } from '../log.js';
 import { FILES_PREFIX, type LocalStore } from '../store/local-store.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { RequestClient } from './client.js';
+import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
@@ -62,10 +63,10 @@ export class DatabaseApi {
     private readonly log: Logger,
   ) {}
 
-  register(app: TemplatedApp, metrics: Metrics, client: RequestClient): void {
+  register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
     this.client = client;
     const route = (path: string, handler: (a: Ask) => void | Promise<void>): void => {
-      app.get(path, (res, req) => this.handle(res, req, metrics, handler));
+      routes.get(path, (res, req) => this.handle(res, req, metrics, handler));
     };
     route('/api/v1/database/list', (a) => this.list(a, metrics));
     route('/api/v1/database/download', (a) => this.download(a, metrics));
@@ -74,8 +75,8 @@ export class DatabaseApi {
     route('/api/v1/database/downloads', (a) => this.history(a, metrics));
     if (this.files) {
       const files = this.files;
-      app.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics));
-      app.head(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, true, metrics));
+      routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics));
+      routes.head(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, true, metrics));
     }
   }
 

@@ -18,6 +18,7 @@ import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../net/address.js';
 import { RequestClient } from './client.js';
+import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
 
@@ -28,6 +29,8 @@ export interface LookupApp {
   metrics: Metrics;
   /** This thread's request client, for the other APIs registered on the app. */
   client: RequestClient;
+  /** Where the other APIs register their routes (for 405s). */
+  routes: RouteTable;
 }
 
 export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extraHeader?: [string, string], close = false): void {
@@ -93,18 +96,16 @@ function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: M
   res.end(r.error.body, close);
 }
 
-function routeOf(url: string): 'ip' | 'myip' | 'batch' | 'none' {
-  if (url === '/myip') return 'myip';
-  if (url === '/batch') return 'batch';
-  return url.length > 1 && url.indexOf('/', 1) < 0 ? 'ip' : 'none';
+/** GET /{ip}: one non-empty path segment other than the fixed routes'. */
+function isAddressPath(url: string): boolean {
+  return url.length > 1 && url.indexOf('/', 1) < 0 && url !== '/myip' && url !== '/batch';
 }
 
-const ALLOWED: Record<string, string> = { ip: 'GET', myip: 'GET', batch: 'POST' };
-
-function notRouted(res: HttpResponse, url: string, metrics: Metrics): void {
-  const route = routeOf(url);
-  if (route === 'none') return sendError(res, ERRORS.notFound, metrics);
-  sendError(res, ERRORS.methodNotAllowed, metrics, ['Allow', ALLOWED[route]]);
+/** 404 for a path no route has, 405 with Allow for a path asked with another method. */
+function notRouted(res: HttpResponse, url: string, routes: RouteTable, metrics: Metrics): void {
+  const allowed = routes.allowed(url);
+  if (allowed.length === 0) return sendError(res, ERRORS.notFound, metrics);
+  sendError(res, ERRORS.methodNotAllowed, metrics, ['Allow', allowed.join(', ')]);
 }
 
 /** Guards a handler: an unexpected exception answers 500 instead of taking the process down. */
@@ -130,8 +131,9 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
   const single = new SingleLookup(holder, gate, metrics, head);
 
   const requestClient = new RequestClient(config.trustedProxies);
+  const routes = new RouteTable(app);
 
-  app.get(
+  routes.get(
     '/myip',
     guarded(log, metrics, (res, req) => {
       const now = Date.now();
@@ -143,11 +145,13 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
     }),
   );
 
+  // GET /{ip} is the catch-all GET, so that every other GET path can be told 404 or 405.
+  routes.add('GET', '/:ip');
   app.get(
     '/*',
     guarded(log, metrics, (res, req) => {
       const url = req.getUrl();
-      if (routeOf(url) !== 'ip') return notRouted(res, url, metrics);
+      if (!isAddressPath(url)) return notRouted(res, url, routes, metrics);
       const now = Date.now();
       const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
       if (!isAdmitted(a)) return refuse(res, a, metrics, head);
@@ -162,7 +166,7 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
     }),
   );
 
-  app.post(
+  routes.post(
     '/batch',
     guarded(log, metrics, (res, req) => {
       const lengthHeader = req.getHeader('content-length');
@@ -245,9 +249,9 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
 
   app.any(
     '/*',
-    guarded(log, metrics, (res, req) => notRouted(res, req.getUrl(), metrics)),
+    guarded(log, metrics, (res, req) => notRouted(res, req.getUrl(), routes, metrics)),
   );
-  return { app, metrics, client: requestClient };
+  return { app, metrics, client: requestClient, routes };
 }
 
 export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
