@@ -13,7 +13,8 @@ const decoder = new TextDecoder();
 
 const NOTHING = new Uint8Array(0);
 
-export default function answer(task: BatchTask | typeof WARM_UP): ArrayBufferView {
+/** The framed outcome, or its length when it was written into task.out. */
+export default function answer(task: BatchTask | typeof WARM_UP): ArrayBufferView | number {
   if (task === WARM_UP) return NOTHING;
   if (task.generation !== generation) {
     // The front end validated this index before publishing it; wrapping is O(1).
@@ -21,6 +22,8 @@ export default function answer(task: BatchTask | typeof WARM_UP): ArrayBufferVie
     generation = task.generation;
   }
   const refusal = task.refusal === REFUSE_KEYLESS ? ERRORS.keylessCap : ERRORS.allowanceSpent;
-  const frame = answerBatch(decoder.decode(task.body), index, task.tier, task.budget, refusal);
+  const into = task.out ? Buffer.from(task.out) : undefined;
+  const frame = answerBatch(decoder.decode(task.body), index, task.tier, task.budget, refusal, into);
+  if (task.out !== null && frame.buffer === task.out) return frame.byteLength;
   return move(frame) as ArrayBufferView;
 }

@@ -27,13 +27,16 @@ export class QueueFullError extends Error {
   }
 }
 
+/** Room for the outcome of a typical full batch of max-tier answers (larger ones get a fresh buffer). */
+export const OUTPUT_SLOT_BYTES = 1 << 20;
+
 const REFILL_FIRST_MS = 50;
 const REFILL_MAX_MS = 5_000;
 
 export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch.js');
 
 export class BatchPool {
-  private readonly pool: Piscina<BatchTask | typeof WARM_UP, ArrayBufferView>;
+  private readonly pool: Piscina<BatchTask | typeof WARM_UP, ArrayBufferView | number>;
   private readonly size: number;
   private readonly maxQueue: number;
   private readonly retries: number;
@@ -43,9 +46,14 @@ export class BatchPool {
   private closing = false;
   private refillTimer: NodeJS.Timeout | null = null;
   private refillDelayMs = REFILL_FIRST_MS;
+  private readonly freeSlots: SharedArrayBuffer[] = [];
+  private slotCount = 0;
+  private readonly maxSlots: number;
 
   constructor(options: BatchPoolOptions) {
     this.size = options.workers;
+    // Enough for every worker's running batch and the next one waiting for it.
+    this.maxSlots = 2 * options.workers + 2;
     this.maxQueue = options.maxQueue;
     this.retries = options.retries ?? 2;
     this.pool = new Piscina({
@@ -87,6 +95,8 @@ export class BatchPool {
           // The body is copied, not transferred: Piscina may hand a task whose worker died
           // before taking it to another worker, and a transferred buffer would arrive empty.
           const out = await this.pool.run(task);
+          // A number: the outcome's length, written at the start of task.out.
+          if (typeof out === 'number') return new Uint8Array(task.out!, 0, out);
           return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
         } catch (e) {
           this.workerFailures++;
@@ -98,6 +108,23 @@ export class BatchPool {
     } finally {
       this.inFlight--;
     }
+  }
+
+  /**
+   * Shared memory a batch's outcome can be written into (BatchTask.out), reused between
+   * batches; null when every slot is in use. Give it back with releaseSlot once the answer
+   * has been sent.
+   */
+  takeSlot(): SharedArrayBuffer | null {
+    const free = this.freeSlots.pop();
+    if (free) return free;
+    if (this.slotCount >= this.maxSlots) return null;
+    this.slotCount++;
+    return new SharedArrayBuffer(OUTPUT_SLOT_BYTES);
+  }
+
+  releaseSlot(slot: SharedArrayBuffer | null): void {
+    if (slot) this.freeSlots.push(slot);
   }
 
   async close(): Promise<void> {

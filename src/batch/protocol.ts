@@ -12,6 +12,11 @@ export interface BatchTask {
   budget: number;
   /** Which 429 those entries carry: REFUSE_KEYLESS (daily cap) or REFUSE_PLAN (allowance). */
   refusal: number;
+  /**
+   * Where to write the framed outcome (reused between batches); the worker then answers with
+   * its length. Null, or too small for this batch: the outcome comes back as a transferred buffer.
+   */
+  out: SharedArrayBuffer | null;
 }
 
 /** A task that only makes Piscina start missing workers (see BatchPool); answered with nothing. */

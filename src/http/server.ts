@@ -225,8 +225,10 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
             res.end(out);
           });
         };
+        // uWS copies what it cannot send at once, so the slot is free again once answered.
+        const slot = pool.takeSlot();
         pool
-          .run({ body: bodyBytes, tier: a.tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null, budget, refusal })
+          .run({ body: bodyBytes, tier: a.tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null, budget, refusal, out: slot })
           .then(
             (frame) => respond(frame),
             (e: unknown) => {
@@ -241,7 +243,8 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
               });
               respond(answerBatch(new TextDecoder().decode(bodyBytes), null, a.tier));
             },
-          );
+          )
+          .finally(() => pool.releaseSlot(slot));
       };
 
     }),
