@@ -10,16 +10,16 @@ import type { ControlDb } from '../accounts/control-db.js';
 import type { Plans } from '../accounts/plans.js';
 import type { Logger } from '../log.js';
 import type { RequestClient } from './client.js';
+import { writeJsonType } from './json-head.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
-const JSON_TYPE = 'application/json';
 const MAX_BODY = 64 * 1024;
 
 function sendJson(res: HttpResponse, status: number, body: unknown, metrics: Metrics): void {
   metrics.count(status);
-  res.cork(() => res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE).end(JSON.stringify(body)));
+  res.cork(() => writeJsonType(res.writeStatus(statusLine(status))).end(JSON.stringify(body)));
 }
 
 const rc = (res: HttpResponse, status: number, code: string, metrics: Metrics): void => sendJson(res, status, { rc: code }, metrics);

@@ -3,11 +3,12 @@
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
+import { writeJsonType } from './json-head.js';
 import type { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
-  res.writeStatus(status).writeHeader('Content-Type', 'application/json').end(JSON.stringify(body));
+  writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
 }
 
 export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics): TemplatedApp {

@@ -2,7 +2,7 @@
 // client named in Forwarded (RFC 7239) or X-Forwarded-For, read right to left past
 // further trusted proxies.
 
-import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
+import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, normalisedText, parseAddress } from '../net/address.js';
 import { inNetworks, type Network } from '../net/network.js';
 
 
@@ -34,7 +34,9 @@ export function forwardedHops(header: string): string[] {
 
 /**
  * The client address text for a request from `peer`. Returns the peer when it is not a
- * trusted proxy or the headers name no usable address.
+ * trusted proxy or the headers name no usable address; a forwarded address comes in any
+ * spelling, so it is returned as the peer's would be written (IPv4-mapped as IPv4, IPv6 per
+ * RFC 5952).
  */
 export function clientAddress(peer: string, forwarded: string, xForwardedFor: string, trusted: readonly Network[]): string {
   const p = new ParsedAddress();
@@ -44,7 +46,7 @@ export function clientAddress(peer: string, forwarded: string, xForwardedFor: st
   for (let i = hops.length - 1; i >= 0; i--) {
     const kind = parseAddress(hops[i], 0, hops[i].length, p);
     if (kind === NOT_ADDRESS) break; // obfuscated or garbled: nothing further left is believable
-    client = hops[i];
+    client = kind === IPV4_MAPPED ? formatIPv4(p.v4) : normalisedText(hops[i], 0, hops[i].length, p);
     if (!inNetworks(p, kind, trusted)) break;
   }
   return client;

@@ -7,7 +7,7 @@
 // is made only when it is first seen or shown.
 
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Groups, normalisedText, parseAddress } from '../net/address.js';
+import { formatIPv4, formatIPv6Groups } from '../net/address.js';
 import type { Network } from '../net/network.js';
 import { clientAddress } from './client-address.js';
 
@@ -35,15 +35,6 @@ function peerV4(bytes: Uint8Array): number {
   for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return -1;
   if (bytes[10] !== 0xff || bytes[11] !== 0xff) return -1;
   return ((bytes[12] << 24) | (bytes[13] << 16) | (bytes[14] << 8) | bytes[15]) >>> 0;
-}
-
-const parsed = new ParsedAddress();
-
-/** A forwarded client's address as the peer's would be written (it may come in any spelling). */
-function canonical(text: string): string {
-  const kind = parseAddress(text, 0, text.length, parsed);
-  if (kind === NOT_ADDRESS) return text;
-  return kind === IPV4_MAPPED ? formatIPv4(parsed.v4) : normalisedText(text, 0, text.length, parsed);
 }
 
 /**
@@ -83,7 +74,7 @@ export class RequestClient implements Client {
       this.clientText =
         this.trustedProxies.length === 0
           ? peer
-          : canonical(clientAddress(peer, this.req!.getHeader('forwarded'), this.req!.getHeader('x-forwarded-for'), this.trustedProxies));
+          : clientAddress(peer, this.req!.getHeader('forwarded'), this.req!.getHeader('x-forwarded-for'), this.trustedProxies);
     }
     return this.clientText;
   }

@@ -15,11 +15,11 @@ import type { Logger } from '../log.js';
 import { FILES_PREFIX, type LocalStore } from '../store/local-store.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { RequestClient } from './client.js';
+import { writeJsonType } from './json-head.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
-const JSON_TYPE = 'application/json';
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
 const FILE_CHUNK = 256 * 1024;
@@ -252,7 +252,7 @@ function json(a: Ask, status: number, body: unknown, metrics: Metrics, etag?: st
   if (a.aborted) return;
   metrics.count(status);
   a.res.cork(() => {
-    a.res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
+    writeJsonType(a.res.writeStatus(statusLine(status)));
     if (etag) a.res.writeHeader('ETag', etag);
     a.res.end(JSON.stringify(body));
   });
@@ -308,7 +308,7 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
   const ok = store.verify(key, new URLSearchParams(req.getQuery() ?? ''), Date.now());
   const refuse = (status: number, extra?: [string, string]): void => {
     metrics.count(status);
-    res.writeStatus(statusLine(status)).writeHeader('Content-Type', JSON_TYPE);
+    writeJsonType(res.writeStatus(statusLine(status)));
     if (extra) res.writeHeader(extra[0], extra[1]);
     res.end(JSON.stringify({ rc: status === 416 ? 'BAD_REQUEST' : 'FORBIDDEN' }));
   };

@@ -20,6 +20,11 @@ import { nativeString } from './uws.js';
 const CONTENT_TYPE = nativeString('Content-Type');
 const JSON_TYPE = nativeString('application/json');
 
+/** Content-Type: application/json, for every JSON answer of the service. */
+export function writeJsonType(res: HttpResponse): HttpResponse {
+  return res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+}
+
 /** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
 const RESET_DIGITS = 7;
 
@@ -57,7 +62,7 @@ export class JsonHead {
   /** Content-Type: application/json, plus the quota headers when `rate` is given. */
   write(res: HttpResponse, rate: Rate | null, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
     if (rate === null) {
-      res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+      writeJsonType(res);
       return;
     }
     const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));

@@ -10,7 +10,7 @@ import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
 import { Gate, isAdmitted, type Admission, type GateResult } from './gate.js';
-import { JsonHead } from './json-head.js';
+import { JsonHead, writeJsonType } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -21,8 +21,6 @@ import { RequestClient } from './client.js';
 import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
-
-const JSON_TYPE = 'application/json';
 
 export interface LookupApp {
   app: TemplatedApp;
@@ -35,7 +33,7 @@ export interface LookupApp {
 
 export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extraHeader?: [string, string], close = false): void {
   metrics.count(e.status);
-  res.writeStatus(e.statusLine).writeHeader('Content-Type', JSON_TYPE);
+  writeJsonType(res.writeStatus(e.statusLine));
   if (extraHeader) res.writeHeader(extraHeader[0], extraHeader[1]);
   res.end(e.body, close);
 }

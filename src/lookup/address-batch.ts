@@ -8,6 +8,7 @@
 import { IPV4, IPV6, NOT_ADDRESS, ParsedAddress, parseAddress, writeIPv6Groups, type AddressKind } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import type { RangeIndex } from '../index/range-index.js';
+import { writeAscii } from './answer.js';
 
 export class AddressBatch {
   /** Entries added since the last clear(). */
@@ -87,7 +88,6 @@ export class AddressBatch {
   /** Writes the normalised `ip` of entry i, whose input text was s; returns the end. */
   writeNormalised(i: number, s: string, out: Uint8Array, pos: number): number {
     if (this.kinds[i] !== IPV4) return writeIPv6Groups(out, pos, this.groups, i * 8);
-    for (let k = 0; k < s.length; k++) out[pos++] = s.charCodeAt(k); // strictly parsed IPv4 is canonical
-    return pos;
+    return writeAscii(out, pos, s); // strictly parsed IPv4 is canonical
   }
 }

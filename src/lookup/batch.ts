@@ -119,8 +119,8 @@ export function answerBatch(
     for (let i = 0; i < inputs.length; i++) {
       // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
       size += inputs[i].length + 3 + answerBytes(index, MAX_ADDRESS_LENGTH, records[i], tier) + 1;
+      touched += index.touchFragment(records[i], tier);
     }
-    for (let i = 0; i < inputs.length; i++) touched += index.touchFragment(records[i], tier);
   }
   const errorsBytes = Buffer.byteLength(errorsText);
   size += errorsBytes;
