@@ -19,22 +19,22 @@ export interface Client {
   text(): string;
 }
 
-const groups = new Uint16Array(8);
-
-/** The peer address text of an uWS getRemoteAddress() buffer (4 or 16 bytes). */
-export function peerText(bytes: Uint8Array): string {
-  if (bytes.length === 4) return formatIPv4(((bytes[0] << 24) | (bytes[1] << 16) | (bytes[2] << 8) | bytes[3]) >>> 0);
-  for (let i = 0; i < 8; i++) groups[i] = (bytes[2 * i] << 8) | bytes[2 * i + 1];
-  const mapped = groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0 && groups[5] === 0xffff;
-  return mapped ? formatIPv4(((groups[6] << 16) | groups[7]) >>> 0) : formatIPv6Groups(groups);
-}
-
 /** The peer as an IPv4 number (an IPv4-mapped peer too), or -1 for an IPv6 peer. */
 function peerV4(bytes: Uint8Array): number {
   if (bytes.length === 4) return ((bytes[0] << 24) | (bytes[1] << 16) | (bytes[2] << 8) | bytes[3]) >>> 0;
   for (let i = 0; i < 10; i++) if (bytes[i] !== 0) return -1;
   if (bytes[10] !== 0xff || bytes[11] !== 0xff) return -1;
   return ((bytes[12] << 24) | (bytes[13] << 16) | (bytes[14] << 8) | bytes[15]) >>> 0;
+}
+
+const groups = new Uint16Array(8);
+
+/** The peer address text of an uWS getRemoteAddress() buffer (4 or 16 bytes). */
+export function peerText(bytes: Uint8Array): string {
+  const v4 = peerV4(bytes);
+  if (v4 >= 0) return formatIPv4(v4);
+  for (let i = 0; i < 8; i++) groups[i] = (bytes[2 * i] << 8) | bytes[2 * i + 1];
+  return formatIPv6Groups(groups);
 }
 
 /**
