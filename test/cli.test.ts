@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
+import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/store.js';
 import { PROJECT_ROOT, get, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
@@ -89,7 +90,13 @@ describe('ipsift command line', () => {
     const relay = writeFile(dataDir, 'egress.txt', '172.224.226.0/27\n');
     const ranked = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', '1', '--not', 'vpn,tor', '--json'], { DATA_DIR: dataDir });
     assert.equal(ranked.code, 0, ranked.stderr);
-    assert.deepEqual([JSON.parse(ranked.stdout).priority, JSON.parse(ranked.stdout).rows], [1, 1]);
+    const rankedFeed = JSON.parse(ranked.stdout) as { priority: number; rows: number; file: string };
+    assert.deepEqual([rankedFeed.priority, rankedFeed.rows], [1, 1]);
+    assert.deepEqual(
+      [...readFeed(rankedFeed.file)].map((e) => [e.category, e.detail]),
+      [['relay', '{}'], ['vpn', NOT_IN_CATEGORY], ['tor', NOT_IN_CATEGORY]],
+      '--not vpn,tor is stored with the feed',
+    );
     const listed = await cli(['feed', 'list'], { DATA_DIR: dataDir });
     assert.match(listed.stdout, /egress\t\d+ bytes\tpriority 1/);
     const bad = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', 'high'], { DATA_DIR: dataDir });
