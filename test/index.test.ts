@@ -12,8 +12,9 @@ import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../src/lookup/batch.js';
 import { CATEGORIES, DETAIL_FIELDS, type Category, type Classification, type Detail } from '../src/model/categories.js';
-import { TIER_COUNT, project } from '../src/model/projection.js';
+import { TIER_COUNT, TIER_MAX, project } from '../src/model/projection.js';
 import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, type Family } from '../src/net/network.js';
@@ -37,11 +38,14 @@ const V4_WINDOW = 23n << 24n; // 23.0.0.0, a 2^20-address window of dense overla
 const V6_WINDOW = 0x2a001450n << 96n;
 const WINDOW = 1n << 20n;
 
+/** UTF-8 sequences of every length, up to U+10FFFF: answers copy texts of every kind of byte. */
+const PROVIDERS = ['p0', 'p1', 'p2', 'Prövïdér', 'Ωmega߿ࠀ', '東京\uffff', '😀 relay', 'x\u{10ffff}\u{10000}y'];
+
 function randomDetail(rnd: () => number, category: Category, i: number): Detail {
   const d: Detail = {};
   for (const f of DETAIL_FIELDS[category]) {
     if (rnd() < 0.15) continue;
-    if (f === 'provider') d[f] = `p${(rnd() * 6) | 0}`;
+    if (f === 'provider') d[f] = PROVIDERS[(rnd() * PROVIDERS.length) | 0];
     else if (f === 'confidence') d[f] = ['low', 'medium', 'high'][(rnd() * 3) | 0];
     else if (f === 'method') d[f] = 'traffic';
     else if (f === 'first_seen') d[f] = '2026-01-0' + (1 + ((rnd() * 9) | 0));
@@ -172,6 +176,19 @@ function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: num
   }
   assert.ok(probes.length >= count);
   assert.ok(classified > probes.length / 3, `only ${classified} probes hit a range`);
+  batchesAgreeWithSingleAnswers(index, [...new Set(probes.map(([family, v]) => formatAddress(family, v)))]);
+}
+
+/** Batches (staged lookups, batch writer) answer byte for byte as single lookups do. */
+function batchesAgreeWithSingleAnswers(index: RangeIndex, texts: string[]): void {
+  for (let at = 0; at < texts.length; at += MAX_BATCH_ADDRESSES) {
+    const chunk = texts.slice(at, at + MAX_BATCH_ADDRESSES);
+    const { status, answered, body } = decodeOutcome(answerBatch(JSON.stringify({ ips: chunk }), index, TIER_MAX));
+    assert.equal(status, 200);
+    assert.equal(answered, chunk.length);
+    const expected = `{"results":{${chunk.map((t) => `${JSON.stringify(t)}:${answerFromIndex(index, t, TIER_MAX)}`).join(',')}},"errors":{}}`;
+    assert.equal(Buffer.from(body).toString('utf8'), expected, `batch from ${chunk[0]}`);
+  }
 }
 
 describe('range index', () => {

@@ -24,6 +24,12 @@ export class AddressBatch {
   readonly records: Uint32Array;
   private readonly p = new ParsedAddress();
   private readonly one = new Uint32Array(4);
+  /** resolve()'s scratch: the non-bogon addresses of each family and their entries. */
+  private readonly q4: Uint32Array;
+  private readonly at4: Uint32Array;
+  private readonly q6: Uint32Array;
+  private readonly at6: Uint32Array;
+  private readonly found: Uint32Array;
 
   constructor(readonly capacity: number) {
     this.kinds = new Uint8Array(capacity);
@@ -31,6 +37,11 @@ export class AddressBatch {
     this.w = new Uint32Array(capacity * 4);
     this.groups = new Uint16Array(capacity * 8);
     this.records = new Uint32Array(capacity);
+    this.q4 = new Uint32Array(capacity);
+    this.at4 = new Uint32Array(capacity);
+    this.q6 = new Uint32Array(capacity * 4);
+    this.at6 = new Uint32Array(capacity);
+    this.found = new Uint32Array(capacity);
   }
 
   clear(): void {
@@ -66,23 +77,37 @@ export class AddressBatch {
     const n = this.count;
     const kinds = this.kinds;
     const v4 = this.v4;
-    const records = this.records;
-    // IPv4 first, then IPv6: each loop stays small and its branches predictable.
-    for (let i = 0; i < n; i++) {
-      if (kinds[i] === IPV6) continue;
-      const a = v4[i];
-      records[i] = isBogonV4(a) ? 0 : index.lookupV4(a);
-    }
     const w = this.w;
     const one = this.one;
+    const records = this.records;
+    // Gather the non-bogons of each family, look them up together, scatter the records.
+    const { q4, at4, q6, at6, found } = this;
+    let n4 = 0;
+    let n6 = 0;
     for (let i = 0; i < n; i++) {
-      if (kinds[i] !== IPV6) continue;
+      if (kinds[i] !== IPV6) {
+        const a = v4[i];
+        if (isBogonV4(a)) records[i] = 0;
+        else {
+          q4[n4] = a;
+          at4[n4++] = i;
+        }
+        continue;
+      }
       one[0] = w[i * 4];
       one[1] = w[i * 4 + 1];
       one[2] = w[i * 4 + 2];
       one[3] = w[i * 4 + 3];
-      records[i] = isBogonV6(one) ? 0 : index.lookupV6(one);
+      if (isBogonV6(one)) records[i] = 0;
+      else {
+        for (let k = 0; k < 4; k++) q6[n6 * 4 + k] = one[k];
+        at6[n6++] = i;
+      }
     }
+    index.lookupManyV4(q4, n4, found);
+    for (let j = 0; j < n4; j++) records[at4[j]] = found[j];
+    index.lookupManyV6(q6, n6, found);
+    for (let j = 0; j < n6; j++) records[at6[j]] = found[j];
   }
 
   /** Writes the normalised `ip` of entry i, whose input text was s; returns the end. */

@@ -70,7 +70,7 @@ const addressKind = (s: string): AddressKind => parseAddress(s, 0, s.length, spa
 
 /** Per-thread scratch: a batch is answered synchronously, start to end. */
 const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
-/** Sink for touchFragment's reads. */
+/** Sink for touchFragments' reads. */
 let touched = 0;
 
 /**
@@ -119,8 +119,8 @@ export function answerBatch(
     for (let i = 0; i < inputs.length; i++) {
       // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
       size += inputs[i].length + 3 + answerBytes(index, MAX_ADDRESS_LENGTH, records[i], tier) + 1;
-      touched += index.touchFragment(records[i], tier);
     }
+    touched += index.touchFragments(records, inputs.length, tier);
   }
   const errorsBytes = Buffer.byteLength(errorsText);
   size += errorsBytes;
