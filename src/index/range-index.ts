@@ -107,14 +107,7 @@ export class RangeIndex {
   lookupV4(a: number): number {
     const rows = this.v4Rows;
     const h = a >>> BUCKET_SHIFT;
-    let lo = this.v4Bucket[h];
-    let hi = this.v4Bucket[h + 1];
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (rows[mid * V4_ROW] <= a) lo = mid;
-      else hi = mid - 1;
-    }
-    return rows[lo * V4_ROW + 1];
+    return rows[lastAtOrBelow(rows, V4_ROW, this.v4Bucket[h], this.v4Bucket[h + 1], a) * V4_ROW + 1];
   }
 
   /** Record of the interval holding the IPv6 address in words w[0..3] (big-endian order). */
@@ -125,30 +118,31 @@ export class RangeIndex {
     const k = v6Key(w0, w1);
     const h = w0 >>> BUCKET_SHIFT;
     const first = this.v6Bucket[h];
-    let lo = first;
-    let hi = this.v6Bucket[h + 1];
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >>> 1;
-      if (keys[mid * V6_KEY_ROW] <= k) lo = mid;
-      else hi = mid - 1;
-    }
-    if (lo !== first && keys[lo * V6_KEY_ROW] === k) {
-      // Intervals past `first` start inside this bucket. Keys cannot order those whose key
-      // equals the address's; their full starts can (those with smaller keys start before
-      // the address, so "starts at or before" stays monotonic over (first, lo]).
-      hi = lo;
-      lo = first;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if (this.startsAfter(mid, w)) hi = mid - 1;
-        else lo = mid;
-      }
-    }
+    let lo = lastAtOrBelow(keys, V6_KEY_ROW, first, this.v6Bucket[h + 1], k);
+    if (lo !== first && keys[lo * V6_KEY_ROW] === k) lo = this.lastStartAtOrBefore(first, lo, w, 0);
     return keys[lo * V6_KEY_ROW + 1];
   }
 
+  /**
+   * The last IPv6 interval in [first, last] starting at or before the address at
+   * words[at..at+3]. For intervals whose search key equals the address's: intervals past
+   * `first` start inside the bucket, and keys cannot order those with equal keys while their
+   * full starts can (those with smaller keys start before the address, so "starts at or
+   * before" stays monotonic over (first, last]).
+   */
+  private lastStartAtOrBefore(first: number, last: number, words: Uint32Array, at: number): number {
+    let lo = first;
+    let hi = last;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (this.startsAfter(mid, words, at)) hi = mid - 1;
+      else lo = mid;
+    }
+    return lo;
+  }
+
   /** Whether interval i of IPv6 starts after the address at words[at..at+3]. */
-  private startsAfter(i: number, words: Uint32Array, at = 0): boolean {
+  private startsAfter(i: number, words: Uint32Array, at: number): boolean {
     const s = this.v6Starts;
     const k = i * 4;
     for (let j = 0; j < 4; j++) if (s[k + j] !== words[at + j]) return s[k + j] > words[at + j];
@@ -170,17 +164,7 @@ export class RangeIndex {
       hi[i] = bucket[h + 1];
     }
     const rows = this.v4Rows;
-    for (let i = 0; i < n; i++) {
-      const a = addresses[i];
-      let l = lo[i];
-      let u = hi[i];
-      while (l < u) {
-        const mid = (l + u + 1) >>> 1;
-        if (rows[mid * V4_ROW] <= a) l = mid;
-        else u = mid - 1;
-      }
-      records[i] = rows[l * V4_ROW + 1];
-    }
+    for (let i = 0; i < n; i++) records[i] = rows[lastAtOrBelow(rows, V4_ROW, lo[i], hi[i], addresses[i]) * V4_ROW + 1];
   }
 
   /** lookupV6 for n addresses (four words each in `words`) at once; staged as lookupManyV4. */
@@ -195,30 +179,10 @@ export class RangeIndex {
       hi[i] = bucket[h + 1];
     }
     const keys = this.v6Keys;
-    for (let i = 0; i < n; i++) {
-      const k = key[i];
-      let l = lo[i];
-      let u = hi[i];
-      while (l < u) {
-        const mid = (l + u + 1) >>> 1;
-        if (keys[mid * V6_KEY_ROW] <= k) l = mid;
-        else u = mid - 1;
-      }
-      lo[i] = l;
-    }
+    for (let i = 0; i < n; i++) lo[i] = lastAtOrBelow(keys, V6_KEY_ROW, lo[i], hi[i], key[i]);
     for (let i = 0; i < n; i++) {
       const at = lo[i];
-      if (at !== first[i] && keys[at * V6_KEY_ROW] === key[i]) {
-        // As in lookupV6: equal keys are ordered by the full starts.
-        let l = first[i];
-        let u = at;
-        while (l < u) {
-          const mid = (l + u + 1) >>> 1;
-          if (this.startsAfter(mid, words, i * 4)) u = mid - 1;
-          else l = mid;
-        }
-        lo[i] = l;
-      }
+      if (at !== first[i] && keys[at * V6_KEY_ROW] === key[i]) lo[i] = this.lastStartAtOrBefore(first[i], at, words, i * 4);
     }
     for (let i = 0; i < n; i++) records[i] = keys[lo[i] * V6_KEY_ROW + 1];
   }
@@ -278,6 +242,16 @@ function searchScratch(n: number): typeof scratch {
     scratch = { lo: new Uint32Array(size), hi: new Uint32Array(size), key: new Uint32Array(size), first: new Uint32Array(size) };
   }
   return scratch;
+}
+
+/** The last row in [lo, hi] whose first word is at most `value` (row lo's always is). */
+function lastAtOrBelow(rows: Uint32Array, stride: number, lo: number, hi: number, value: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (rows[mid * stride] <= value) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** The view of the output buffer last written to: answers go to one buffer after another. */
