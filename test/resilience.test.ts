@@ -64,6 +64,8 @@ describe('resilience', () => {
       const killedThreads = new Set<number>();
       for (let k = 0; k < 8; k++) {
         await sleep(100); // apart enough that no batch meets three deaths (retries: 2) even on a loaded machine
+        // A batch waiting in the queue means every worker is busy: the victim dies mid-batch.
+        for (let waited = 0; svc.pool.queued === 0 && waited < 2_000; waited++) await sleep(1);
         const victim = svc.pool.workers[k % svc.pool.workers.length];
         if (victim) {
           killedThreads.add(victim.threadId);
