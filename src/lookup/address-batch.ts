@@ -10,9 +10,17 @@ import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { writeAscii } from './answer.js';
 
+/** addDistinct()'s answer for a string the batch already holds. */
+export const REPEATED = -1;
+
+/** Slots of the repeat table: a power of two, at least twice the capacity. */
+const tableSize = (capacity: number): number => 2 ** Math.ceil(Math.log2(2 * capacity + 1));
+
 export class AddressBatch {
   /** Entries added since the last clear(). */
   count = 0;
+  /** The input string of each entry added by addDistinct(). */
+  readonly texts: string[];
   readonly kinds: Uint8Array;
   /** IPv4 value per entry (IPv4 and IPv4-mapped entries). */
   readonly v4: Uint32Array;
@@ -30,8 +38,14 @@ export class AddressBatch {
   private readonly q6: Uint32Array;
   private readonly at6: Uint32Array;
   private readonly found: Uint32Array;
+  /** addDistinct()'s open-addressing table: entry + 1 per slot, 0 for free; and each entry's hash. */
+  private readonly slots: Int32Array;
+  private readonly hashes: Uint32Array;
 
   constructor(readonly capacity: number) {
+    this.texts = new Array<string>(capacity).fill('');
+    this.slots = new Int32Array(tableSize(capacity));
+    this.hashes = new Uint32Array(capacity);
     this.kinds = new Uint8Array(capacity);
     this.v4 = new Uint32Array(capacity);
     this.w = new Uint32Array(capacity * 4);
@@ -45,7 +59,36 @@ export class AddressBatch {
   }
 
   clear(): void {
+    if (this.count > 0) this.slots.fill(0);
     this.count = 0;
+  }
+
+  /**
+   * add(), except that a string equal to one added before answers REPEATED and is not kept.
+   * Equal strings parse to equal addresses, so a hash of the address finds the candidates:
+   * much cheaper than hashing strings (a Set of them cost as much as parsing).
+   */
+  addDistinct(s: string): AddressKind | typeof REPEATED {
+    const kind = this.add(s);
+    if (kind === NOT_ADDRESS) return kind;
+    const i = this.count - 1;
+    const hash = (kind === IPV6 ? hashWords(this.w, i * 4) : Math.imul(this.v4[i] ^ kind, 0x9e3779b1)) >>> 0;
+    const { slots, hashes, texts } = this;
+    const mask = slots.length - 1;
+    for (let at = hash >>> 16; ; at++) {
+      const e = slots[at & mask];
+      if (e === 0) {
+        slots[at & mask] = i + 1;
+        break;
+      }
+      if (hashes[e - 1] === hash && texts[e - 1] === s) {
+        this.count = i;
+        return REPEATED;
+      }
+    }
+    hashes[i] = hash;
+    texts[i] = s;
+    return kind;
   }
 
   /** Parses s as the next entry; returns its kind. Non-addresses are not kept. */
@@ -72,9 +115,8 @@ export class AddressBatch {
     return kind;
   }
 
-  /** Fills records[0, count): record 0 (nothing known) for bogons. */
-  resolve(index: RangeIndex): void {
-    const n = this.count;
+  /** Fills records[0, n) (default: every entry): record 0 (nothing known) for bogons. */
+  resolve(index: RangeIndex, n = this.count): void {
     const kinds = this.kinds;
     const v4 = this.v4;
     const w = this.w;
@@ -115,4 +157,12 @@ export class AddressBatch {
     if (this.kinds[i] !== IPV4) return writeIPv6Groups(out, pos, this.groups, i * 8);
     return writeAscii(out, pos, s); // strictly parsed IPv4 is canonical
   }
+}
+
+/** A 32-bit hash of the four words at w[at..at+3]. */
+function hashWords(w: Uint32Array, at: number): number {
+  let h = Math.imul(w[at] ^ 0x2c1b3c6d, 0x9e3779b1);
+  h = Math.imul(h ^ w[at + 1], 0x85ebca6b);
+  h = Math.imul(h ^ w[at + 2], 0xc2b2ae35);
+  return Math.imul(h ^ w[at + 3], 0x9e3779b1);
 }

@@ -3,9 +3,9 @@
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, parseAddress, type AddressKind } from '../net/address.js';
+import { MAX_ADDRESS_LENGTH, NOT_ADDRESS } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
-import { AddressBatch } from './address-batch.js';
+import { AddressBatch, REPEATED } from './address-batch.js';
 import { answerBytes, writeAnswerOpening, writeAnswerRest, writeAscii } from './answer.js';
 
 export const MAX_BATCH_ADDRESSES = 1000;
@@ -65,9 +65,6 @@ const OPEN = Buffer.from('{"results":{');
 const MIDDLE = Buffer.from('},"errors":{');
 const CLOSE = Buffer.from('}}');
 
-const spare = new ParsedAddress();
-const addressKind = (s: string): AddressKind => parseAddress(s, 0, s.length, spare);
-
 /** Per-thread scratch: a batch is answered synchronously, start to end. */
 const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
 /** Sink for touchFragments' reads. */
@@ -91,36 +88,40 @@ export function answerBatch(
   const ips = parseBatchBody(bodyText);
   if (!Array.isArray(ips)) return errorOutcome(ips);
 
-  // Pass 1: parse each distinct string; errors are written in input order.
+  // Pass 1: parse each distinct string. The first `answerable` distinct addresses are
+  // answered; errors are written in input order.
   const batch = scratch;
   batch.clear();
-  const seen = new Set<string>();
-  const inputs: string[] = [];
+  const answerable = index === null ? 0 : budget;
+  let notAddresses: Set<string> | null = null;
   let errorsText = '';
   for (const s of ips) {
-    if (seen.has(s)) continue;
-    seen.add(s);
-    const kind = inputs.length < budget || index === null ? batch.add(s) : addressKind(s);
-    if (kind !== NOT_ADDRESS && index !== null && inputs.length < budget) {
-      inputs.push(s);
-      continue;
-    }
-    if (kind !== NOT_ADDRESS && index === null) batch.clear(); // no index: nothing is kept, every address fails
-    const e = kind === NOT_ADDRESS ? ERRORS.notAddress : index === null ? ERRORS.lookupFailed : refusal;
+    const kind = batch.addDistinct(s);
+    if (kind === REPEATED) continue;
+    let e: ApiError;
+    if (kind === NOT_ADDRESS) {
+      notAddresses ??= new Set();
+      if (notAddresses.has(s)) continue;
+      notAddresses.add(s);
+      e = ERRORS.notAddress;
+    } else if (batch.count <= answerable) continue;
+    else e = index === null ? ERRORS.lookupFailed : refusal;
     errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
   }
+  const answered = Math.min(batch.count, answerable);
+  const inputs = batch.texts;
 
   // Pass 2: search them all, then bound the body's size (an address's normalised text
   // takes at most MAX_ADDRESS_LENGTH bytes) and bring each answer's details into cache.
   let size = OPEN.length + MIDDLE.length + CLOSE.length;
   if (index !== null) {
-    batch.resolve(index);
+    batch.resolve(index, answered);
     const records = batch.records;
-    for (let i = 0; i < inputs.length; i++) {
+    for (let i = 0; i < answered; i++) {
       // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
       size += inputs[i].length + 3 + answerBytes(index, MAX_ADDRESS_LENGTH, records[i], tier) + 1;
     }
-    touched += index.touchFragments(records, inputs.length, tier);
+    touched += index.touchFragments(records, answered, tier);
   }
   const errorsBytes = Buffer.byteLength(errorsText);
   size += errorsBytes;
@@ -130,7 +131,7 @@ export function answerBatch(
   // hence `into`. Not allocUnsafe: a pooled slab would be detached when the result is transferred.
   const frame = into !== undefined && into.length >= size + FRAME_HEADER ? into : Buffer.allocUnsafeSlow(size + FRAME_HEADER);
   let pos = FRAME_HEADER + OPEN.copy(frame, FRAME_HEADER);
-  for (let i = 0; i < inputs.length; i++) {
+  for (let i = 0; i < answered; i++) {
     if (i > 0) frame[pos++] = 44; // ,
     frame[pos++] = 34;
     pos = writeAscii(frame, pos, inputs[i]);
@@ -143,5 +144,5 @@ export function answerBatch(
   pos += MIDDLE.copy(frame, pos);
   pos += frame.write(errorsText, pos, 'utf8');
   pos += CLOSE.copy(frame, pos);
-  return encodeOutcome(200, inputs.length, frame.subarray(0, pos), frame.subarray(0, pos));
+  return encodeOutcome(200, answered, frame.subarray(0, pos), frame.subarray(0, pos));
 }
