@@ -36,7 +36,7 @@ import { AddressBatch } from '../src/lookup/address-batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { MAX_BATCH_ADDRESSES, answerBatch } from '../src/lookup/batch.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, normalisedText, parseAddress } from '../src/net/address.js';
+import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, parseAddress } from '../src/net/address.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { lookupAll } from './lookup-all.js';
 
@@ -133,9 +133,8 @@ async function inProcess(dataDir: string): Promise<void> {
     let sum = 0;
     for (const s of addresses) {
       if (parseAddress(s, 0, s.length, p) === NOT_ADDRESS) continue;
-      const ip = normalisedText(s, 0, s.length, p);
       const record = recordOf(index, p);
-      if (answerBytes(index, ip.length, record, TIER_MAX) <= outBuf.length) sum += writeAnswer(outBuf, 0, ip, index, record, TIER_MAX);
+      if (answerBytes(index, record, TIER_MAX) <= outBuf.length) sum += writeAnswer(outBuf, 0, s, 0, s.length, p, index, record, TIER_MAX);
     }
     return sum;
   });

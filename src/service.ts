@@ -72,7 +72,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   const pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
   const { app, metrics, client, routes } = createLookupApp(config, holder, pool, gate, log);
-  const accountApi = new AccountApi(control, plans, gate, keys, log);
+  const accountApi = new AccountApi(control, gate, keys, log);
   accountApi.register(routes, metrics, client);
   new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, log).register(routes, metrics, client);
   scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;

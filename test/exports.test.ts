@@ -15,24 +15,13 @@ import { EXPORTS_DIR, EXPORTS_MANIFEST, type ExportsManifest } from '../src/expo
 import { importFeed } from '../src/feeds/import.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
-import { recordOf, writeAnswer, answerBytes } from '../src/lookup/answer.js';
 import { CATEGORIES } from '../src/model/categories.js';
-import { TIER_MAX } from '../src/model/projection.js';
 import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
-import { tempDir } from './helpers.js';
+import { answerOf, tempDir } from './helpers.js';
 
 type Answer = Record<string, unknown>;
-
-/** The max-plan answer for an address, as an object. */
-function answerOf(index: RangeIndex, ip: string): Answer {
-  const p = new ParsedAddress();
-  parseAddress(ip, 0, ip.length, p);
-  const r = recordOf(index, p);
-  const out = Buffer.alloc(answerBytes(index, ip.length, r, TIER_MAX));
-  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, index, r, TIER_MAX))) as Answer;
-}
 
 /** What each database should hold for an address, derived from the answer (null: absent). */
 function expected(db: string, a: Answer): unknown {

@@ -121,6 +121,6 @@ const parsed = new ParsedAddress();
 export function answerOf(index: RangeIndex, ip: string, tier = TIER_MAX): Record<string, unknown> {
   if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) throw new Error(`not an address: ${ip}`);
   const r = recordOf(index, parsed);
-  const out = Buffer.alloc(answerBytes(index, ip.length, r, tier));
-  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, index, r, tier))) as Record<string, unknown>;
+  const out = Buffer.alloc(answerBytes(index, r, tier));
+  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, 0, ip.length, parsed, index, r, tier))) as Record<string, unknown>;
 }

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';

@@ -15,7 +15,7 @@ import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../src/lookup/batch.js';
 import { CATEGORIES, DETAIL_FIELDS, type Category, type Classification, type Detail } from '../src/model/categories.js';
 import { TIER_COUNT, TIER_MAX, project } from '../src/model/projection.js';
-import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
+import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, type Family } from '../src/net/network.js';
 import { prng } from '../scripts/gen-feeds.js';
@@ -134,12 +134,11 @@ function referenceClassification(ranges: RefRange[], family: Family, v: bigint):
 function answerFromIndex(index: RangeIndex, text: string, tier: number): string {
   const p = new ParsedAddress();
   assert.notEqual(parseAddress(text, 0, text.length, p), NOT_ADDRESS, text);
-  const ip = normalisedText(text, 0, text.length, p);
   const record = recordOf(index, p);
-  const out = Buffer.alloc(answerBytes(index, ip.length, record, tier));
-  const n = writeAnswer(out, 0, ip, index, record, tier);
-  assert.equal(n, out.length);
-  return out.toString('utf8');
+  const out = Buffer.alloc(answerBytes(index, record, tier));
+  const n = writeAnswer(out, 0, text, 0, text.length, p, index, record, tier);
+  assert.equal(n, out.length - (MAX_ADDRESS_LENGTH - normalisedText(text, 0, text.length, p).length), 'answerBytes is exact but for the address');
+  return out.toString('utf8', 0, n);
 }
 
 /** Probes every range boundary and random addresses up to `count`; asserts every tier's answer. */

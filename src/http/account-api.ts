@@ -7,7 +7,6 @@ import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
 import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
 import type { Caller, KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
-import type { Plans } from '../accounts/plans.js';
 import type { Logger } from '../log.js';
 import type { RequestClient } from './client.js';
 import { writeJsonType } from './json-head.js';
@@ -50,7 +49,6 @@ export class AccountApi {
 
   constructor(
     private readonly db: ControlDb,
-    private readonly plans: Plans,
     private readonly gate: Gate,
     private readonly keys: KeyCache,
     private readonly log: Logger,

@@ -16,7 +16,7 @@ import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
-import { NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../net/address.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { RequestClient } from './client.js';
 import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
@@ -70,14 +70,13 @@ class SingleLookup {
       return sendError(res, ERRORS.lookupFailed, this.metrics);
     }
     const index = serving.index;
-    const ip = normalisedText(text, start, end, p);
     const record = recordOf(index, p);
-    const need = answerBytes(index, ip.length, record, a.tier);
+    const need = answerBytes(index, record, a.tier);
     if (need > this.out.length) {
       this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
       this.views = viewSlots(this.out.length);
     }
-    const n = writeAnswer(this.out, 0, ip, index, record, a.tier);
+    const n = writeAnswer(this.out, 0, text, start, end, p, index, record, a.tier);
     this.metrics.lookups++;
     this.head.write(res, a.rate, a.decision.remaining, a, this.gate.used(a), nowMs);
     // uWS copies what it cannot send at once, so the buffer is free again on return.

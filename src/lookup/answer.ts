@@ -1,6 +1,6 @@
 // One answer: {"ip":"<normalised>" + the precomputed fragment of (record, tier).
 
-import { IPV6, type ParsedAddress } from '../net/address.js';
+import { IPV6, MAX_ADDRESS_LENGTH, writeNormalised, type ParsedAddress } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import type { RangeIndex } from '../index/range-index.js';
 
@@ -12,15 +12,18 @@ export function recordOf(index: RangeIndex, p: ParsedAddress): number {
 
 const IP_PREFIX = Buffer.from('{"ip":"');
 
-/** Bytes writeAnswer needs at most for an address of the given text length. */
-export function answerBytes(index: RangeIndex, ipLength: number, record: number, tier: number): number {
-  return IP_PREFIX.length + ipLength + 1 + index.fragmentLength(record, tier);
+/** Bytes writeAnswer needs at most for (record, tier), whatever the address. */
+export function answerBytes(index: RangeIndex, record: number, tier: number): number {
+  return IP_PREFIX.length + MAX_ADDRESS_LENGTH + 1 + index.fragmentLength(record, tier);
 }
 
-/** Writes the answer into out at pos and returns the end. `ip` is ASCII by construction. */
-export function writeAnswer(out: Buffer, pos: number, ip: string, index: RangeIndex, record: number, tier: number): number {
+/**
+ * Writes the answer for the address parsed from s[start, end) into p, at pos in out; returns
+ * the end. The address is written from the parse, no string made.
+ */
+export function writeAnswer(out: Buffer, pos: number, s: string, start: number, end: number, p: ParsedAddress, index: RangeIndex, record: number, tier: number): number {
   pos = writeAnswerOpening(out, pos);
-  pos = writeAscii(out, pos, ip);
+  pos = writeNormalised(out, pos, s, start, end, p);
   return writeAnswerRest(out, pos, index, record, tier);
 }
 

@@ -3,7 +3,7 @@
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { MAX_ADDRESS_LENGTH, NOT_ADDRESS } from '../net/address.js';
+import { NOT_ADDRESS } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch, REPEATED } from './address-batch.js';
 import { answerBytes, writeAnswerOpening, writeAnswerRest, writeAscii } from './answer.js';
@@ -112,14 +112,14 @@ export function answerBatch(
   const inputs = batch.texts;
 
   // Pass 2: search them all, then bound the body's size (an address's normalised text
-  // takes at most MAX_ADDRESS_LENGTH bytes) and bring each answer's details into cache.
+  // takes at most MAX_ADDRESS_LENGTH bytes, see answerBytes) and bring each answer's details into cache.
   let size = OPEN.length + MIDDLE.length + CLOSE.length;
   if (index !== null) {
     batch.resolve(index, answered);
     const records = batch.records;
     for (let i = 0; i < answered; i++) {
       // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
-      size += inputs[i].length + 3 + answerBytes(index, MAX_ADDRESS_LENGTH, records[i], tier) + 1;
+      size += inputs[i].length + 3 + answerBytes(index, records[i], tier) + 1;
     }
     touched += index.touchFragments(records, answered, tier);
   }

@@ -244,6 +244,13 @@ export function formatIPv6Words(w: ArrayLike<number>): string {
   return formatIPv6Groups(g);
 }
 
+/** Writes normalisedText(s, start, end, p) as ASCII into out at pos, without making a string; returns the end. */
+export function writeNormalised(out: Uint8Array, pos: number, s: string, start: number, end: number, p: ParsedAddress): number {
+  if (p.kind !== IPV4) return writeIPv6Groups(out, pos, p.groups, 0);
+  for (let i = start; i < end; i++) out[pos++] = s.charCodeAt(i);
+  return pos;
+}
+
 /**
  * The normalised `ip` of an answer: IPv4 text is already canonical once strictly parsed;
  * IPv6 (including mapped) is re-rendered per RFC 5952.
