@@ -98,6 +98,7 @@ export class IndexHolder {
         v4_intervals: index.counts.v4,
         v6_intervals: index.counts.v6,
         records: index.counts.records,
+        huge_pages_mib: hugePagesMiB(),
         ms: Math.round(performance.now() - started),
       });
       for (const l of this.listeners) l(next);
@@ -120,5 +121,20 @@ export class IndexHolder {
   close(): void {
     if (this.watching) fs.unwatchFile(currentPointerFile(this.dataDir));
     this.watching = false;
+  }
+}
+
+/**
+ * MiB of this process on transparent huge pages (null where unknown): the index is
+ * searched at random, and on 4 KiB pages nearly every probe also misses the TLB. With THP in
+ * `madvise` mode glibc asks for huge pages only when GLIBC_TUNABLES has glibc.malloc.hugetlb=1
+ * (npm start sets it).
+ */
+function hugePagesMiB(): number | null {
+  try {
+    const m = /^AnonHugePages:\s+(\d+) kB/m.exec(fs.readFileSync('/proc/self/smaps_rollup', 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch {
+    return null;
   }
 }
