@@ -55,14 +55,23 @@ class SingleLookup {
     private readonly head: JsonHead,
   ) {}
 
+  /** Parses text[start, end) for answerParsed; false when it is not an address. */
+  parse(text: string, start: number, end: number): boolean {
+    return parseAddress(text, start, end, this.parsed) !== NOT_ADDRESS;
+  }
+
   /**
    * Answers the address in text[start, end) for an admitted request: input (400), then the
    * allowance (429), then the lookup (500).
    */
   answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
+    if (!this.parse(text, start, end)) return sendError(res, ERRORS.notAddress, this.metrics);
+    this.answerParsed(res, text, start, end, a, nowMs);
+  }
+
+  /** answer() for text[start, end) that parse() has just accepted. */
+  answerParsed(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
-    const kind = parseAddress(text, start, end, p);
-    if (kind === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, this.metrics);
     if (this.gate.spend(a, 1, nowMs) === 0) return sendError(res, a.refusal, this.metrics);
     const serving = this.holder.current;
     if (serving === null) {
@@ -148,11 +157,14 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
     '/*',
     guarded(log, metrics, (res, req) => {
       const url = req.getUrl();
-      if (!isAddressPath(url)) return notRouted(res, url, routes, metrics);
+      // An address holds no '/' and no '%': parse first, and route only what does not parse.
+      const parsed = single.parse(url, 1, url.length);
+      if (!parsed && !isAddressPath(url)) return notRouted(res, url, routes, metrics);
       const now = Date.now();
       const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
       if (!isAdmitted(a)) return refuse(res, a, metrics, head);
-      if (url.indexOf('%') < 0) return single.answer(res, url, 1, url.length, a, now);
+      if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
+      if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
       let decoded: string;
       try {
         decoded = decodeURIComponent(url.slice(1));

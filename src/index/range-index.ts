@@ -193,14 +193,14 @@ export class RangeIndex {
     const r = record * this.stride;
     const k = tier * MASKS + this.records[r + 1];
     const dst = viewOf(out);
-    let at = copyText(f.view, f.start[k], f.end[k], dst, out.byteOffset + pos);
+    let at = copyText(f.view, f.start[k], f.end[k], dst, pos);
     const len = this.records[r + 2 + tier];
     if (len !== 0) {
       const off = this.records[r];
       at = copyText(this.blobView, off, off + len, dst, at);
     }
     dst.setUint8(at, 125); // }
-    return at + 1 - out.byteOffset;
+    return at + 1;
   }
 
   fragmentLength(record: number, tier: number): number {
@@ -254,11 +254,15 @@ function lastAtOrBelow(rows: Uint32Array, stride: number, lo: number, hi: number
   return lo;
 }
 
-/** The view of the output buffer last written to: answers go to one buffer after another. */
-let outView: DataView | null = null;
+/** The output buffer last written to and its view: answers go to one buffer after another. */
+let lastOut: Uint8Array | null = null;
+let lastView: DataView | null = null;
 function viewOf(out: Uint8Array): DataView {
-  if (outView === null || outView.buffer !== out.buffer) outView = new DataView(out.buffer);
-  return outView;
+  if (out !== lastOut) {
+    lastView = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    lastOut = out;
+  }
+  return lastView!;
 }
 
 /**
