@@ -152,8 +152,8 @@ export class RangeIndex {
   /**
    * lookupV4 for n addresses at once, into records[0, n). The bucket bounds of all addresses
    * are read before any search starts, so their cache misses are in flight together instead
-   * of each search waiting for its own; on a 1 M-range index a batch resolves in about a
-   * quarter less time than with n lookupV4 calls.
+   * of each search waiting for its own. On a 1 M-range index, batches of 1000 (parsing
+   * included) went from 4.3–4.6 to 5.4–5.7 M lookups/s on one thread.
    */
   lookupManyV4(addresses: Uint32Array, n: number, records: Uint32Array): void {
     const { lo, hi } = searchScratch(n);
