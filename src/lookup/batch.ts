@@ -111,17 +111,18 @@ export function answerBatch(
   const answered = Math.min(batch.count, answerable);
   const inputs = batch.texts;
 
-  // Pass 2: search them all, then bound the body's size (an address's normalised text
-  // takes at most MAX_ADDRESS_LENGTH bytes, see answerBytes) and bring each answer's details into cache.
+  // Pass 2: search them all, bring each answer's record row and details into cache (misses
+  // overlapped), then bound the body's size from the cached rows (an address's normalised
+  // text takes at most MAX_ADDRESS_LENGTH bytes, see answerBytes).
   let size = OPEN.length + MIDDLE.length + CLOSE.length;
   if (index !== null) {
     batch.resolve(index, answered);
     const records = batch.records;
+    touched += index.touchFragments(records, answered, tier);
     for (let i = 0; i < answered; i++) {
       // An address's text is [0-9a-fA-F:.] only: it needs no JSON escaping as a key.
       size += inputs[i].length + 3 + answerBytes(index, records[i], tier) + 1;
     }
-    touched += index.touchFragments(records, answered, tier);
   }
   const errorsBytes = Buffer.byteLength(errorsText);
   size += errorsBytes;
