@@ -1,6 +1,7 @@
 // Composition: index holder + batch pool + lookup app + admin app, started and stopped as one.
 
 import fs from 'node:fs';
+import path from 'node:path';
 import type { us_listen_socket } from 'uWebSockets.js';
 import { BatchPool } from './batch/pool.js';
 import type { Config } from './config.js';
@@ -10,6 +11,10 @@ import type { Metrics } from './http/metrics.js';
 import { closeListen, createLookupApp, listen } from './http/server.js';
 import { SlowHttpError, uwsIsNative } from './http/uws.js';
 import { IndexHolder } from './index/loader.js';
+import { FORMAT_VERSION, formatVersionOf } from './index/format.js';
+import { runBuild } from './build/build.js';
+import { INDEX_FILE, buildDir, readCurrentBuildId } from './build/builds.js';
+import { listFeeds } from './feeds/store.js';
 import { KeyCache } from './accounts/auth.js';
 import { openControlDb } from './accounts/control-db.js';
 import { ensureDemoAccounts } from './accounts/demo-accounts.js';
@@ -36,6 +41,25 @@ export interface Service {
   close(): Promise<void>;
 }
 
+/**
+ * A current build written by an older ipsift in an index format this version cannot read is
+ * rebuilt from the imported feeds, so that an upgrade keeps answering instead of failing
+ * every lookup. The new build also holds whatever was imported since the old one.
+ */
+function rebuildOlderFormat(dataDir: string, log: Logger): void {
+  const id = readCurrentBuildId(dataDir);
+  if (id === null) return;
+  const version = formatVersionOf(path.join(buildDir(dataDir, id), INDEX_FILE));
+  if (version === null || version >= FORMAT_VERSION || listFeeds(dataDir).length === 0) return;
+  log.warn('the current build has an older index format: rebuilding from the imported feeds', { build: id, format: version, expected: FORMAT_VERSION });
+  try {
+    const rebuilt = runBuild({ dataDir });
+    log.info('rebuilt in the current index format', { build: rebuilt.id, replaces: id });
+  } catch (e) {
+    log.error('rebuild failed; lookups answer 500 until a build is published', { reason: e instanceof Error ? e.message : String(e) });
+  }
+}
+
 export async function startService(config: Config, log: Logger): Promise<Service> {
   if (!uwsIsNative()) {
     if (!config.allowSlowHttp) throw new SlowHttpError();
@@ -44,6 +68,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   fs.mkdirSync(config.dataDir, { recursive: true });
   if (config.demo) ensureDemo(config.dataDir, log);
 
+  rebuildOlderFormat(config.dataDir, log);
   const holder = new IndexHolder(config.dataDir, log);
   await holder.reload();
   holder.watch(config.indexPollMs);

@@ -178,15 +178,19 @@ function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: num
   batchesAgreeWithSingleAnswers(index, [...new Set(probes.map(([family, v]) => formatAddress(family, v)))]);
 }
 
-/** Batches (staged lookups, batch writer) answer byte for byte as single lookups do. */
+/**
+ * Batches (staged lookups, batch writer) answer byte for byte as single lookups do; the
+ * batches take the tiers in turn, so those that read the record rows and those that read
+ * only the masks are both covered.
+ */
 function batchesAgreeWithSingleAnswers(index: RangeIndex, texts: string[]): void {
-  for (let at = 0; at < texts.length; at += MAX_BATCH_ADDRESSES) {
+  for (let at = 0, tier = TIER_MAX; at < texts.length; at += MAX_BATCH_ADDRESSES, tier = (tier + 1) % TIER_COUNT) {
     const chunk = texts.slice(at, at + MAX_BATCH_ADDRESSES);
-    const { status, answered, body } = decodeOutcome(answerBatch(JSON.stringify({ ips: chunk }), index, TIER_MAX));
+    const { status, answered, body } = decodeOutcome(answerBatch(JSON.stringify({ ips: chunk }), index, tier));
     assert.equal(status, 200);
     assert.equal(answered, chunk.length);
-    const expected = `{"results":{${chunk.map((t) => `${JSON.stringify(t)}:${answerFromIndex(index, t, TIER_MAX)}`).join(',')}},"errors":{}}`;
-    assert.equal(Buffer.from(body).toString('utf8'), expected, `batch from ${chunk[0]}`);
+    const expected = `{"results":{${chunk.map((t) => `${JSON.stringify(t)}:${answerFromIndex(index, t, tier)}`).join(',')}},"errors":{}}`;
+    assert.equal(Buffer.from(body).toString('utf8'), expected, `batch from ${chunk[0]}, tier ${tier}`);
   }
 }
 
@@ -240,6 +244,14 @@ describe('range index', () => {
     const badFile = path.join(dir, 'bad.bin');
     fs.writeFileSync(badFile, bad);
     await assert.rejects(loadIndexFile(badFile), /missing record/);
+    const badMask = Buffer.from(good);
+    badMask[layoutOf(index.counts).masks + 1] ^= 1; // second record's mask byte
+    fs.writeFileSync(badFile, badMask);
+    await assert.rejects(loadIndexFile(badFile), /record masks disagree/);
+    const older = Buffer.from(good);
+    older.writeUInt32LE(3, 8); // format version
+    fs.writeFileSync(badFile, older);
+    await assert.rejects(loadIndexFile(badFile), /index format 3 is not supported \(expected 4\)/);
   });
 });
 

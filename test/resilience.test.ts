@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
+import { INDEX_FILE, readCurrentBuildId } from '../src/build/builds.js';
+import { FORMAT_VERSION } from '../src/index/format.js';
+import { jsonLogger } from '../src/log.js';
 import { importFeed } from '../src/feeds/import.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { TIER_MAX } from '../src/model/projection.js';
@@ -139,6 +143,30 @@ describe('resilience', () => {
         assert.ok(seen.slice(firstBeta).every((p) => p === 'Beta'), 'an answer went back to the old build');
         assert.ok(seen.length > 10, `light load: ${seen.length} answers`);
       }
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
+describe('upgrades', () => {
+  test('a current build in an older index format is rebuilt from the imported feeds at start, and served', async () => {
+    const dataDir = tempDir();
+    writeFile(dataDir, 'f.csv', 'network,category,provider\n81.7.3.0/24,vpn,Alpha\n');
+    importFeed({ dataDir, file: path.join(dataDir, 'f.csv'), name: 'f' });
+    const old = runBuild({ dataDir, exports: false });
+    const file = path.join(old.dir, INDEX_FILE);
+    const bytes = fs.readFileSync(file);
+    bytes.writeUInt32LE(FORMAT_VERSION - 1, 8); // as an older ipsift wrote it
+    fs.writeFileSync(file, bytes);
+    const lines: string[] = [];
+    const svc = await startTestService({ dataDir }, jsonLogger((l) => lines.push(l)));
+    try {
+      assert.notEqual(svc.holder.current?.buildId, old.id);
+      assert.equal(readCurrentBuildId(dataDir), svc.holder.current?.buildId);
+      const r = await get(svc.port, '/81.7.3.20');
+      assert.deepEqual([r.status, r.json], [200, { ip: '81.7.3.20', is_vpn: true }]);
+      assert.ok(lines.some((l) => l.includes('older index format')), 'the rebuild is logged');
     } finally {
       await svc.close();
     }

@@ -70,11 +70,13 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
 
   const stride = recordRow(TIER_COUNT);
   const rows = u32(l.records, records * stride);
+  const masks = buf.subarray(l.masks, l.masks + records);
   let at = 0;
   for (let r = 0; r < records; r++) {
     const k = r * stride;
     rows[k] = at;
     rows[k + 1] = input.masks[r];
+    masks[r] = input.masks[r];
     for (let t = 0; t < TIER_COUNT; t++) rows[k + 2 + t] = input.ends[r][t];
     at += buf.write(input.details[r], l.blob + at, 'utf8');
   }

@@ -14,6 +14,7 @@
 //   records     u32[records * (2 + tiers)]  per record: blob offset of its details text,
 //               category mask (bit k = category k), then per tier the length of the prefix
 //               of that text the tier shows
+//   masks       u8[records], zero-padded to 4 bytes: each record's category mask again
 //   blob        bytes       details texts: `,"vpn":{…},"hosting":{…},…` per record
 //
 // An answer is {"ip":"<ip>" + flags text (per tier and mask, made at load) + the tier's
@@ -22,11 +23,15 @@
 //
 // Memory latency, not arithmetic, bounds a lookup, so the layout minimises dependent cache
 // misses: a 20-bit bucket leaves few intervals to search, each search key carries its record,
-// and a record row carries its mask. Every section starts on a 4-byte boundary, so each is
-// a zero-copy Uint32Array view.
+// and a record row carries its mask. Answers of tiers that show no details (no key, free) need
+// only the mask: one byte per record keeps those in cache (0.7 MiB for 725 k records, against
+// 20 MiB of rows), so they never touch the rows. Every section starts on a 4-byte boundary, so
+// each is a zero-copy typed-array view.
+
+import fs from 'node:fs';
 
 export const MAGIC = 'IPSIFTX1';
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 export const HEADER_BYTES = 64;
 export const BUCKET_BITS = 20;
 export const BUCKETS = 1 << BUCKET_BITS;
@@ -55,6 +60,7 @@ export interface IndexLayout {
   v6Keys: number;
   v6Starts: number;
   records: number;
+  masks: number;
   blob: number;
   total: number;
 }
@@ -72,8 +78,9 @@ export function layoutOf(c: IndexCounts): IndexLayout {
   const v6Keys = take(c.v6 * V6_KEY_ROW * 4);
   const v6Starts = take(c.v6 * 16);
   const records = take(c.records * recordRow(c.tiers) * 4);
+  const masks = take(Math.ceil(c.records / 4) * 4);
   const blob = take(c.blobBytes);
-  return { v4Bucket, v4Rows, v6Bucket, v6Keys, v6Starts, records, blob, total: at };
+  return { v4Bucket, v4Rows, v6Bucket, v6Keys, v6Starts, records, masks, blob, total: at };
 }
 
 export function writeHeader(buf: Buffer, c: IndexCounts): void {
@@ -85,6 +92,23 @@ export function writeHeader(buf: Buffer, c: IndexCounts): void {
   buf.writeUInt32LE(c.v6, 20);
   buf.writeUInt32LE(c.records, 24);
   buf.writeUInt32LE(c.blobBytes, 28);
+}
+
+/** The format version in an index file's header; null when it is not an ipsift index. */
+export function formatVersionOf(file: string): number | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const head = Buffer.alloc(12);
+    if (fs.readSync(fd, head, 0, 12, 0) < 12 || head.toString('latin1', 0, 8) !== MAGIC) return null;
+    return head.readUInt32LE(8);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** Reads and checks the header against the buffer's length; throws with the reason. */

@@ -1,15 +1,19 @@
 // Read side of the serving index: typed-array views over one (shared) buffer, no copies.
 // A lookup is a bucket step plus a binary search over integers; an answer is two
 // precomputed pieces: the flags text of (tier, mask) and the tier's prefix of the record's
-// details text.
+// details text. Tiers that show no details read the mask from the one-byte-per-record
+// section, not from the record row.
 
 import { CATEGORIES } from '../model/categories.js';
-import { TIER_COUNT, flagsText } from '../model/projection.js';
+import { TIER_COUNT, TIER_FIELDS, flagsText } from '../model/projection.js';
 import { BUCKETS, BUCKET_BITS, V4_ROW, V6_KEY_ROW, layoutOf, v6Key, readHeader, recordRow, type IndexCounts } from './format.js';
 
 const BUCKET_SHIFT = 32 - BUCKET_BITS;
 
 const MASKS = 1 << CATEGORIES.length;
+
+/** Per tier: whether its answers carry detail objects (else the flags are the whole answer). */
+const SHOWS_DETAILS = TIER_FIELDS.map((f) => f.details.length > 0);
 
 /** Flags texts for every (tier, mask): small, made once per thread. */
 class FlagTable {
@@ -45,6 +49,7 @@ export class RangeIndex {
   private readonly v6Keys: Uint32Array;
   private readonly v6Starts: Uint32Array;
   private readonly records: Uint32Array;
+  private readonly masks: Uint8Array;
   private readonly blob: Buffer;
   /** The details texts for copying (see copyText). */
   private readonly blobView: DataView;
@@ -72,6 +77,7 @@ export class RangeIndex {
     this.v6Keys = new Uint32Array(buf, o + l.v6Keys, c.v6 * V6_KEY_ROW);
     this.v6Starts = new Uint32Array(buf, o + l.v6Starts, c.v6 * 4);
     this.records = new Uint32Array(buf, o + l.records, c.records * this.stride);
+    this.masks = new Uint8Array(buf, o + l.masks, c.records);
     this.blob = Buffer.from(buf, o + l.blob, c.blobBytes);
     this.blobView = new DataView(buf, o + l.blob, c.blobBytes);
     if (!options.trusted) this.checkShape();
@@ -97,6 +103,7 @@ export class RangeIndex {
     const r = this.records;
     for (let i = 0; i < r.length; i += this.stride) {
       if (r[i + 1] >= MASKS) throw new Error('record has an unknown category');
+      if (this.masks[i / this.stride] !== r[i + 1]) throw new Error('record masks disagree with the record rows');
       for (let t = 2; t < this.stride; t++) {
         if (r[i] + r[i + t] > c.blobBytes) throw new Error('record details lie outside the blob');
       }
@@ -190,20 +197,30 @@ export class RangeIndex {
   /** Writes the answer after `{"ip":"…"` for (record, tier) into out at pos; returns the end. */
   copyFragment(record: number, tier: number, out: Uint8Array, pos: number): number {
     const f = this.flags;
-    const r = record * this.stride;
-    const k = tier * MASKS + this.records[r + 1];
     const dst = viewOf(out);
-    let at = copyText(f.view, f.start[k], f.end[k], dst, pos);
-    const len = this.records[r + 2 + tier];
-    if (len !== 0) {
-      const off = this.records[r];
-      at = copyText(this.blobView, off, off + len, dst, at);
+    let at: number;
+    if (SHOWS_DETAILS[tier]) {
+      const r = record * this.stride;
+      const k = tier * MASKS + this.records[r + 1];
+      at = copyText(f.view, f.start[k], f.end[k], dst, pos);
+      const len = this.records[r + 2 + tier];
+      if (len !== 0) {
+        const off = this.records[r];
+        at = copyText(this.blobView, off, off + len, dst, at);
+      }
+    } else {
+      const k = tier * MASKS + this.masks[record];
+      at = copyText(f.view, f.start[k], f.end[k], dst, pos);
     }
     dst.setUint8(at, 125); // }
     return at + 1;
   }
 
   fragmentLength(record: number, tier: number): number {
+    if (!SHOWS_DETAILS[tier]) {
+      const k = tier * MASKS + this.masks[record];
+      return this.flags.end[k] - this.flags.start[k] + 1;
+    }
     const r = record * this.stride;
     const k = tier * MASKS + this.records[r + 1];
     return this.flags.end[k] - this.flags.start[k] + this.records[r + 2 + tier] + 1;
@@ -216,6 +233,7 @@ export class RangeIndex {
    * each copy in turn. Returns a value only so the reads are not optimised away.
    */
   touchFragments(records: Uint32Array, n: number, tier: number): number {
+    if (!SHOWS_DETAILS[tier]) return 0; // their answers read only the masks, which stay in cache
     const { lo: offsets, hi: ends } = searchScratch(n);
     const rows = this.records;
     const stride = this.stride;
