@@ -8,19 +8,28 @@ import type { Rate } from '../src/accounts/plans.js';
 import type { Admission } from '../src/http/gate.js';
 import { JsonHead } from '../src/http/json-head.js';
 
-/** Writes through a fake response and parses the headers as an HTTP client would. */
+/**
+ * Writes through a fake response that renders the bytes as uWS does, and parses the head as
+ * an HTTP client would; a status line comes back as `:status`.
+ */
 function headersOf(write: (res: HttpResponse) => void): Record<string, string> {
   let text = '';
+  const bytes = (v: Uint8Array | ArrayBuffer | string) => (typeof v === 'string' ? v : Buffer.from(v instanceof ArrayBuffer ? new Uint8Array(v) : v).toString('latin1'));
   const res = {
+    writeStatus(status: Uint8Array | ArrayBuffer | string) {
+      text += `HTTP/1.1 ${bytes(status)}\r\n`;
+      return res;
+    },
     writeHeader(name: ArrayBuffer | string, value: Uint8Array | ArrayBuffer | string) {
-      const bytes = (v: typeof value | typeof name) => (typeof v === 'string' ? v : Buffer.from(v instanceof ArrayBuffer ? new Uint8Array(v) : v).toString('latin1'));
       text += `${bytes(name)}: ${bytes(value)}\r\n`;
       return res;
     },
   } as unknown as HttpResponse;
   write(res);
   const out: Record<string, string> = {};
-  for (const line of text.split('\r\n').filter(Boolean)) {
+  const lines = text.split('\r\n').filter(Boolean);
+  if (lines[0]?.startsWith('HTTP/1.1 ')) out[':status'] = lines.shift()!.slice(9);
+  for (const line of lines) {
     const colon = line.indexOf(':');
     assert.ok(colon > 0, line);
     const name = line.slice(0, colon).toLowerCase();
@@ -64,6 +73,14 @@ describe('JSON answer head', () => {
         if (a.limit !== null) expected['x-allowance-hard-limit'] = String(a.limit);
       }
       assert.deepEqual(h, expected);
+      // A 200 writes the same head through writeStatus, behind its status line.
+      if (rate && a) {
+        const full = { ...a, rate, decision: { remaining } } as unknown as Admission;
+        assert.deepEqual(
+          headersOf((res) => head.writeOk(res, full, used, now)),
+          { ':status': '200 OK', ...expected },
+        );
+      }
     }
   });
 });

@@ -87,7 +87,7 @@ class SingleLookup {
     }
     const n = writeAnswer(this.out, 0, text, start, end, p, index, record, a.tier);
     this.metrics.lookups++;
-    this.head.write(res, a.rate, a.decision.remaining, a, this.gate.used(a), nowMs);
+    this.head.writeOk(res, a, this.gate.used(a), nowMs);
     // uWS copies what it cannot send at once, so the buffer is free again on return.
     res.end((this.views[n] ??= this.out.subarray(0, n)));
   }
@@ -229,8 +229,8 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
           if (status === 200) metrics.batches++;
           else metrics.count(status);
           res.cork(() => {
-            res.writeStatus(statusLine(status));
-            head.write(res, a.rate, a.decision.remaining, a, gate.used(a), Date.now());
+            if (status === 200) head.writeOk(res, a, gate.used(a), Date.now());
+            else head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, gate.used(a), Date.now());
             res.end(out);
           });
         };
