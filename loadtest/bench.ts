@@ -2,8 +2,9 @@
 //
 //   1. build time of a 1 M-range synthetic feed set (cached between runs by seed)
 //   2. in-process lookups/s (parse + bogon check + search), and with answer writing
-//   3. GET /{ip} req/s, p50/p99 for ipsift next to a fixed-body uWebSockets.js server (and
-//      one that also reads the peer address, as keyless accounting must), with wrk (if
+//   3. GET /{ip} req/s, p50/p99 for ipsift (keyless, with a key, and keyless with the keyless
+//      limits lifted) next to a fixed-body uWebSockets.js server (and one that also reads the
+//      peer address, as keyless accounting must), with wrk (if
 //      installed: it can show the ceiling) and autocannon; server CPU share; the ratios as
 //      medians of BENCH_RATIO_ROUNDS back-to-back rounds
 //   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s
@@ -208,6 +209,15 @@ function benchPlans(): string {
   return file;
 }
 
+/** benchPlans() with the keyless limits lifted, as a private deployment may configure them. */
+function unlimitedKeylessPlans(): string {
+  const file = path.join(DIR, 'bench-plans-unlimited-keyless.json');
+  const doc = JSON.parse(fs.readFileSync(benchPlans(), 'utf8')) as { keyless: unknown };
+  doc.keyless = { daily_cap: null, rate: null };
+  fs.writeFileSync(file, JSON.stringify(doc));
+  return file;
+}
+
 /** A scale-plan organisation with one key in the bench's data directory. */
 function scaleKey(dataDir: string): string {
   const db = openControlDb(dataDir);
@@ -313,6 +323,7 @@ async function lookups(dataDir: string): Promise<void> {
   const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
   const fixedPeer = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', READ_PEER: '1' }, /listening (\d+)/);
   const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  const unlimited = await startIpsift(dataDir, { BATCH_WORKERS: '1', PLANS_FILE: unlimitedKeylessPlans() });
   const key = scaleKey(dataDir);
   try {
     for (const [name, server, k] of [
@@ -320,6 +331,7 @@ async function lookups(dataDir: string): Promise<void> {
       ['fixed-body uWS reading the peer', fixedPeer, undefined],
       ['ipsift GET /{ip} keyless', ipsift, undefined],
       ['ipsift GET /{ip} scale key', ipsift, key],
+      ['ipsift GET /{ip} keyless, keyless limits lifted', unlimited, undefined],
     ] as const) {
       await autocannonGet(server, paths.slice(0, 1000), k); // warm-up
       if (useWrk) out(show(`wrk        ${name}`, await wrk(server, 'random-get.lua', 5, CONNECTIONS, k)));
@@ -327,13 +339,14 @@ async function lookups(dataDir: string): Promise<void> {
     }
     if (useWrk) {
       // The machine is shared and noisy: short runs back to back, the median of each ratio.
-      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[] };
+      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[] };
       let errors = 0;
       for (let r = 0; r < RATIO_ROUNDS; r++) {
         const a = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const p = await wrk(fixedPeer, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const b = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const c = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
+        const u = await wrk(unlimited, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const a2 = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const ceiling = (a.rps + a2.rps) / 2;
         rounds.keyless.push(b.rps / ceiling);
@@ -341,7 +354,8 @@ async function lookups(dataDir: string): Promise<void> {
         rounds.peer.push(p.rps / ceiling);
         rounds.keylessPeer.push(b.rps / p.rps);
         rounds.keyKeyless.push(c.rps / b.rps);
-        errors += b.errors + c.errors;
+        rounds.unlimited.push(u.rps / ceiling);
+        errors += b.errors + c.errors + u.errors;
       }
       const median = (xs: number[]): string => {
         const s = [...xs].sort((x, y) => x - y);
@@ -352,13 +366,14 @@ async function lookups(dataDir: string): Promise<void> {
         `ratios (wrk, medians of ${RATIO_ROUNDS} back-to-back rounds of 2 s; range in brackets): ` +
           `scale key / fixed-body ${median(rounds.key)} (${range(rounds.key)}), keyless / fixed-body ${median(rounds.keyless)} (${range(rounds.keyless)}), ` +
           `fixed-body reading the peer / fixed-body ${median(rounds.peer)} (${range(rounds.peer)}), keyless / fixed-body reading the peer ${median(rounds.keylessPeer)} (${range(rounds.keylessPeer)}), ` +
-          `scale key / keyless ${median(rounds.keyKeyless)}; ${errors} non-2xx`,
+          `scale key / keyless ${median(rounds.keyKeyless)}, keyless with the keyless limits lifted / fixed-body ${median(rounds.unlimited)} (${range(rounds.unlimited)}); ${errors} non-2xx`,
       );
     }
   } finally {
     await fixed.stop();
     await fixedPeer.stop();
     await ipsift.stop();
+    await unlimited.stop();
   }
 
   const batchServer = await startIpsift(dataDir, { KEYLESS_TIER: 'max', BATCH_WORKERS: '2' });

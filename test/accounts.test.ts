@@ -4,13 +4,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createOrganisation, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
-import { loadPlans } from '../src/accounts/plans.js';
+import { loadPlans, parsePlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { parseNetwork } from '../src/net/network.js';
-import { get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, plansFile, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,last_seen
 81.7.3.0/24,vpn,ExampleVPN,2026-11-01
@@ -295,6 +295,56 @@ describe('keys, plans and accounting', () => {
       assert.deepEqual([r.status, r.json], [503, { error: 'usage is temporarily unavailable' }]);
     } finally {
       await broken.close().catch(() => undefined);
+    }
+  });
+});
+
+describe('keyless lookups not limited (private deployments)', () => {
+  const open = { ...PLANS, keyless: { daily_cap: null, rate: null } };
+  let svc: Service;
+  let secret: string;
+
+  before(async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir, exports: false });
+    const file = plansFile(dataDir, open);
+    const db = openControlDb(dataDir);
+    const org = createOrganisation(db, loadPlans(file), 'keyed', 'free');
+    secret = createKey(db, { orgId: org.id, name: 'keyed' }).secret;
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: file });
+  });
+  after(() => svc.close());
+
+  test('"keyless": {"daily_cap": null, "rate": null} answers keyless lookups past any cap, with no quota headers', async () => {
+    for (let i = 0; i < 20; i++) {
+      const r = await get(svc.port, '/81.7.3.9');
+      assert.deepEqual([r.status, r.json], [200, { ip: '81.7.3.9', is_vpn: true }]);
+      assert.equal(r.headers['content-type'], 'application/json');
+      assert.deepEqual(Object.keys(r.headers).filter((h) => /^(ratelimit|x-allowance)/.test(h)), []);
+    }
+    const batch = await postBatch(svc.port, { ips: ['81.7.3.9', 'nope'] });
+    assert.equal(batch.status, 200);
+    assert.deepEqual(batch.json.results, { '81.7.3.9': { ip: '81.7.3.9', is_vpn: true } });
+    assert.equal(batch.json.errors.nope.status, 400);
+    assert.equal(batch.headers['ratelimit-limit'], undefined);
+    const me = await get(svc.port, '/myip');
+    assert.deepEqual([me.status, me.json.ip], [200, '127.0.0.1']);
+  });
+
+  test('keys are still limited and counted', async () => {
+    const auth = { Authorization: `Bearer ${secret}` };
+    const replies = [];
+    for (let i = 0; i < 6; i++) replies.push(await get(svc.port, '/81.7.3.9', auth));
+    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 429]); // the free plan's quota of 5 is its hard limit
+    assert.deepEqual([replies[0].headers['x-allowance-quota'], replies[4].headers['x-allowance-used']], ['5', '5']);
+    assert.equal(replies[0].headers['ratelimit-limit'], String(lavishRate.burst));
+  });
+
+  test('one of the two keyless limits null is refused', () => {
+    for (const keyless of [{ daily_cap: null, rate: lavishRate }, { daily_cap: 10, rate: null }]) {
+      assert.throws(() => parsePlans(JSON.stringify({ ...PLANS, keyless }), 'p.json'), /keyless.daily_cap and keyless.rate are null together/);
     }
   });
 });

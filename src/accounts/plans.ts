@@ -34,7 +34,12 @@ export interface Keyless {
 }
 
 export interface Plans {
-  readonly keyless: Keyless;
+  /**
+   * null: keyless lookups are not limited (`"keyless": {"daily_cap": null, "rate": null}`),
+   * for private deployments whose callers are all trusted. Nothing is then counted per
+   * source address, so the peer is not even read.
+   */
+  readonly keyless: Keyless | null;
   readonly byKey: ReadonlyMap<string, Plan>;
   readonly file: string;
 }
@@ -69,10 +74,13 @@ export function parsePlans(text: string, file: string): Plans {
   }
   try {
     const k = doc.keyless ?? {};
-    const keyless: Keyless = Object.freeze({
-      dailyCap: count('keyless.daily_cap', k.daily_cap, 0),
-      rate: rateOf('keyless.rate', k.rate),
-    });
+    const unlimited = k.daily_cap === null && k.rate === null;
+    if (!unlimited && (k.daily_cap === null || k.rate === null)) {
+      throw new PlansError('keyless.daily_cap and keyless.rate are null together (keyless lookups not limited) or both given');
+    }
+    const keyless: Keyless | null = unlimited
+      ? null
+      : Object.freeze({ dailyCap: count('keyless.daily_cap', k.daily_cap, 0), rate: rateOf('keyless.rate', k.rate) });
     if (!Array.isArray(doc.plans) || doc.plans.length === 0) throw new PlansError('plans must be a non-empty array');
     const byKey = new Map<string, Plan>();
     doc.plans.forEach((raw: Record<string, unknown>, i: number) => {

@@ -16,7 +16,10 @@ import { nativeString } from './uws.js';
 export interface Admission {
   readonly caller: Caller | null;
   readonly tier: number;
-  readonly rate: Rate;
+  /** false: keyless lookups are not limited (Plans.keyless null), nothing is counted. */
+  readonly accounted: boolean;
+  /** The rate limit the request was admitted under; null when not accounted. */
+  readonly rate: Rate | null;
   readonly decision: RateDecision;
   /** Allowance counter, its limit (null: none), lease extra and the per-entry refusal. */
   readonly counter: string;
@@ -50,8 +53,26 @@ const X_API_KEY = nativeString('x-api-key');
 /** getQuery is typed for strings but reads any RecognizedString, as getHeader does (tested). */
 const APIKEY = nativeString('apikey') as unknown as string;
 
+/** The admission of every keyless request when keyless lookups are not limited. */
+function unlimitedAdmission(tier: number): Admission {
+  return Object.freeze({
+    caller: null,
+    tier,
+    accounted: false,
+    rate: null,
+    decision: Object.freeze({ ok: true, retryAfter: 0, remaining: 0 }),
+    counter: '',
+    limit: null,
+    quota: 0,
+    extra: 0,
+    window: Object.freeze({ id: '', startMs: 0, endMs: 0 }),
+    refusal: ERRORS.keylessCap,
+  });
+}
+
 export class Gate {
   private readonly windows = new WindowClock();
+  private readonly unlimited: Admission;
   private readonly parsed = new ParsedAddress();
   private readonly sources = new Map<number | string, Party>();
   private readonly keyParties = new WeakMap<Caller, Party>();
@@ -61,7 +82,9 @@ export class Gate {
     private readonly meter: Meter,
     private readonly plans: Plans,
     private readonly keylessTier: number,
-  ) {}
+  ) {
+    this.unlimited = unlimitedAdmission(keylessTier);
+  }
 
   /** The key the request presents (null: two different ones). Read before any await. */
   static keyOf(req: HttpRequest): string | null {
@@ -86,7 +109,8 @@ export class Gate {
     const c = this.caller(secret, client, nowMs);
     if (c !== null && !('key' in c)) return { error: c };
     const keyless = this.plans.keyless;
-    const rate = c === null ? keyless.rate : c.plan.rate;
+    if (c === null && keyless === null) return this.unlimited;
+    const rate = c === null ? keyless!.rate : c.plan.rate;
     const party = c === null ? this.sourceParty(client) : this.keyParty(c);
     const decision = this.meter.take(party.bucket, rate, nowMs);
     if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
@@ -99,11 +123,12 @@ export class Gate {
     return {
       caller: c,
       tier: c === null ? this.keylessTier : c.plan.fieldTier,
+      accounted: true,
       rate,
       decision,
       counter: party.counter,
-      limit: c === null ? keyless.dailyCap : c.hardLimit,
-      quota: c === null ? keyless.dailyCap : c.plan.quota,
+      limit: c === null ? keyless!.dailyCap : c.hardLimit,
+      quota: c === null ? keyless!.dailyCap : c.plan.quota,
       extra: leaseExtra(rate),
       window,
       refusal: c === null ? ERRORS.keylessCap : ERRORS.allowanceSpent,
@@ -134,16 +159,16 @@ export class Gate {
 
   /** Spends up to `units` lookups of the admission's allowance; returns those granted. */
   spend(a: Admission, units: number, nowMs: number): number {
-    return this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
+    return a.accounted ? this.meter.spend(a.counter, units, a.extra, a.limit, nowMs) : units;
   }
 
   refund(a: Admission, units: number): void {
-    this.meter.refund(a.counter, units);
+    if (a.accounted) this.meter.refund(a.counter, units);
   }
 
   /** Estimated lookups used in the admission's window, for X-Allowance-Used. */
   used(a: Admission): number {
-    return this.meter.used(a.counter);
+    return a.accounted ? this.meter.used(a.counter) : 0;
   }
 
   /** Units used in the caller's current month (exact but for other threads' unused leases). */

@@ -75,8 +75,15 @@ export class JsonHead {
     res.writeHeader(CONTENT_TYPE, this.view);
   }
 
-  /** The status line of a 200 and write()'s headers for an admission, in one call. */
+  /**
+   * The status line of a 200 and write()'s headers for an admission, in one call; only
+   * Content-Type when the admission counts nothing (keyless lookups not limited).
+   */
   writeOk(res: HttpResponse, a: Admission, used: number, nowMs: number): void {
+    if (a.rate === null) {
+      writeJsonType(res);
+      return;
+    }
     this.fill(a.rate, a.decision.remaining, a, used, nowMs);
     res.writeStatus(this.okView);
   }
