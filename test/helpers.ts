@@ -1,6 +1,7 @@
 // Shared test plumbing: temp data directories, an in-process service on ephemeral ports,
 // and a plain HTTP client (one connection per request, so nothing lingers after a test).
 
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -14,7 +15,7 @@ import type { RangeIndex } from '../src/index/range-index.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { silentLogger, type Logger } from '../src/log.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
+import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
 import { startService, type Service } from '../src/service.js';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -117,10 +118,20 @@ export async function buildIndex(dataDir: string): Promise<RangeIndex> {
 
 const parsed = new ParsedAddress();
 
-/** The answer for one address straight from an index, as GET /{ip} gives it (max plan by default). */
-export function answerOf(index: RangeIndex, ip: string, tier = TIER_MAX): Record<string, unknown> {
+/**
+ * The answer text for one address straight from an index, as GET /{ip} writes it (max plan
+ * by default). Checks that answerBytes is exact but for the address's room.
+ */
+export function answerText(index: RangeIndex, ip: string, tier = TIER_MAX): string {
   if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) throw new Error(`not an address: ${ip}`);
   const r = recordOf(index, parsed);
   const out = Buffer.alloc(answerBytes(index, r, tier));
-  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, ip, 0, ip.length, parsed, index, r, tier))) as Record<string, unknown>;
+  const n = writeAnswer(out, 0, ip, 0, ip.length, parsed, index, r, tier);
+  assert.equal(n, out.length - (MAX_ADDRESS_LENGTH - normalisedText(ip, 0, ip.length, parsed).length), 'answerBytes is exact but for the address');
+  return out.toString('utf8', 0, n);
+}
+
+/** answerText as an object. */
+export function answerOf(index: RangeIndex, ip: string, tier = TIER_MAX): Record<string, unknown> {
+  return JSON.parse(answerText(index, ip, tier)) as Record<string, unknown>;
 }

@@ -11,15 +11,14 @@ import { importFeed } from '../src/feeds/import.js';
 import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
-import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../src/lookup/batch.js';
 import { CATEGORIES, DETAIL_FIELDS, type Category, type Classification, type Detail } from '../src/model/categories.js';
 import { TIER_COUNT, TIER_MAX, project } from '../src/model/projection.js';
-import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
+import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, type Family } from '../src/net/network.js';
 import { prng } from '../scripts/gen-feeds.js';
-import { tempDir, writeFile } from './helpers.js';
+import { answerText, tempDir, writeFile } from './helpers.js';
 
 interface RefRange {
   family: Family;
@@ -131,16 +130,6 @@ function referenceClassification(ranges: RefRange[], family: Family, v: bigint):
   return c;
 }
 
-function answerFromIndex(index: RangeIndex, text: string, tier: number): string {
-  const p = new ParsedAddress();
-  assert.notEqual(parseAddress(text, 0, text.length, p), NOT_ADDRESS, text);
-  const record = recordOf(index, p);
-  const out = Buffer.alloc(answerBytes(index, record, tier));
-  const n = writeAnswer(out, 0, text, 0, text.length, p, index, record, tier);
-  assert.equal(n, out.length - (MAX_ADDRESS_LENGTH - normalisedText(text, 0, text.length, p).length), 'answerBytes is exact but for the address');
-  return out.toString('utf8', 0, n);
-}
-
 /** Probes every range boundary and random addresses up to `count`; asserts every tier's answer. */
 function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: number): void {
   const rnd = prng(7);
@@ -170,7 +159,7 @@ function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: num
     if (c && Object.keys(c).length > 0) classified++;
     for (let tier = 0; tier < TIER_COUNT; tier++) {
       const expected = JSON.stringify(project(text, c, tier));
-      assert.equal(answerFromIndex(index, text, tier), expected, `${text} tier ${tier}`);
+      assert.equal(answerText(index, text, tier), expected, `${text} tier ${tier}`);
     }
   }
   assert.ok(probes.length >= count);
@@ -189,7 +178,7 @@ function batchesAgreeWithSingleAnswers(index: RangeIndex, texts: string[]): void
     const { status, answered, body } = decodeOutcome(answerBatch(JSON.stringify({ ips: chunk }), index, tier));
     assert.equal(status, 200);
     assert.equal(answered, chunk.length);
-    const expected = `{"results":{${chunk.map((t) => `${JSON.stringify(t)}:${answerFromIndex(index, t, tier)}`).join(',')}},"errors":{}}`;
+    const expected = `{"results":{${chunk.map((t) => `${JSON.stringify(t)}:${answerText(index, t, tier)}`).join(',')}},"errors":{}}`;
     assert.equal(Buffer.from(body).toString('utf8'), expected, `batch from ${chunk[0]}, tier ${tier}`);
   }
 }
@@ -215,8 +204,8 @@ describe('range index', () => {
   test('IPv4-mapped IPv6 answers with the IPv4 classification', () => {
     const r = ranges.find((x) => x.family === 4)!;
     const v4 = formatAddress(4, r.start);
-    const mapped = answerFromIndex(index, `::ffff:${v4}`, 3);
-    assert.equal(mapped, answerFromIndex(index, v4, 3).replace(`"ip":"${v4}"`, `"ip":"::ffff:${v4}"`));
+    const mapped = answerText(index, `::ffff:${v4}`, 3);
+    assert.equal(mapped, answerText(index, v4, 3).replace(`"ip":"${v4}"`, `"ip":"::ffff:${v4}"`));
   });
 
   test('the same feeds build a byte-identical index, whatever the order of rows and files', () => {

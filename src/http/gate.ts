@@ -16,9 +16,10 @@ import { nativeString } from './uws.js';
 export interface Admission {
   readonly caller: Caller | null;
   readonly tier: number;
-  /** false: keyless lookups are not limited (Plans.keyless null), nothing is counted. */
-  readonly accounted: boolean;
-  /** The rate limit the request was admitted under; null when not accounted. */
+  /**
+   * The rate limit the request was admitted under. null: nothing is counted (keyless lookups
+   * when Plans.keyless is null), and the other accounting fields are unused.
+   */
   readonly rate: Rate | null;
   readonly decision: RateDecision;
   /** Allowance counter, its limit (null: none), lease extra and the per-entry refusal. */
@@ -58,7 +59,6 @@ function unlimitedAdmission(tier: number): Admission {
   return Object.freeze({
     caller: null,
     tier,
-    accounted: false,
     rate: null,
     decision: Object.freeze({ ok: true, retryAfter: 0, remaining: 0 }),
     counter: '',
@@ -123,7 +123,6 @@ export class Gate {
     return {
       caller: c,
       tier: c === null ? this.keylessTier : c.plan.fieldTier,
-      accounted: true,
       rate,
       decision,
       counter: party.counter,
@@ -159,16 +158,16 @@ export class Gate {
 
   /** Spends up to `units` lookups of the admission's allowance; returns those granted. */
   spend(a: Admission, units: number, nowMs: number): number {
-    return a.accounted ? this.meter.spend(a.counter, units, a.extra, a.limit, nowMs) : units;
+    return a.rate === null ? units : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
   }
 
   refund(a: Admission, units: number): void {
-    if (a.accounted) this.meter.refund(a.counter, units);
+    if (a.rate !== null) this.meter.refund(a.counter, units);
   }
 
   /** Estimated lookups used in the admission's window, for X-Allowance-Used. */
   used(a: Admission): number {
-    return a.accounted ? this.meter.used(a.counter) : 0;
+    return a.rate === null ? 0 : this.meter.used(a.counter);
   }
 
   /** Units used in the caller's current month (exact but for other threads' unused leases). */

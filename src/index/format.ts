@@ -104,19 +104,23 @@ export function formatVersionOf(file: string): number | null {
   }
   try {
     const head = Buffer.alloc(12);
-    if (fs.readSync(fd, head, 0, 12, 0) < 12 || head.toString('latin1', 0, 8) !== MAGIC) return null;
-    return head.readUInt32LE(8);
+    return versionIn(head.subarray(0, fs.readSync(fd, head, 0, 12, 0)));
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The format version after the magic at the start of b; null when b does not start so. */
+function versionIn(b: Buffer): number | null {
+  return b.length >= 12 && b.toString('latin1', 0, 8) === MAGIC ? b.readUInt32LE(8) : null;
 }
 
 /** Reads and checks the header against the buffer's length; throws with the reason. */
 export function readHeader(buf: Uint8Array): IndexCounts {
   if (buf.byteLength < HEADER_BYTES) throw new Error('index file is shorter than its header');
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (b.toString('latin1', 0, 8) !== MAGIC) throw new Error('not an ipsift index (bad magic)');
-  const version = b.readUInt32LE(8);
+  const version = versionIn(b);
+  if (version === null) throw new Error('not an ipsift index (bad magic)');
   if (version !== FORMAT_VERSION) throw new Error(`index format ${version} is not supported (expected ${FORMAT_VERSION})`);
   const c: IndexCounts = {
     tiers: b.readUInt32LE(12),

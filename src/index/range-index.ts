@@ -197,33 +197,34 @@ export class RangeIndex {
   /** Writes the answer after `{"ip":"…"` for (record, tier) into out at pos; returns the end. */
   copyFragment(record: number, tier: number, out: Uint8Array, pos: number): number {
     const f = this.flags;
+    const k = this.flagsKey(record, tier);
     const dst = viewOf(out);
-    let at: number;
-    if (SHOWS_DETAILS[tier]) {
-      const r = record * this.stride;
-      const k = tier * MASKS + this.records[r + 1];
-      at = copyText(f.view, f.start[k], f.end[k], dst, pos);
-      const len = this.records[r + 2 + tier];
-      if (len !== 0) {
-        const off = this.records[r];
-        at = copyText(this.blobView, off, off + len, dst, at);
-      }
-    } else {
-      const k = tier * MASKS + this.masks[record];
-      at = copyText(f.view, f.start[k], f.end[k], dst, pos);
+    let at = copyText(f.view, f.start[k], f.end[k], dst, pos);
+    const len = this.detailsLength(record, tier);
+    if (len !== 0) {
+      const off = this.records[record * this.stride];
+      at = copyText(this.blobView, off, off + len, dst, at);
     }
     dst.setUint8(at, 125); // }
     return at + 1;
   }
 
   fragmentLength(record: number, tier: number): number {
-    if (!SHOWS_DETAILS[tier]) {
-      const k = tier * MASKS + this.masks[record];
-      return this.flags.end[k] - this.flags.start[k] + 1;
-    }
-    const r = record * this.stride;
-    const k = tier * MASKS + this.records[r + 1];
-    return this.flags.end[k] - this.flags.start[k] + this.records[r + 2 + tier] + 1;
+    const k = this.flagsKey(record, tier);
+    return this.flags.end[k] - this.flags.start[k] + this.detailsLength(record, tier) + 1;
+  }
+
+  /**
+   * The FlagTable entry of (record, tier). The mask comes from the record row when the
+   * answer reads that row for its details anyway, else from the mask bytes.
+   */
+  private flagsKey(record: number, tier: number): number {
+    return tier * MASKS + (SHOWS_DETAILS[tier] ? this.records[record * this.stride + 1] : this.masks[record]);
+  }
+
+  /** Bytes of the record's details text the tier shows (0 without reading the row when it shows none). */
+  private detailsLength(record: number, tier: number): number {
+    return SHOWS_DETAILS[tier] ? this.records[record * this.stride + 2 + tier] : 0;
   }
 
   /**

@@ -5,10 +5,9 @@
 // in stages (RangeIndex.lookupManyV4/V6), the misses of independent addresses are in flight
 // at once. On a 1 M-range index that is about 1.6 times the lookups/s (see README, benchmarks).
 
-import { IPV4, IPV6, NOT_ADDRESS, ParsedAddress, parseAddress, writeIPv6Groups, type AddressKind } from '../net/address.js';
+import { IPV4, IPV6, NOT_ADDRESS, ParsedAddress, parseAddress, writeNormalisedParts, type AddressKind } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import type { RangeIndex } from '../index/range-index.js';
-import { writeAscii } from './answer.js';
 
 /** addDistinct()'s answer for a string the batch already holds. */
 export const REPEATED = -1;
@@ -154,8 +153,7 @@ export class AddressBatch {
 
   /** Writes the normalised `ip` of entry i, whose input text was s; returns the end. */
   writeNormalised(i: number, s: string, out: Uint8Array, pos: number): number {
-    if (this.kinds[i] !== IPV4) return writeIPv6Groups(out, pos, this.groups, i * 8);
-    return writeAscii(out, pos, s); // strictly parsed IPv4 is canonical
+    return writeNormalisedParts(out, pos, s, 0, s.length, this.kinds[i] as AddressKind, this.groups, i * 8);
   }
 }
 

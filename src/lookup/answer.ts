@@ -39,8 +39,3 @@ export function writeAnswerRest(out: Buffer, pos: number, index: RangeIndex, rec
   return index.copyFragment(record, tier, out, pos);
 }
 
-/** Writes a short ASCII string; for address-sized text a loop beats a native write call. */
-export function writeAscii(out: Uint8Array, pos: number, text: string): number {
-  for (let i = 0; i < text.length; i++) out[pos++] = text.charCodeAt(i);
-  return pos;
-}

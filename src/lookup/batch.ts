@@ -3,10 +3,10 @@
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { NOT_ADDRESS } from '../net/address.js';
+import { NOT_ADDRESS, writeAscii } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch, REPEATED } from './address-batch.js';
-import { answerBytes, writeAnswerOpening, writeAnswerRest, writeAscii } from './answer.js';
+import { answerBytes, writeAnswerOpening, writeAnswerRest } from './answer.js';
 
 export const MAX_BATCH_ADDRESSES = 1000;
 

@@ -244,11 +244,23 @@ export function formatIPv6Words(w: ArrayLike<number>): string {
   return formatIPv6Groups(g);
 }
 
-/** Writes normalisedText(s, start, end, p) as ASCII into out at pos, without making a string; returns the end. */
-export function writeNormalised(out: Uint8Array, pos: number, s: string, start: number, end: number, p: ParsedAddress): number {
-  if (p.kind !== IPV4) return writeIPv6Groups(out, pos, p.groups, 0);
+/** Writes s[start, end) (ASCII) into out at pos; for address-sized text a loop beats a native write call. */
+export function writeAscii(out: Uint8Array, pos: number, s: string, start = 0, end = s.length): number {
   for (let i = start; i < end; i++) out[pos++] = s.charCodeAt(i);
   return pos;
+}
+
+/**
+ * Writes normalisedText of an address of `kind` parsed from s[start, end), whose groups are
+ * groups[at..at+7], into out at pos without making a string; returns the end.
+ */
+export function writeNormalisedParts(out: Uint8Array, pos: number, s: string, start: number, end: number, kind: AddressKind, groups: Uint16Array, at: number): number {
+  return kind === IPV4 ? writeAscii(out, pos, s, start, end) : writeIPv6Groups(out, pos, groups, at);
+}
+
+/** writeNormalisedParts for the parse in p. */
+export function writeNormalised(out: Uint8Array, pos: number, s: string, start: number, end: number, p: ParsedAddress): number {
+  return writeNormalisedParts(out, pos, s, start, end, p.kind, p.groups, 0);
 }
 
 /**
