@@ -1,8 +1,13 @@
 // What every CLI command shares: argument parsing with --help and --json, and output.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { IpsiftError } from './errors.js';
 
-export class UsageError extends Error {}
+export class UsageError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('USAGE', message, options);
+  }
+}
 
 export type Values = Record<string, string | boolean | undefined>;
 

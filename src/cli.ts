@@ -4,22 +4,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
-import { BuildError, runBuild } from './build/build.js';
-import { MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
-import { ConfigError, loadConfig } from './config.js';
-import { FeedImportError, importFeed, type FeedFormat } from './feeds/import.js';
+import { runBuild } from './build/build.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
+import { loadIndexFile } from './index/loader.js';
+import { loadConfig } from './config.js';
+import { importFeed, type FeedFormat } from './feeds/import.js';
 import { FEED_FORMATS } from './feeds/formats.js';
 import { listFeeds, removeFeed } from './feeds/store.js';
-import { SlowHttpError } from './http/uws.js';
 import { jsonLogger } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
 import { UsageError, parse, print } from './cli-common.js';
+import { IpsiftError, reasonOf } from './errors.js';
 import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
-import { AccountError } from './accounts/accounts.js';
-import { PlansError } from './accounts/plans.js';
-import { CatalogueError } from './catalogue/catalogue.js';
-import { SourcesError } from './feeds/sources.js';
 
 const HELP: Record<string, string> = {
   ...ACCOUNT_HELP,
@@ -200,13 +197,25 @@ function build(args: string[]): void {
   });
 }
 
-function builds(args: string[]): void {
+/** A build is made current only if its index matches its manifest and reads as an index. */
+async function verifyBuild(dataDir: string, id: string): Promise<void> {
+  const dir = buildDir(dataDir, id);
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as { index: { sha256: string } };
+    await loadIndexFile(path.join(dir, INDEX_FILE), manifest.index.sha256);
+  } catch (e) {
+    throw new IpsiftError('BUILD_DAMAGED', `build ${id} is damaged (${reasonOf(e)}); the serving build is unchanged`, { cause: e });
+  }
+}
+
+async function builds(args: string[]): Promise<void> {
   const { values, positionals } = parse(args);
   if (values.help) return print(false, null, () => HELP.builds);
   const dataDir = loadConfig(process.env).dataDir;
   if (positionals[0] === 'use') {
     if (positionals.length !== 2) throw new UsageError('builds use takes exactly one build id');
     if (!listBuilds(dataDir).includes(positionals[1])) throw new UsageError(`no build ${positionals[1]}`);
+    await verifyBuild(dataDir, positionals[1]);
     publishBuild(dataDir, positionals[1]);
     return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
   }
@@ -239,7 +248,7 @@ export async function main(argv: string[]): Promise<number> {
         build(sub === undefined ? rest : [sub, ...rest]);
         return 0;
       case 'builds':
-        builds(sub === undefined ? rest : [sub, ...rest]);
+        await builds(sub === undefined ? rest : [sub, ...rest]);
         return 0;
       case 'org':
       case 'key':
@@ -262,16 +271,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`ipsift: ${e.message}\n(see ipsift --help)\n`);
       return 2;
     }
-    if (
-      e instanceof FeedImportError ||
-      e instanceof BuildError ||
-      e instanceof ConfigError ||
-      e instanceof SlowHttpError ||
-      e instanceof AccountError ||
-      e instanceof PlansError ||
-      e instanceof CatalogueError ||
-      e instanceof SourcesError
-    ) {
+    if (e instanceof IpsiftError) {
       process.stderr.write(`ipsift: ${e.message}\n`);
       return 1;
     }

@@ -6,6 +6,7 @@ import { parseNetwork, type Network } from './net/network.js';
 import { TIERS, tierIndex } from './model/projection.js';
 import { DEFAULT_PLANS_FILE } from './accounts/plans.js';
 import { DEFAULT_CATALOGUE_FILE } from './catalogue/catalogue.js';
+import { IpsiftError } from './errors.js';
 
 export interface Config {
   readonly host: string;
@@ -19,6 +20,14 @@ export interface Config {
   readonly batchQueue: number;
   /** Largest accepted POST /batch body in bytes (413 above it). */
   readonly maxBatchBodyBytes: number;
+  /** Bytes all batch bodies being received may hold together; past it a new batch is 429. */
+  readonly batchBodyMemoryBytes: number;
+  /** A request body must arrive within this long, or the connection is closed. */
+  readonly bodyTimeoutMs: number;
+  /** Keyless IPv6 clients are counted per network of this prefix length (IPv4: per address). */
+  readonly keylessIpv6Prefix: number;
+  /** How long lookups go on being answered, counted in memory, while accounting cannot write. */
+  readonly accountingGraceMs: number;
   /** Peers whose X-Forwarded-For / Forwarded headers /myip believes. */
   readonly trustedProxies: readonly Network[];
   /** Field tier of keyless answers (index into TIERS). The contract's default is basic. */
@@ -62,6 +71,10 @@ export const DEFAULTS = Object.freeze({
   batchWorkers: Math.max(1, Math.min(4, os.availableParallelism())),
   batchQueue: 64,
   maxBatchBodyBytes: DEFAULT_MAX_BATCH_BODY_BYTES,
+  batchBodyMemoryMib: 64,
+  bodyTimeoutS: 30,
+  keylessIpv6Prefix: 64,
+  accountingGraceS: 300,
   trustedProxies: '',
   keylessTier: 'basic',
   allowSlowHttp: false,
@@ -73,7 +86,11 @@ export const DEFAULTS = Object.freeze({
   store: 'local',
 });
 
-export class ConfigError extends Error {}
+export class ConfigError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options);
+  }
+}
 
 function storeConfig(get: (name: string) => string | undefined): StoreConfig {
   const kind = get('STORE') ?? DEFAULTS.store;
@@ -136,6 +153,10 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
       MIN_MAX_BATCH_BODY_BYTES,
       64 * 1024 * 1024,
     ),
+    batchBodyMemoryBytes: integer('BATCH_BODY_MEMORY_MIB', get('BATCH_BODY_MEMORY_MIB') ?? String(DEFAULTS.batchBodyMemoryMib), 1, 65536) * 1024 * 1024,
+    bodyTimeoutMs: integer('BODY_TIMEOUT_S', get('BODY_TIMEOUT_S') ?? String(DEFAULTS.bodyTimeoutS), 1, 3600) * 1000,
+    keylessIpv6Prefix: integer('KEYLESS_IPV6_PREFIX', get('KEYLESS_IPV6_PREFIX') ?? String(DEFAULTS.keylessIpv6Prefix), 1, 128),
+    accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,
     keylessTier: tierIndex(tierName),
     allowSlowHttp: flag('IPSIFT_ALLOW_SLOW_HTTP', get('IPSIFT_ALLOW_SLOW_HTTP') ?? String(DEFAULTS.allowSlowHttp)),

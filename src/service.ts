@@ -21,6 +21,7 @@ import { ensureDemoAccounts } from './accounts/demo-accounts.js';
 import { loadPlans } from './accounts/plans.js';
 import { Meter } from './accounting/meter.js';
 import { AccountingStore } from './accounting/store.js';
+import { Pruner, bucketRefillMs } from './accounting/pruner.js';
 import { AccountApi } from './http/account-api.js';
 import { DatabaseApi } from './http/database-api.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
@@ -76,10 +77,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   const plans = loadPlans(config.plansFile);
   const control = openControlDb(config.dataDir);
-  const store = new AccountingStore(config.dataDir);
-  const meter = new Meter(store);
+  const store = new AccountingStore(config.dataDir, true);
+  const meter = new Meter(store, config.accountingGraceMs, log);
   const keys = new KeyCache(control, plans);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
+  const pruner = new Pruner(store, bucketRefillMs(plans), log);
   const catalogue = loadCatalogue(config.catalogueFile);
   const { store: objects, local: files } = await openStore(config);
   if (config.demo) {
@@ -89,6 +91,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
+    pruner.stop();
     keys.close();
     meter.close();
     await store.close();
@@ -99,10 +102,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const { app, metrics, client, routes } = createLookupApp(config, holder, pool, gate, log);
   const accountApi = new AccountApi(control, gate, keys, log);
   accountApi.register(routes, metrics, client);
-  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, log).register(routes, metrics, client);
+  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir).register(routes, metrics, client);
   scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
-  const admin = createAdminApp(holder, pool, metrics);
+  const admin = createAdminApp(holder, pool, metrics, log);
   const sockets: us_listen_socket[] = [];
   try {
     const main = await listen(app, config.host, config.port);

@@ -19,10 +19,12 @@ import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { fetchBytes, get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
 
+// Enough networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth).
 const FEED = `network,category,provider,last_seen
 81.7.3.0/24,vpn,ExampleVPN,2026-11-01
 81.7.4.0/24,resproxy,ResiNet,2026-11-01
 2a01:4f8:c012::/48,vpn,ExampleVPN,2026-10-01
+${Array.from({ length: 40 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01\n83.${2 * i}.128.0/24,resproxy,ResiNet,2026-11-01\n84.${2 * i}.64.0/24,hosting,Hoster,2026-11-01`).join('\n')}
 `;
 const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
 

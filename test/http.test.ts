@@ -260,12 +260,16 @@ describe('the client of a request, read as binary', () => {
   const noHeaders = { getHeader: () => '' } as unknown as HttpRequest;
   const mapped = (a: number, b: number, c: number, d: number) => [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, a, b, c, d];
 
-  test('IPv4 and IPv4-mapped peers are one client, keyed by number; IPv6 peers by RFC 5952 text', () => {
+  test('IPv4 and IPv4-mapped peers are one client, keyed by number; IPv6 peers by their /64 (or the configured prefix)', () => {
     const client = new RequestClient([]);
     assert.deepEqual([client.of(fake([81, 7, 3, 20]), noHeaders).id(), client.text()], [0x51070314, '81.7.3.20']);
     assert.deepEqual([client.of(fake(mapped(81, 7, 3, 20)), noHeaders).id(), client.text()], [0x51070314, '81.7.3.20']);
     const v6 = [0x2a, 0x01, 0x04, 0xf8, 0xc0, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x09];
-    assert.deepEqual([client.of(fake(v6), noHeaders).id(), client.text()], ['2a01:4f8:c012::9', '2a01:4f8:c012::9']);
+    assert.deepEqual([client.of(fake(v6), noHeaders).id(), client.text()], ['2a01:4f8:c012::/64', '2a01:4f8:c012::9']);
+    const other = [0x2a, 0x01, 0x04, 0xf8, 0xc0, 0x12, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+    assert.equal(client.of(fake(other), noHeaders).id(), '2a01:4f8:c012::/64', 'one host of a /64 is one client');
+    assert.equal(new RequestClient([], 48).of(fake(other), noHeaders).id(), '2a01:4f8:c012::/48');
+    assert.equal(new RequestClient([], 128).of(fake(other), noHeaders).id(), '2a01:4f8:c012:0:ffff:ffff:ffff:ffff/128');
     assert.equal(client.of(fake([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]), noHeaders).text(), '::1');
     assert.equal(peerText(new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 1, 2, 3, 4])), '::fffe:102:304', 'not mapped');
   });

@@ -1,10 +1,18 @@
 // Per-thread leases on the shared counters of store.ts: requests spend from memory, and a
 // thread goes to LMDB only when its lease runs out. Allowance is reserved before it is
 // spent, so no answered lookup is ever uncounted; a killed process can only over-count, by
-// what its leases held unused (≤ LEASE_MAX per counter). Idle leases go back within
+// what its leases held unused (≤ LEASE_MAX + 1 per counter). Idle leases go back within
 // LEASE_IDLE_MS, so usage reads exact once traffic pauses.
+//
+// Degraded mode: when the store cannot be written (a full disk, an I/O error), lookups go on
+// being answered for `graceMs`, counted in memory against the last counter value known and
+// the limit, with token buckets kept per thread; what was answered meanwhile is written to
+// the store as soon as it takes writes again. Past the grace period spend and take throw
+// AccountingUnavailable, which the lookup routes answer with the contract's 500.
 
 import type { Rate } from '../accounts/plans.js';
+import { IpsiftError, reasonOf } from '../errors.js';
+import type { Logger } from '../log.js';
 import type { AccountingStore } from './store.js';
 
 /** Largest number of extra units a lease takes beyond what a request needs. */
@@ -24,8 +32,9 @@ interface Lease {
 
 interface TokenLease {
   left: number;
-  /** Tokens the shared bucket held after the last grant. */
+  /** Tokens the shared bucket held after the last grant, and when. */
   bucketLeft: number;
+  levelAtMs: number;
   expiresMs: number;
   /** When refused: no tokens before this time (ms). */
   refusedUntilMs: number;
@@ -39,6 +48,13 @@ export interface RateDecision {
   remaining: number;
 }
 
+/** The store has not taken a write for longer than the grace period. */
+export class AccountingUnavailable extends IpsiftError {
+  constructor(options?: { cause?: unknown }) {
+    super('ACCOUNTING_UNAVAILABLE', 'the accounting store cannot be written', options);
+  }
+}
+
 /** Extra units a lease takes for a rate: about a tenth of a second of traffic at the rate. */
 export function leaseExtra(rate: Rate): number {
   return Math.max(0, Math.min(LEASE_MAX, Math.ceil(rate.perSecond / 10) - 1));
@@ -48,10 +64,51 @@ export class Meter {
   private readonly leases = new Map<string, Lease>();
   private readonly tokens = new Map<string, TokenLease>();
   private readonly sweeper: NodeJS.Timeout;
+  /** Since when the store has refused writes (null: it takes them). */
+  private failingSinceMs: number | null = null;
+  /** Units answered while the store refused writes, per counter, to be written when it recovers. */
+  private readonly owed = new Map<string, number>();
 
-  constructor(private readonly store: AccountingStore) {
+  constructor(
+    private readonly store: AccountingStore,
+    private readonly graceMs = 300_000,
+    private readonly log?: Logger,
+  ) {
     this.sweeper = setInterval(() => this.sweep(Date.now()), LEASE_IDLE_MS / 2);
     this.sweeper.unref();
+  }
+
+  /** True while the store refuses writes and lookups are counted in memory. */
+  get degraded(): boolean {
+    return this.failingSinceMs !== null;
+  }
+
+  /** A store write failed: enter (or stay in) degraded mode, or throw once the grace is spent. */
+  private failed(e: unknown, nowMs: number): void {
+    if (this.failingSinceMs === null) {
+      this.failingSinceMs = nowMs;
+      this.log?.error('accounting store cannot be written: counting in memory', { grace_s: this.graceMs / 1000, reason: reasonOf(e) });
+    }
+    if (nowMs - this.failingSinceMs >= this.graceMs) throw new AccountingUnavailable({ cause: e });
+  }
+
+  private recovered(): void {
+    if (this.failingSinceMs === null) return;
+    this.failingSinceMs = null;
+    this.log?.info('accounting store takes writes again');
+  }
+
+  /** Writes what was answered in degraded mode; true when nothing is owed any more. */
+  private settleOwed(): boolean {
+    for (const [counter, units] of this.owed) {
+      try {
+        this.store.reserve(counter, units, 0, null);
+      } catch {
+        return false;
+      }
+      this.owed.delete(counter);
+    }
+    return true;
   }
 
   /**
@@ -69,12 +126,33 @@ export class Meter {
       lease.left -= units;
       return units;
     }
-    const r = this.store.reserve(counter, units - lease.left, extra, limit);
+    let r: { granted: number; spent: number };
+    try {
+      r = this.store.reserve(counter, units - lease.left, extra, limit);
+      this.recovered();
+    } catch (e) {
+      this.failed(e, nowMs);
+      return this.spendOwed(lease, units, limit);
+    }
     const available = lease.left + r.granted;
     const given = Math.min(units, available);
     lease.left = available - given;
     lease.spentAtReserve = r.spent;
     return given;
+  }
+
+  /** Degraded spend: from the lease, then from memory within the limit, owed to the store. */
+  private spendOwed(lease: Lease, units: number, limit: number | null): number {
+    const fromLease = Math.min(units, lease.left);
+    lease.left -= fromLease;
+    const owed = this.owed.get(lease.counter) ?? 0;
+    const room = limit === null ? Infinity : Math.max(0, limit - lease.spentAtReserve - owed);
+    const more = Math.min(units - fromLease, room);
+    if (more > 0) {
+      this.owed.set(lease.counter, owed + more);
+      lease.spentAtReserve += more;
+    }
+    return fromLease + more;
   }
 
   /** Returns units spent but not used (a batch that answered fewer than it reserved). */
@@ -102,7 +180,7 @@ export class Meter {
   take(bucket: string, rate: Rate, nowMs: number): RateDecision {
     let t = this.tokens.get(bucket);
     if (t === undefined) {
-      t = { left: 0, bucketLeft: rate.burst, expiresMs: 0, refusedUntilMs: 0 };
+      t = { left: 0, bucketLeft: rate.burst, levelAtMs: nowMs, expiresMs: 0, refusedUntilMs: 0 };
       this.tokens.set(bucket, t);
     }
     if (t.left > 0 && nowMs < t.expiresMs) {
@@ -113,8 +191,16 @@ export class Meter {
       return { ok: false, retryAfter: Math.max(1, Math.ceil((t.refusedUntilMs - nowMs) / 1000)), remaining: 0 };
     }
     const want = Math.max(1, Math.min(LEASE_MAX, Math.floor(rate.burst / 10)));
-    const g = this.store.takeTokens(bucket, want, rate.perSecond, rate.burst, nowMs);
+    let g: { granted: number; left: number };
+    try {
+      g = this.store.takeTokens(bucket, want, rate.perSecond, rate.burst, nowMs);
+      this.recovered();
+    } catch (e) {
+      this.failed(e, nowMs);
+      g = localTokens(t, want, rate, nowMs);
+    }
     t.bucketLeft = g.left;
+    t.levelAtMs = nowMs;
     if (g.granted === 0) {
       const waitMs = ((1 - g.left) / rate.perSecond) * 1000;
       t.left = 0;
@@ -128,6 +214,7 @@ export class Meter {
 
   /** Returns the unused part of leases idle for LEASE_IDLE_MS; forgets stale token leases. */
   sweep(nowMs: number): void {
+    if (this.owed.size > 0 && this.settleOwed()) this.recovered();
     for (const lease of this.leases.values()) {
       if (nowMs - lease.touchedMs < LEASE_IDLE_MS) continue;
       try {
@@ -137,14 +224,17 @@ export class Meter {
       }
       this.leases.delete(lease.counter);
     }
+    // In degraded mode these hold the only bucket levels there are.
+    if (this.failingSinceMs !== null) return;
     for (const [bucket, t] of this.tokens) {
       if (nowMs >= t.expiresMs && nowMs >= t.refusedUntilMs) this.tokens.delete(bucket);
     }
   }
 
-  /** Returns every lease's unused units (graceful shutdown). */
+  /** Returns every lease's unused units and writes what is owed (graceful shutdown). */
   close(): void {
     clearInterval(this.sweeper);
+    if (!this.settleOwed()) this.log?.error('accounting store cannot be written: lookups answered in degraded mode are lost', { counters: this.owed.size });
     for (const lease of this.leases.values()) {
       try {
         this.store.release(lease.counter, lease.left);
@@ -155,4 +245,15 @@ export class Meter {
     this.leases.clear();
     this.tokens.clear();
   }
+}
+
+/**
+ * A token bucket in this thread's memory (degraded mode): refilled at the rate since the last
+ * grant, `bucketLeft` as its level. Each thread has its own, so a key may get up to its rate
+ * once per thread while the store is down.
+ */
+function localTokens(t: TokenLease, want: number, rate: Rate, nowMs: number): { granted: number; left: number } {
+  const level = Math.min(rate.burst, t.bucketLeft + (Math.max(0, nowMs - t.levelAtMs) / 1000) * rate.perSecond);
+  const granted = Math.max(0, Math.min(want, Math.floor(level)));
+  return { granted, left: level - granted };
 }

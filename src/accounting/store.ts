@@ -7,8 +7,10 @@
 // it committed — the pages are in the OS cache — only a machine crash can lose the last
 // seconds of counts.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
+import { checkAccountingFile } from './check-store.js';
 
 export const ACCOUNTING_DIR = 'accounting.lmdb';
 
@@ -17,8 +19,19 @@ type Bucket = [tokens: number, atMs: number];
 export class AccountingStore {
   private readonly db: RootDatabase<number | Bucket, string>;
 
-  constructor(dataDir: string) {
-    this.db = open<number | Bucket, string>({ path: path.join(dataDir, ACCOUNTING_DIR), noSync: true, cache: false });
+  /** Opens the data directory's store; `check`: verify the file first (once per process, at start). */
+  constructor(dataDir: string, check = false) {
+    const file = path.join(dataDir, ACCOUNTING_DIR);
+    if (check) checkAccountingFile(file);
+    this.db = open<number | Bucket, string>({ path: file, noSync: true, cache: false });
+    // Keyless clients' addresses are in the keys: personal data, readable by the owner only.
+    for (const f of [file, `${file}-lock`]) {
+      try {
+        fs.chmodSync(f, 0o600);
+      } catch {
+        // another user's file: left as it is
+      }
+    }
   }
 
   /** Units spent (granted) on a counter. */
@@ -70,17 +83,39 @@ export class AccountingStore {
     });
   }
 
-  /** Deletes counters whose key starts with `prefix` and sorts before `before` (old windows). */
-  prune(prefix: string, before: string): number {
-    let n = 0;
-    this.db.transactionSync(() => {
-      for (const key of this.db.getKeys({ start: prefix, end: before })) {
-        if (!key.startsWith(prefix)) break;
-        this.db.removeSync(key);
-        n++;
-      }
-    });
+  /**
+   * Deletes what no longer counts, a bounded number of keys per write transaction so that
+   * writers never wait long: day counters of days before `dayBefore`, month counters of
+   * months before `monthBefore`, and token buckets untouched for `bucketIdleMs` (full again,
+   * which is what a missing bucket means). Returns the keys deleted.
+   */
+  prune(dayBefore: string, monthBefore: string, bucketIdleMs: number, nowMs: number): number {
+    let n = this.removeWhere({ start: 'd:', end: `d:${dayBefore}` }, () => true);
+    n += this.removeWhere({ start: 'm:', end: `m:${monthBefore}` }, () => true);
+    n += this.removeWhere({ start: 'r:', end: 'r;' }, (v) => Array.isArray(v) && nowMs - v[1] >= bucketIdleMs);
     return n;
+  }
+
+  private removeWhere(range: { start: string; end: string }, stale: (v: number | Bucket) => boolean): number {
+    const CHUNK = 1000;
+    let n = 0;
+    let start = range.start;
+    for (;;) {
+      let last: string | null = null;
+      let seen = 0;
+      this.db.transactionSync(() => {
+        for (const { key, value } of this.db.getRange({ start, end: range.end, limit: CHUNK })) {
+          last = key;
+          seen++;
+          if (stale(value)) {
+            this.db.removeSync(key);
+            n++;
+          }
+        }
+      });
+      if (seen < CHUNK || last === null) return n;
+      start = `${last as string}\u0000`;
+    }
   }
 
   close(): Promise<void> {

@@ -6,6 +6,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { parseNetwork } from '../net/network.js';
 import type { ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
+import { IpsiftError } from '../errors.js';
 
 export const SCOPES = ['db.download', 'apikeys.manage'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -14,7 +15,11 @@ const SECRET_TAG = 'isk_';
 /** Characters of the key shown as key_prefix: the tag and 8 of the random part. */
 const PREFIX_LENGTH = SECRET_TAG.length + 8;
 
-export class AccountError extends Error {}
+export class AccountError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ACCOUNT', message, options);
+  }
+}
 
 export interface Organisation {
   id: string;

@@ -11,6 +11,8 @@ import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
 
 export const AUTH_POLL_MS = 250;
+/** Presented keys cached per thread (≤ MAX_KEY_LENGTH characters each: a few MiB at most). */
+const MAX_CACHED = 20_000;
 
 /** A valid key with everything a request needs, resolved once per cache lifetime. */
 export interface Caller {
@@ -50,12 +52,18 @@ export function bearerToken(header: string): string | null {
   return end > start && i === n ? header.slice(start, end) : null;
 }
 
+/** A credential no key can match (malformed, undecodable, or too long to be one of ours). */
+export const UNUSABLE_KEY = '\u0000invalid';
+
+/** The longest credential looked up; ours are 36 characters. Longer ones are never cached. */
+export const MAX_KEY_LENGTH = 128;
+
 /** The key a request presents: '' for none, or null when it presents two different ones. */
 export function presentedKey(authorization: string, xApiKey: string, queryKey: string | undefined): string | null {
   let key = '';
   if (authorization !== '') {
     // Anything but a Bearer credential is not a key of ours: it cannot be valid.
-    key = bearerToken(authorization) ?? '\u0000invalid';
+    key = bearerToken(authorization) ?? UNUSABLE_KEY;
   }
   if (xApiKey !== '') {
     const k = xApiKey.trim();
@@ -93,6 +101,11 @@ export class KeyCache {
     }
   }
 
+  /** Presented keys cached on this thread. */
+  get size(): number {
+    return this.cache.size;
+  }
+
   /** Forget everything now (this process changed the database itself). */
   invalidate(): void {
     this.cache.clear();
@@ -100,10 +113,13 @@ export class KeyCache {
 
   /** The caller for a presented secret, or the 401 it earns. */
   resolve(secret: string, nowMs: number): Resolved {
+    // Nothing that long is a key of ours: refused without a lookup and never cached, so the
+    // cache holds at most MAX_CACHED entries of at most MAX_KEY_LENGTH characters.
+    if (secret.length > MAX_KEY_LENGTH) return ERRORS.keyInvalid;
     let r = this.cache.get(secret);
     if (r === undefined) {
       r = this.load(secret);
-      if (this.cache.size > 100_000) this.cache.clear(); // bound memory against key-guessing floods
+      if (this.cache.size >= MAX_CACHED) this.cache.clear(); // key-guessing floods
       this.cache.set(secret, r);
     }
     if ('key' in r && nowMs >= r.expiresMs) return ERRORS.keyExpired;

@@ -2,8 +2,10 @@
 // WAL, so the CLI and servers on one data directory read while another writes; versioned
 // migrations, applied in one transaction each at open.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { IpsiftError, reasonOf } from '../errors.js';
 
 export type ControlDb = Database.Database;
 
@@ -74,8 +76,42 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX downloads_org ON downloads(org_id, id);`,
 ];
 
+/** The control database cannot be opened as one: named with the fix, for a one-line report. */
+export class ControlDbError extends IpsiftError {
+  constructor(file: string, cause: unknown) {
+    super(
+      'STORE_CORRUPT',
+      `${file}: not a readable ipsift control database (${reasonOf(cause)}); stop every ipsift on this data directory, then restore the file from a backup, or move it aside to start with no organisations or keys`,
+      { cause },
+    );
+  }
+}
+
+/** Opens (creating and migrating) the control database; ControlDbError when it is damaged. */
 export function openControlDb(dataDir: string): ControlDb {
-  const db = new Database(path.join(dataDir, CONTROL_DB_FILE));
+  const file = path.join(dataDir, CONTROL_DB_FILE);
+  try {
+    return open(file);
+  } catch (e) {
+    if (e instanceof IpsiftError) throw e;
+    const code = (e as { code?: string }).code ?? '';
+    if (/^SQLITE_(NOTADB|CORRUPT|CANTOPEN|IOERR)/.test(code)) throw new ControlDbError(file, e);
+    throw e;
+  }
+}
+
+function open(file: string): ControlDb {
+  // Organisations, keys and download history (client addresses): readable by the owner only.
+  const created = !fs.existsSync(file);
+  if (created) fs.closeSync(fs.openSync(file, 'a', 0o600));
+  const db = new Database(file);
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      fs.chmodSync(f, 0o600);
+    } catch {
+      // not there (yet), or another user's
+    }
+  }
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
@@ -83,7 +119,7 @@ export function openControlDb(dataDir: string): ControlDb {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
   const migrate = db.transaction(() => {
     const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
-    if (current > MIGRATIONS.length) throw new Error(`control database is at schema ${current}, newer than this ipsift (${MIGRATIONS.length})`);
+    if (current > MIGRATIONS.length) throw new IpsiftError('STORE_NEWER', `${file}: control database is at schema ${current}, newer than this ipsift (${MIGRATIONS.length}); run the newer ipsift`);
     for (let v = current + 1; v <= MIGRATIONS.length; v++) {
       db.exec(MIGRATIONS[v - 1]);
       db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());

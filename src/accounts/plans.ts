@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PLAN_TIERS } from '../model/projection.js';
+import { IpsiftError } from '../errors.js';
 
 export const DEFAULT_PLANS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/plans.json');
 
@@ -44,7 +45,11 @@ export interface Plans {
   readonly file: string;
 }
 
-export class PlansError extends Error {}
+export class PlansError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PLANS', message, options);
+  }
+}
 
 function count(where: string, v: unknown, min = 0): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new PlansError(`${where} must be an integer ≥ ${min}`);

@@ -1,24 +1,40 @@
-// The error catalogue of the lookup group (interface.md §7): status line and exact message,
-// with the JSON body prebuilt once.
+// The one catalogue of error answers (interface.md §7, DESIGN.md §6): every `{"error": …}` of
+// the lookup group and every `{"rc": …}` of the database and key groups, each with its status
+// line and its JSON body prebuilt once. Handlers answer errors only from here (http/reply.ts).
 
-export interface ApiError {
+/** An error answer: status, status line and body, made once. */
+export interface ErrorAnswer {
   readonly status: number;
   /** Status line for uWebSockets.js writeStatus. */
   readonly statusLine: string;
-  readonly message: string;
-  /** {"error":"<message>"} */
   readonly body: Buffer;
+}
+
+/** A lookup-group error: {"error": message}. */
+export interface ApiError extends ErrorAnswer {
+  readonly message: string;
   /** {"status":N,"error":"<message>"}: a batch errors entry. */
   readonly entry: Buffer;
 }
 
+/** A database- or key-group error: {"rc": code}. */
+export interface RcError extends ErrorAnswer {
+  readonly code: string;
+}
+
 const REASONS: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  206: 'Partial Content',
+  302: 'Found',
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   413: 'Payload Too Large',
+  416: 'Range Not Satisfiable',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -27,7 +43,7 @@ const REASONS: Record<number, string> = {
 function apiError(status: number, message: string): ApiError {
   return Object.freeze({
     status,
-    statusLine: `${status} ${REASONS[status]}`,
+    statusLine: statusLine(status),
     message,
     body: Buffer.from(JSON.stringify({ error: message })),
     entry: Buffer.from(JSON.stringify({ status, error: message })),
@@ -51,8 +67,28 @@ export const ERRORS = Object.freeze({
   lookupFailed: apiError(500, 'lookup failed'),
   notFound: apiError(404, 'not found'),
   methodNotAllowed: apiError(405, 'method not allowed'),
-  internal: apiError(500, 'internal error'),
 });
+
+function rcError(status: number, code: string): RcError {
+  return Object.freeze({ status, statusLine: statusLine(status), code, body: Buffer.from(JSON.stringify({ rc: code })) });
+}
+
+/** Result codes (DESIGN.md §6) with their statuses (interface.md §7 rule 3). */
+export const RC = Object.freeze({
+  BAD_REQUEST: rcError(400, 'BAD_REQUEST'),
+  UNAUTHORIZED: rcError(401, 'UNAUTHORIZED'),
+  FORBIDDEN: rcError(403, 'FORBIDDEN'),
+  NOT_FOUND: rcError(404, 'NOT_FOUND'),
+  FORMAT_NOT_BUILT: rcError(400, 'FORMAT_NOT_BUILT'),
+  NO_LICENSE: rcError(403, 'NO_LICENSE'),
+  LICENSE_EXPIRED: rcError(403, 'LICENSE_EXPIRED'),
+  NOT_PUBLISHED: rcError(503, 'NOT_PUBLISHED'),
+  INTERNAL: rcError(500, 'INTERNAL'),
+  /** A Range outside the file (/files): the request's fault, told by its status. */
+  RANGE_NOT_SATISFIABLE: rcError(416, 'BAD_REQUEST'),
+});
+
+export type RcCode = Exclude<keyof typeof RC, 'RANGE_NOT_SATISFIABLE'>;
 
 export function statusLine(status: number): string {
   return `${status} ${REASONS[status] ?? ''}`.trimEnd();

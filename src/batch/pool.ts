@@ -19,6 +19,8 @@ export interface BatchPoolOptions {
   maxQueue: number;
   /** Further attempts after a worker failure (default 2). */
   retries?: number;
+  /** The worker script (default: workers/batch.js). */
+  worker?: string;
 }
 
 export class QueueFullError extends Error {
@@ -57,7 +59,7 @@ export class BatchPool {
     this.maxQueue = options.maxQueue;
     this.retries = options.retries ?? 2;
     this.pool = new Piscina({
-      filename: WORKER_FILE,
+      filename: options.worker ?? WORKER_FILE,
       minThreads: options.workers,
       maxThreads: options.workers,
       idleTimeout: 2 ** 31 - 1,

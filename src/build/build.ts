@@ -13,6 +13,7 @@ import { encodeIndex, type IndexStats } from './index-writer.js';
 import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
+import { IpsiftError } from '../errors.js';
 
 export interface BuildOptions {
   dataDir: string;
@@ -35,7 +36,11 @@ export interface BuildManifest {
   timings_ms: Record<string, number>;
 }
 
-export class BuildError extends Error {}
+export class BuildError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('BUILD', message, options);
+  }
+}
 
 const V4_LAST = 2 ** 32 - 1;
 /** Builds with at least this many records write their exports on several threads. */
@@ -130,88 +135,103 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const dir = buildDir(options.dataDir, id);
   const staging = `${dir}.${process.pid}.staging`;
   fs.mkdirSync(staging, { recursive: true });
-  // Large builds export on other threads while this one writes the index (below).
-  const exportsWanted = options.exports ?? true;
-  const waitForExports =
-    exportsWanted && records.count >= PARALLEL_EXPORT_RECORDS
-      ? startExportsParallel(
-          staging,
-          shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),
-          now,
-        )
-      : null;
-
-  const c = CATEGORIES.length;
-  const masks: number[] = new Array(records.count);
-  const texts: string[] = new Array(records.count);
-  const ends: number[][] = new Array(records.count);
-  const json: (string | undefined)[] = new Array(c);
-  for (let r = 0; r < records.count; r++) {
-    for (let k = 0; k < c; k++) {
-      const id = records.details[r * c + k];
-      json[k] = id === 0 ? undefined : details[k].texts[id];
-    }
-    masks[r] = flagMask(json);
-    const d = detailsText(json);
-    texts[r] = d.text;
-    ends[r] = d.ends;
-  }
-  lap('record_texts');
-  const { bytes, stats } = encodeIndex({
-    v4Starts: iv4.start,
-    v4Records: iv4.record,
-    v6Starts: iv6.start,
-    v6Records: iv6.record,
-    masks,
-    details: texts,
-    ends,
-  });
-  lap('encode_index');
-
-  fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
-  lap('write_index');
-  const exportsSummary: BuildManifest['exports'] = {};
-  if (exportsWanted) {
-    let ex: ExportsManifest;
-    if (waitForExports) ex = waitForExports();
-    else {
-      const parsed = details.map((table) => table.texts.map((t, id) => (id === 0 ? undefined : (JSON.parse(t) as Record<string, string | number>))));
-      ex = writeExports(
-        staging,
-        {
-          v4Starts: iv4.start as number[],
-          v4Records: iv4.record,
-          v6Starts: iv6.start as bigint[],
-          v6Records: iv6.record,
-          recordCount: records.count,
-          recordDetailIds: records.details,
-          detail: (k, id) => parsed[k][id]!,
-        },
-        now,
-      );
-    }
-    for (const [id, d] of Object.entries(ex.databases)) {
-      exportsSummary[id] = { entries: d.entries, bytes: Object.fromEntries(Object.entries(d.artifacts).map(([f, a]) => [f, a!.full.bytes])) };
-    }
-    lap('exports'); // for threaded exports: the wait after the index was written
-  }
-  const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
-    Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
+  // A failed build removes its staging directory (a full disk stays as full as it was), after
+  // any export threads writing into it have stopped.
+  let waitForExports: (() => ExportsManifest) | null = null;
   const publish = options.publish ?? true;
-  const manifest: BuildManifest = {
-    id,
-    created: now.toISOString(),
-    published: publish,
-    feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
-    ranges: { v4: count(v4), v6: count(v6) },
-    index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
-    exports: exportsSummary,
-    timings_ms: timings,
-  };
-  lap('write_manifest');
-  manifest.timings_ms = { ...timings };
-  fs.writeFileSync(path.join(staging, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
-  fs.renameSync(staging, dir);
+  let manifest: BuildManifest | null = null;
+  try {
+    // Large builds export on other threads while this one writes the index (below).
+    const exportsWanted = options.exports ?? true;
+    waitForExports =
+      exportsWanted && records.count >= PARALLEL_EXPORT_RECORDS
+        ? startExportsParallel(
+            staging,
+            shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),
+            now,
+          )
+        : null;
+
+    const c = CATEGORIES.length;
+    const masks: number[] = new Array(records.count);
+    const texts: string[] = new Array(records.count);
+    const ends: number[][] = new Array(records.count);
+    const json: (string | undefined)[] = new Array(c);
+    for (let r = 0; r < records.count; r++) {
+      for (let k = 0; k < c; k++) {
+        const id = records.details[r * c + k];
+        json[k] = id === 0 ? undefined : details[k].texts[id];
+      }
+      masks[r] = flagMask(json);
+      const d = detailsText(json);
+      texts[r] = d.text;
+      ends[r] = d.ends;
+    }
+    lap('record_texts');
+    const { bytes, stats } = encodeIndex({
+      v4Starts: iv4.start,
+      v4Records: iv4.record,
+      v6Starts: iv6.start,
+      v6Records: iv6.record,
+      masks,
+      details: texts,
+      ends,
+    });
+    lap('encode_index');
+
+    fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
+    lap('write_index');
+    const exportsSummary: BuildManifest['exports'] = {};
+    if (exportsWanted) {
+      let ex: ExportsManifest;
+      if (waitForExports) ex = waitForExports();
+      else {
+        const parsed = details.map((table) => table.texts.map((t, id) => (id === 0 ? undefined : (JSON.parse(t) as Record<string, string | number>))));
+        ex = writeExports(
+          staging,
+          {
+            v4Starts: iv4.start as number[],
+            v4Records: iv4.record,
+            v6Starts: iv6.start as bigint[],
+            v6Records: iv6.record,
+            recordCount: records.count,
+            recordDetailIds: records.details,
+            detail: (k, id) => parsed[k][id]!,
+          },
+          now,
+        );
+      }
+      for (const [id, d] of Object.entries(ex.databases)) {
+        exportsSummary[id] = { entries: d.entries, bytes: Object.fromEntries(Object.entries(d.artifacts).map(([f, a]) => [f, a!.full.bytes])) };
+      }
+      lap('exports'); // for threaded exports: the wait after the index was written
+    }
+    const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
+      Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
+    const publish = options.publish ?? true;
+    manifest = {
+      id,
+      created: now.toISOString(),
+      published: publish,
+      feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
+      ranges: { v4: count(v4), v6: count(v6) },
+      index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
+      exports: exportsSummary,
+      timings_ms: timings,
+    };
+    lap('write_manifest');
+    manifest.timings_ms = { ...timings };
+    fs.writeFileSync(path.join(staging, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
+    fs.renameSync(staging, dir);
+  } catch (e) {
+    try {
+      waitForExports?.();
+    } catch {
+      // the threads failed too; either way they have stopped
+    }
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw e;
+  }
   if (publish) publishBuild(options.dataDir, id);
-  return { id, dir, manifest };
+  return { id, dir, manifest: manifest! };
 }

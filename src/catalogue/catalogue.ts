@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DATABASES, FORMATS, type DatabaseDef, type Format } from './databases.js';
+import { IpsiftError } from '../errors.js';
 
 export const DEFAULT_CATALOGUE_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/catalogue.json');
 
@@ -30,7 +31,11 @@ export interface Catalogue {
   byId: ReadonlyMap<string, { base: CatalogueBase; version: CatalogueVersion }>;
 }
 
-export class CatalogueError extends Error {}
+export class CatalogueError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CATALOGUE', message, options);
+  }
+}
 
 export function parseCatalogue(text: string, file: string): Catalogue {
   const fail = (why: string): never => {

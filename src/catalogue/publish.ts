@@ -66,6 +66,7 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
   for (const ex of Object.values(manifest.databases)) {
     for (const [format, pair] of Object.entries(ex.artifacts)) {
       for (const [sample, art] of [[false, pair!.full], [true, pair!.sample]] as const) {
+        if (art === null) continue; // too small for a sample
         const key = `${ex.id}/${buildId}/${art.file}`;
         await store.put(key, path.join(dir, art.file));
         insert.run(ex.id, format, sample ? 1 : 0, buildId, day, key, art.bytes, JSON.stringify(art.checksums), now.toISOString());

@@ -18,6 +18,20 @@ export const EXPORTS_DIR = 'exports';
 export const EXPORTS_MANIFEST = 'exports.json';
 /** About this many networks go into a sample, spread evenly over the database. */
 const SAMPLE_TARGET = 200;
+/**
+ * A sample is a strict subset (DESIGN.md §6): at most SAMPLE_MAX entries and a tenth of the
+ * database's; a database of fewer than SAMPLE_MIN_ENTRIES entries offers none. Sampling takes
+ * at most every SAMPLE_MIN_STRIDE-th range, and a sample over the bounds is not published.
+ */
+const SAMPLE_MAX = 1000;
+const SAMPLE_MIN_ENTRIES = 10;
+const SAMPLE_MIN_STRIDE = 10;
+
+
+/** Whether a sample of `sampleEntries` may be offered for a database of `entries`. */
+export function sampleAllowed(sampleEntries: number, entries: number): boolean {
+  return entries >= SAMPLE_MIN_ENTRIES && sampleEntries > 0 && sampleEntries <= SAMPLE_MAX && sampleEntries * 10 <= entries;
+}
 /** Rows of each format shown in the metadata document's `sample`. */
 const SAMPLE_ROWS_SHOWN = 5;
 
@@ -86,7 +100,8 @@ export interface DatabaseExport {
   sample_entries: number;
   schema: Partial<Record<Format, Column[]>>;
   sample: Partial<Record<Format, Record<string, unknown>[]>>;
-  artifacts: Partial<Record<Format, { full: Artifact; sample: Artifact }>>;
+  /** sample: null when the database is too small for one (see sampleAllowed). */
+  artifacts: Partial<Record<Format, { full: Artifact; sample: Artifact | null }>>;
 }
 
 export interface ExportsManifest {
@@ -149,7 +164,7 @@ function csvTail(cells: readonly Cell[]): string {
 function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
   const identity = identities(db, input);
   const spans = spansOf(input, identity);
-  const stride = Math.max(1, Math.floor(spans.length / SAMPLE_TARGET));
+  const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(spans.length / SAMPLE_TARGET));
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
   const mmdbOptions = { databaseType: `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
@@ -178,6 +193,10 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   let currentSample = false;
   const emit = (network: string | null, v4: number, w: Uint32Array | null, prefix: number): void => {
     const p = current;
+    // A range splits into one network or many: the cap holds the sample to a tenth of the
+    // ranges, so to at most a tenth of the networks.
+    if (currentSample && sampleEntries >= sampleCap) currentSample = false;
+    if (currentSample) sampleEntries++;
     if (mmdbFull) {
       if (w === null) mmdbFull.addV4(v4, prefix, p.offsets[0]);
       // IPv6 data inside ::/96, ::ffff:0:0/96 or 2002::/16 stays out of the MMDB: its tree
@@ -205,6 +224,7 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const emitV6 = (w: Uint32Array, prefix: number): void => emit(`${formatIPv6Words(w)}/${prefix}`, 0, w, prefix);
   let entries = 0;
   let sampleEntries = 0;
+  const sampleCap = Math.min(SAMPLE_MAX, Math.floor(spans.length / SAMPLE_MIN_STRIDE));
   const shown: Record<string, unknown>[] = [];
   const shownMmdb: Record<string, unknown>[] = [];
 
@@ -220,15 +240,14 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
       if (prepared.size >= 4096) prepared.clear();
       prepared.set(id, p);
     }
-    const inSample = n % stride === 0;
+    const inSample = n % stride === stride - 1;
     if (inSample && mmdbSample && p.sampleOffsets.length === 0) p.sampleOffsets.push(mmdbSample.recordOffset(p.view.mmdb, id));
-    const first = entries;
     current = p;
     currentSample = inSample;
     if (span.family === 4) forEachV4Cidr(span.start as number, span.end as number, emitV4);
     else forEachV6Cidr(wordsOf(span.start as bigint, startWords), wordsOf(span.end as bigint, endWords), emitV6);
-    if (inSample) sampleEntries += entries - first;
   }
+  const withSample = sampleAllowed(sampleEntries, entries);
 
   function show(network: string, p: Prepared): void {
     // The rows as the CSV has them (the tails are the CSV text after the network).
@@ -243,18 +262,22 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const csv = { full: csvFull.finish(), sample: csvSample.finish() };
   artifacts.csvgz = {
     full: { file: fileName(db.id, 'csvgz', false), bytes: csv.full.bytes, checksums: csv.full.checksums },
-    sample: { file: fileName(db.id, 'csvgz', true), bytes: csv.sample.bytes, checksums: csv.sample.checksums },
+    sample: withSample ? { file: fileName(db.id, 'csvgz', true), bytes: csv.sample.bytes, checksums: csv.sample.checksums } : null,
   };
   if (mmdbFull && mmdbSample) {
     const full = mmdbFull.finish();
     const sample = mmdbSample.finish();
     artifacts.mmdb = {
       full: { file: fileName(db.id, 'mmdb', false), bytes: full.bytes, checksums: full.checksums },
-      sample: { file: fileName(db.id, 'mmdb', true), bytes: sample.bytes, checksums: sample.checksums },
+      sample: withSample ? { file: fileName(db.id, 'mmdb', true), bytes: sample.bytes, checksums: sample.checksums } : null,
     };
   }
-  const sample: DatabaseExport['sample'] = { csvgz: shown.slice(0, SAMPLE_ROWS_SHOWN) };
-  if (withMmdb) sample.mmdb = shownMmdb.slice(0, SAMPLE_ROWS_SHOWN);
+  if (!withSample) {
+    for (const f of ['csvgz', 'mmdb'] as const) fs.rmSync(path.join(dir, fileName(db.id, f, true)), { force: true });
+    sampleEntries = 0;
+  }
+  const sample: DatabaseExport['sample'] = { csvgz: withSample ? shown.slice(0, SAMPLE_ROWS_SHOWN) : [] };
+  if (withMmdb) sample.mmdb = withSample ? shownMmdb.slice(0, SAMPLE_ROWS_SHOWN) : [];
   out[db.id] = { id: db.id, updated: built.toISOString().slice(0, 10), entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
 }
 
@@ -283,7 +306,7 @@ function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput
   count(input.v6Records, 6);
   const header = db.schema.csvgz!.map((c) => c.name);
   const ids = [...byId.keys()].sort();
-  const stride = Math.max(1, Math.floor(ids.length / SAMPLE_TARGET));
+  const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(ids.length / SAMPLE_TARGET));
   const full = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
   const sampleWriter = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
   const shown: Record<string, unknown>[] = [];
@@ -291,24 +314,26 @@ function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput
     const p = byId.get(id)!;
     const row: Cell[] = [id, p.name, [...p.cats].sort().join(' '), p.v4, p.v6];
     full.row(row);
-    if (n % stride === 0) {
+    if (n % stride === stride - 1) {
       sampleWriter.row(row);
       if (shown.length < SAMPLE_ROWS_SHOWN) shown.push(Object.fromEntries(header.map((h, k) => [h, row[k]])));
     }
   });
   const f = full.finish();
   const s = sampleWriter.finish();
+  const withSample = sampleAllowed(s.rows, f.rows);
+  if (!withSample) fs.rmSync(path.join(dir, fileName(db.id, 'csvgz', true)), { force: true });
   out[db.id] = {
     id: db.id,
     updated: built.toISOString().slice(0, 10),
     entries: f.rows,
-    sample_entries: s.rows,
+    sample_entries: withSample ? s.rows : 0,
     schema: db.schema,
-    sample: { csvgz: shown },
+    sample: { csvgz: withSample ? shown : [] },
     artifacts: {
       csvgz: {
         full: { file: fileName(db.id, 'csvgz', false), bytes: f.bytes, checksums: f.checksums },
-        sample: { file: fileName(db.id, 'csvgz', true), bytes: s.bytes, checksums: s.checksums },
+        sample: withSample ? { file: fileName(db.id, 'csvgz', true), bytes: s.bytes, checksums: s.checksums } : null,
       },
     },
   };

@@ -1,17 +1,19 @@
 // RFC 4180 CSV reading: quoted fields, doubled quotes, line breaks inside quotes, CRLF.
 
+import { IpsiftError } from '../errors.js';
+
 export interface CsvRecord {
   /** 1-based line number where the record starts. */
   line: number;
   fields: string[];
 }
 
-export class CsvSyntaxError extends Error {
+export class CsvSyntaxError extends IpsiftError {
   constructor(
     readonly line: number,
     reason: string,
   ) {
-    super(reason);
+    super('CSV_SYNTAX', reason);
   }
 }
 

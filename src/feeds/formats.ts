@@ -4,6 +4,7 @@
 
 import type { DetailField } from '../model/categories.js';
 import { readCsv } from './csv.js';
+import { IpsiftError } from '../errors.js';
 
 export interface FormatRow {
   line: number;
@@ -18,12 +19,12 @@ export interface FormatInput {
 }
 
 /** A problem with the file as a whole (not one line). */
-export class FormatError extends Error {
+export class FormatError extends IpsiftError {
   constructor(
     readonly line: number,
     reason: string,
   ) {
-    super(reason);
+    super('FORMAT', reason);
   }
 }
 

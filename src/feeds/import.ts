@@ -10,6 +10,7 @@ import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
 import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
 import { FEED_FORMATS, FormatError, detectFormat, formatByName, type FeedFormatDef, type FormatRow } from './formats.js';
+import { IpsiftError } from '../errors.js';
 
 /** csv, auto, or a name in FEED_FORMATS (list, tor-exit-addresses, misp, cloud-json, aws). */
 export type FeedFormat = string;
@@ -47,13 +48,13 @@ export interface ImportResult extends FeedInfo {
   skippedExamples: string[];
 }
 
-export class FeedImportError extends Error {
+export class FeedImportError extends IpsiftError {
   constructor(
     readonly file: string,
     readonly line: number,
     readonly reason: string,
   ) {
-    super(line > 0 ? `${file}:${line}: ${reason}` : `${file}: ${reason}`);
+    super('FEED_IMPORT', line > 0 ? `${file}:${line}: ${reason}` : `${file}: ${reason}`);
   }
 }
 

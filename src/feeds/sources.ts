@@ -11,6 +11,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { DetailField } from '../model/categories.js';
 import { FeedImportError, importFeed, type ImportResult } from './import.js';
+import { IpsiftError } from '../errors.js';
 
 export interface Source {
   name: string;
@@ -38,7 +39,11 @@ export interface SourceReport {
   byCategory?: ImportResult['byCategory'];
 }
 
-export class SourcesError extends Error {}
+export class SourcesError extends IpsiftError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SOURCES', message, options);
+  }
+}
 
 export const FETCH_TIMEOUT_MS = 60_000;
 

@@ -1,51 +1,77 @@
 // Account and key endpoints (interface.md §2.8, §2.9; DESIGN.md §5): GET /api/v1/account/me
 // and /api/v1/iam/apikeys (create, list, revoke, rotate). Key management answers with
 // {"rc": …} bodies; the account answer uses the lookup group's {"error": …}.
+//
+// A key hands on only what it holds (DESIGN.md §5): a key it creates has scopes among its
+// own, an expiry no later than its own and source ranges inside its own (both inherited when
+// not given); it may rotate only a key that holds no more than it does, and revoke only a
+// key whose scopes it holds.
 
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
+import { ERRORS, RC, type ApiError } from '../api/errors.js';
 import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
-import type { Caller, KeyCache } from '../accounts/auth.js';
+import { bearerToken, type Caller, type KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Logger } from '../log.js';
+import { parseNetwork, type Network } from '../net/network.js';
 import type { RequestClient } from './client.js';
-import { writeJsonType } from './json-head.js';
+import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_BODY = 64 * 1024;
 
-function sendJson(res: HttpResponse, status: number, body: unknown, metrics: Metrics): void {
-  metrics.count(status);
-  res.cork(() => writeJsonType(res.writeStatus(statusLine(status))).end(JSON.stringify(body)));
-}
-
-const rc = (res: HttpResponse, status: number, code: string, metrics: Metrics): void => sendJson(res, status, { rc: code }, metrics);
-
-
-/** Reads a small request body; calls back once with the text, or null when over the limit or aborted. */
-function readBody(res: HttpResponse, done: (text: string | null) => void): void {
+/** Reads a small request body; calls back once with the text, or null when over the limit. */
+function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
   const parts: Buffer[] = [];
   let length = 0;
   let over = false;
-  res.onAborted(() => {
-    over = true;
-  });
-  res.onData((chunk, isLast) => {
-    if (over) return;
-    length += chunk.byteLength;
-    if (length > MAX_BODY) {
-      over = true;
-      return done(null);
-    }
-    parts.push(Buffer.from(chunk.slice(0)));
-    if (isLast) done(Buffer.concat(parts).toString('utf8'));
-  });
+  res.onData(
+    routes.later(res, RC.INTERNAL, (chunk: ArrayBuffer, isLast: boolean) => {
+      if (over || p.aborted) return;
+      length += chunk.byteLength;
+      if (length > MAX_BODY) {
+        over = true;
+        return done(null);
+      }
+      parts.push(Buffer.from(chunk.slice(0)));
+      if (isLast) done(Buffer.concat(parts).toString('utf8'));
+    }),
+  );
+}
+
+const expiryMs = (k: ApiKey): number => (k.expires ? Date.parse(k.expires) : Infinity);
+
+function networksOf(cidrs: readonly string[]): Network[] {
+  const out: Network[] = [];
+  for (const c of cidrs) {
+    const n = parseNetwork(c);
+    if (n.ok) out.push(n.network);
+  }
+  return out;
+}
+
+/** Every network of `inner` lies inside one of `outer` (no ranges: any source). */
+function rangesWithin(inner: readonly string[], outer: readonly Network[]): boolean {
+  if (outer.length === 0) return true;
+  if (inner.length === 0) return false;
+  return networksOf(inner).every((n) => outer.some((o) => o.family === n.family && o.start <= n.start && n.end <= o.end));
+}
+
+/** The target holds nothing the caller does not: scopes, expiry and ranges. */
+function holdsAtMost(target: ApiKey, caller: Caller): boolean {
+  return (
+    target.scopes.every((s) => caller.key.scopes.includes(s)) &&
+    expiryMs(target) <= caller.expiresMs &&
+    rangesWithin(target.allowedCidrs, caller.networks)
+  );
 }
 
 export class AccountApi {
   private client!: RequestClient;
+  private routes!: RouteTable;
+  private metrics!: Metrics;
 
   constructor(
     private readonly db: ControlDb,
@@ -56,125 +82,107 @@ export class AccountApi {
 
   register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
     this.client = client;
-    routes.get('/api/v1/account/me', (res, req) => this.guard(res, metrics, () => this.me(res, req, metrics)));
-    routes.post('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.create(res, req, metrics)));
-    routes.get('/api/v1/iam/apikeys', (res, req) => this.guard(res, metrics, () => this.list(res, req, metrics)));
-    routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.guard(res, metrics, () => this.revoke(res, req, metrics)));
-    routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.guard(res, metrics, () => this.rotate(res, req, metrics)));
+    this.routes = routes;
+    this.metrics = metrics;
+    const rc = { internal: RC.INTERNAL };
+    routes.get('/api/v1/account/me', (res, req) => this.me(res, req));
+    routes.post('/api/v1/iam/apikeys', (res, req) => this.create(res, req), rc);
+    routes.get('/api/v1/iam/apikeys', (res, req) => this.list(res, req), rc);
+    routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.revoke(res, req), rc);
+    routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.rotate(res, req), rc);
   }
 
-  private guard(res: HttpResponse, metrics: Metrics, handler: () => void): void {
-    try {
-      handler();
-    } catch (e) {
-      this.log.error('account handler failed', { reason: e instanceof Error ? e.message : String(e) });
-      try {
-        rc(res, 500, 'INTERNAL', metrics);
-      } catch {
-        // already answered or aborted
-      }
-    }
-  }
-
-
-  private me(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
+  private me(res: HttpResponse, req: HttpRequest): void {
     const now = Date.now();
     const c = this.gate.caller(Gate.keyOf(req), this.client.of(res, req), now);
-    const fail = (e: ApiError): void => sendJson(res, e.status, { error: e.message }, metrics);
-    if (c === null) return fail(ERRORS.keyRequired);
-    if (!('key' in c)) return fail(c);
+    if (c === null) return sendError(res, ERRORS.keyRequired, this.metrics);
+    if (!('key' in c)) return sendError(res, c, this.metrics);
     let usage: { used: number; window: { startMs: number; endMs: number } };
     try {
       usage = this.gate.monthUsage(c, now);
     } catch (e) {
       this.log.error('usage read failed', { reason: e instanceof Error ? e.message : String(e) });
-      return fail(ERRORS.usageUnavailable);
+      return sendError(res, ERRORS.usageUnavailable, this.metrics);
     }
-    sendJson(
-      res,
-      200,
-      {
-        org_id: c.org.id,
-        apikey: { id: c.key.id, expires: c.key.expires, allowed_cidrs: c.key.allowedCidrs },
-        plan: { key: c.plan.key, tier: c.plan.tier },
-        usage: {
-          requests: Math.max(0, usage.used),
-          quota: c.plan.quota,
-          hard_limit: c.hardLimit,
-          window_start: new Date(usage.window.startMs).toISOString(),
-          window_end: new Date(usage.window.endMs).toISOString(),
-        },
+    sendJson(res, 200, {
+      org_id: c.org.id,
+      apikey: { id: c.key.id, expires: c.key.expires, allowed_cidrs: c.key.allowedCidrs },
+      plan: { key: c.plan.key, tier: c.plan.tier },
+      usage: {
+        requests: Math.max(0, usage.used),
+        quota: c.plan.quota,
+        hard_limit: c.hardLimit,
+        window_start: new Date(usage.window.startMs).toISOString(),
+        window_end: new Date(usage.window.endMs).toISOString(),
       },
-      metrics,
-    );
+    }, this.metrics);
   }
 
-  /** The caller of a key-management request: a Bearer key with apikeys.manage, or the rc it earns. */
-  private manager(res: HttpResponse, req: HttpRequest, metrics: Metrics): Caller | null {
-    const auth = req.getHeader('authorization');
-    const bearer = /^\s*bearer\s+(\S+)\s*$/i.exec(auth);
+  /** The caller of a key-management request: a Bearer key with apikeys.manage, or null once refused. */
+  private manager(res: HttpResponse, req: HttpRequest): Caller | null {
     const secret = Gate.keyOf(req);
-    if (!bearer || secret !== bearer[1]) {
-      rc(res, 401, 'UNAUTHORIZED', metrics);
+    if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
+      sendError(res, RC.UNAUTHORIZED, this.metrics);
       return null;
     }
     const c = this.gate.caller(secret, this.client.of(res, req), Date.now());
     if (c === null || !('key' in c)) {
-      rc(res, c === ERRORS.sourceNotAllowed ? 403 : 401, c === ERRORS.sourceNotAllowed ? 'FORBIDDEN' : 'UNAUTHORIZED', metrics);
+      sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, this.metrics);
       return null;
     }
     if (!c.key.scopes.includes('apikeys.manage')) {
-      rc(res, 401, 'UNAUTHORIZED', metrics);
+      sendError(res, RC.UNAUTHORIZED, this.metrics);
       return null;
     }
     return c;
   }
 
-  private create(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
-    const c = this.manager(res, req, metrics);
+  private create(res: HttpResponse, req: HttpRequest): void {
+    const p = pending(res);
+    const c = this.manager(res, req);
     if (!c) return;
-    readBody(res, (text) => {
-      this.guard(res, metrics, () => {
-        if (text === null) return rc(res, 400, 'BAD_REQUEST', metrics);
-        let body: Record<string, unknown>;
-        try {
-          body = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          return rc(res, 400, 'BAD_REQUEST', metrics);
-        }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) return rc(res, 400, 'BAD_REQUEST', metrics);
-        const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body;
-        const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-        if (typeof name !== 'string' || (cidrs !== undefined && !strings(cidrs)) || (scopes !== undefined && !strings(scopes))) {
-          return rc(res, 400, 'BAD_REQUEST', metrics);
-        }
-        if (expires !== undefined && expires !== null && typeof expires !== 'string') return rc(res, 400, 'BAD_REQUEST', metrics);
-        const fields = { name, scopes: scopes ?? [], allowedCidrs: cidrs ?? [], expires: expires ?? null };
-        try {
-          checkKeyFields(fields);
-        } catch (e) {
-          if (e instanceof AccountError) return rc(res, 400, 'BAD_REQUEST', metrics);
-          throw e;
-        }
-        // A key can only hand on scopes it holds itself.
-        if (fields.scopes.some((s) => !(c.key.scopes as string[]).includes(s))) return rc(res, 403, 'FORBIDDEN', metrics);
-        const { key, secret } = createKey(this.db, { orgId: c.org.id, ...fields });
-        this.keys.invalidate();
-        this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
-        sendJson(
-          res,
-          201,
-          { rc: 'OK', id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, allowed_cidrs: key.allowedCidrs, allowed_scopes: key.scopes },
-          metrics,
-        );
-      });
-    });
+    readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, text)));
   }
 
-  private list(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
-    const c = this.manager(res, req, metrics);
+  private createFrom(res: HttpResponse, c: Caller, text: string | null): void {
+    const bad = (e: ApiError | typeof RC.BAD_REQUEST = RC.BAD_REQUEST): void => sendError(res, e, this.metrics);
+    if (text === null) return bad();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return bad();
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad();
+    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as Record<string, unknown>;
+    const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+    if (typeof name !== 'string' || (cidrs !== undefined && !strings(cidrs)) || (scopes !== undefined && !strings(scopes))) return bad();
+    if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad();
+    let fields: ReturnType<typeof checkKeyFields>;
+    try {
+      // Not given: the creating key's own expiry and ranges.
+      fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? c.key.expires : expires });
+    } catch (e) {
+      if (e instanceof AccountError) return bad();
+      throw e;
+    }
+    const wanted: ApiKey = { ...c.key, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires };
+    if (!holdsAtMost(wanted, c)) return sendError(res, RC.FORBIDDEN, this.metrics);
+    const { key, secret } = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires });
+    this.keys.invalidate();
+    this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
+    sendJson(
+      res,
+      201,
+      { rc: 'OK', id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, allowed_cidrs: key.allowedCidrs, allowed_scopes: key.scopes },
+      this.metrics,
+    );
+  }
+
+  private list(res: HttpResponse, req: HttpRequest): void {
+    const c = this.manager(res, req);
     if (!c) return;
-    sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyJson) }, metrics);
+    sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyJson) }, this.metrics);
   }
 
   /** The key named in the path, if it belongs to the caller's organisation. */
@@ -183,28 +191,32 @@ export class AccountApi {
     return key && key.orgId === c.org.id ? key : null;
   }
 
-  private revoke(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
+  private revoke(res: HttpResponse, req: HttpRequest): void {
     const id = req.getParameter(0) ?? '';
-    const c = this.manager(res, req, metrics);
+    const c = this.manager(res, req);
     if (!c) return;
-    if (!this.ownKey(c, id)) return rc(res, 404, 'NOT_FOUND', metrics);
+    const own = this.ownKey(c, id);
+    if (!own) return sendError(res, RC.NOT_FOUND, this.metrics);
+    if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendError(res, RC.FORBIDDEN, this.metrics);
     const key = revokeKey(this.db, id);
     this.keys.invalidate();
     this.log.info('api key revoked', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, metrics);
+    sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, this.metrics);
   }
 
-  private rotate(res: HttpResponse, req: HttpRequest, metrics: Metrics): void {
+  private rotate(res: HttpResponse, req: HttpRequest): void {
     const id = req.getParameter(0) ?? '';
-    const c = this.manager(res, req, metrics);
+    const c = this.manager(res, req);
     if (!c) return;
     const own = this.ownKey(c, id);
-    if (!own) return rc(res, 404, 'NOT_FOUND', metrics);
-    if (own.revokedAt) return rc(res, 400, 'BAD_REQUEST', metrics);
+    if (!own) return sendError(res, RC.NOT_FOUND, this.metrics);
+    if (own.revokedAt) return sendError(res, RC.BAD_REQUEST, this.metrics);
+    // The new secret goes to the caller: it may not gain through it what it does not hold.
+    if (!holdsAtMost(own, c)) return sendError(res, RC.FORBIDDEN, this.metrics);
     // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
     const { key, secret } = rotateKey(this.db, id);
     this.keys.invalidate();
     this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, metrics);
+    sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.metrics);
   }
 }

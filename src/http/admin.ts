@@ -4,22 +4,25 @@ import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
 import { writeJsonType } from './json-head.js';
-import type { Metrics } from './metrics.js';
+import { Metrics } from './metrics.js';
+import { RouteTable } from './routes.js';
+import type { Logger } from '../log.js';
 import { uWS } from './uws.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
 }
 
-export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics): TemplatedApp {
+export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger): TemplatedApp {
   const app = uWS.App();
-  app.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
-  app.get('/readyz', (res) => {
+  const routes = new RouteTable(app, log, new Metrics());
+  routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
+  routes.get('/readyz', (res) => {
     const s = holder.current;
     if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString() });
     else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded' });
   });
-  app.get('/metrics', (res) => {
+  routes.get('/metrics', (res) => {
     const s = holder.current;
     const lines = [
       '# HELP ipsift_responses_total Lookup-group responses by HTTP status.',
@@ -40,9 +43,15 @@ export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Me
       '# HELP ipsift_batch_worker_failures_total Batch attempts lost to a failed worker.',
       '# TYPE ipsift_batch_worker_failures_total counter',
       `ipsift_batch_worker_failures_total ${pool.workerFailures}`,
+      '# HELP ipsift_batch_body_bytes Bytes held by batch bodies being received.',
+      '# TYPE ipsift_batch_body_bytes gauge',
+      `ipsift_batch_body_bytes ${metrics.bodyMemory?.held ?? 0}`,
+      '# HELP ipsift_handler_failures_total Requests whose handler failed unexpectedly (answered 500).',
+      '# TYPE ipsift_handler_failures_total counter',
+      `ipsift_handler_failures_total ${metrics.handlerFailures}`,
     ];
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(lines.join('\n') + '\n');
   });
-  app.any('/*', (res) => json(res, '404 Not Found', { error: 'not found' }));
+  routes.fallback();
   return app;
 }

@@ -7,13 +7,16 @@
 // is made only when it is first seen or shown.
 
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { formatIPv4, formatIPv6Groups } from '../net/address.js';
+import { IPV6, ParsedAddress, formatIPv4, formatIPv6Groups, parseAddress } from '../net/address.js';
 import type { Network } from '../net/network.js';
 import { clientAddress } from './client-address.js';
 
 /** The client of the request being handled; valid only while its handler runs. */
 export interface Client {
-  /** A map key for the client: its IPv4 address as a number, or its address text. */
+  /**
+   * Who is counted for keyless limits: the IPv4 address as a number, or the IPv6 network of
+   * the keyless prefix length as text (one host of an IPv6 network holds a whole /64).
+   */
   id(): number | string;
   /** Dotted quad for IPv4 (IPv4-mapped peers included), RFC 5952 text for IPv6. */
   text(): string;
@@ -28,6 +31,22 @@ function peerV4(bytes: Uint8Array): number {
 }
 
 const groups = new Uint16Array(8);
+const parsed = new ParsedAddress();
+
+/** The IPv6 network of `prefix` bits holding the address text, as `text/prefix` (RFC 5952). */
+export function networkOf(text: string, prefix: number): string {
+  if (parseAddress(text, 0, text.length, parsed) !== IPV6) return text;
+  const g = new Uint16Array(8);
+  for (let i = 0; i < 4; i++) {
+    g[2 * i] = parsed.w[i] >>> 16;
+    g[2 * i + 1] = parsed.w[i] & 0xffff;
+  }
+  for (let i = 0; i < 8; i++) {
+    const keep = Math.max(0, Math.min(16, prefix - 16 * i));
+    g[i] &= keep === 0 ? 0 : (0xffff << (16 - keep)) & 0xffff;
+  }
+  return `${formatIPv6Groups(g)}/${prefix}`;
+}
 
 /** The peer address text of an uWS getRemoteAddress() buffer (4 or 16 bytes). */
 export function peerText(bytes: Uint8Array): string {
@@ -47,7 +66,10 @@ export class RequestClient implements Client {
   private bytes: Uint8Array | null = null;
   private clientText: string | null = null;
 
-  constructor(private readonly trustedProxies: readonly Network[]) {}
+  constructor(
+    private readonly trustedProxies: readonly Network[],
+    private readonly ipv6Prefix = 64,
+  ) {}
 
   /** Starts a request; returns this, for use in the same synchronous handler only. */
   of(res: HttpResponse, req: HttpRequest): this {
@@ -63,9 +85,12 @@ export class RequestClient implements Client {
   }
 
   id(): number | string {
-    if (this.trustedProxies.length > 0) return this.text();
+    if (this.trustedProxies.length > 0) {
+      const t = this.text();
+      return t.includes(':') ? networkOf(t, this.ipv6Prefix) : t;
+    }
     const v4 = peerV4(this.peer());
-    return v4 >= 0 ? v4 : this.text();
+    return v4 >= 0 ? v4 : networkOf(this.text(), this.ipv6Prefix);
   }
 
   text(): string {

@@ -5,17 +5,16 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { statusLine } from '../api/errors.js';
+import { RC, type RcCode, type RcError } from '../api/errors.js';
 import type { Caller } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../catalogue/licences.js';
 import { latestPublication, readExportsManifest } from '../catalogue/publish.js';
-import type { Logger } from '../log.js';
 import { FILES_PREFIX, type LocalStore } from '../store/local-store.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { RequestClient } from './client.js';
-import { writeJsonType } from './json-head.js';
+import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
@@ -24,20 +23,10 @@ import type { Metrics } from './metrics.js';
 export const LINK_TTL_MS = 300_000;
 const FILE_CHUNK = 256 * 1024;
 
-type Outcome = 'ok' | 'bad_format' | 'no_license' | 'license_expired' | 'not_found' | 'not_published';
+type Outcome = 'ok' | 'bad_request' | 'forbidden' | 'bad_format' | 'no_license' | 'license_expired' | 'not_found' | 'not_published';
 
-const RC_STATUS: Record<string, number> = {
-  OK: 200,
-  BAD_REQUEST: 400,
-  UNAUTHORIZED: 401,
-  FORBIDDEN: 403,
-  NOT_FOUND: 404,
-  FORMAT_NOT_BUILT: 400,
-  NO_LICENSE: 403,
-  LICENSE_EXPIRED: 403,
-  NOT_PUBLISHED: 503,
-  INTERNAL: 500,
-};
+/** The history outcome of a refusal before the catalogue checks. */
+const EARLY_OUTCOME: Partial<Record<RcCode, Outcome>> = { BAD_REQUEST: 'bad_request', UNAUTHORIZED: 'forbidden', FORBIDDEN: 'forbidden' };
 
 interface Ask {
   res: HttpResponse;
@@ -47,11 +36,12 @@ interface Ask {
   userAgent: string;
   host: string;
   ifNoneMatch: string;
-  aborted: boolean;
+  p: Pending;
 }
 
 export class DatabaseApi {
   private client!: RequestClient;
+  private metrics!: Metrics;
 
   constructor(
     private readonly db: ControlDb,
@@ -60,28 +50,31 @@ export class DatabaseApi {
     private readonly files: LocalStore | null,
     private readonly gate: Gate,
     private readonly dataDir: string,
-    private readonly log: Logger,
   ) {}
 
   register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
     this.client = client;
-    const route = (path: string, handler: (a: Ask) => void | Promise<void>): void => {
-      routes.get(path, (res, req) => this.handle(res, req, metrics, handler));
+    this.metrics = metrics;
+    const route = (path: string, handler: (a: Ask) => void | Promise<void>, history = false): void => {
+      routes.get(path, (res, req) => this.handle(res, req, handler, history), { internal: RC.INTERNAL });
     };
-    route('/api/v1/database/list', (a) => this.list(a, metrics));
-    route('/api/v1/database/download', (a) => this.download(a, metrics));
-    route('/api/v1/database/metadata', (a) => this.metadata(a, metrics));
-    route('/api/v1/database/checksum', (a) => this.checksum(a, metrics));
-    route('/api/v1/database/downloads', (a) => this.history(a, metrics));
+    route('/api/v1/database/list', (a) => this.list(a));
+    route('/api/v1/database/download', (a) => this.download(a), true);
+    route('/api/v1/database/metadata', (a) => this.metadata(a));
+    route('/api/v1/database/checksum', (a) => this.checksum(a));
+    route('/api/v1/database/downloads', (a) => this.history(a));
     if (this.files) {
       const files = this.files;
-      routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics));
-      routes.head(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, true, metrics));
+      routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics, routes), { internal: RC.INTERNAL });
+      routes.head(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, true, metrics, routes), { internal: RC.INTERNAL });
     }
   }
 
-  /** Reads what the handler needs from req (valid only now), checks the key, runs it. */
-  private handle(res: HttpResponse, req: HttpRequest, metrics: Metrics, handler: (a: Ask) => void | Promise<void>): void {
+  /**
+   * Reads what the handler needs from req (valid only now), checks the key and its scope,
+   * runs the handler. `history`: refusals of a key that names an organisation are recorded.
+   */
+  private handle(res: HttpResponse, req: HttpRequest, handler: (a: Ask) => void | Promise<void>, history: boolean): void | Promise<void> {
     const client = this.client.of(res, req);
     const a: Ask = {
       res,
@@ -91,21 +84,18 @@ export class DatabaseApi {
       userAgent: req.getHeader('user-agent'),
       host: req.getHeader('host'),
       ifNoneMatch: req.getHeader('if-none-match'),
-      aborted: false,
+      p: pending(res),
     };
-    res.onAborted(() => {
-      a.aborted = true;
-    });
-    const c = this.gate.caller(Gate.keyOf(req), client, Date.now());
-    if (c !== null && !('key' in c) && c.status === 403) return rc(a, 'FORBIDDEN', metrics);
-    if (c === null || !('key' in c) || !c.key.scopes.includes('db.download')) return rc(a, 'UNAUTHORIZED', metrics);
+    const c = this.gate.key(Gate.keyOf(req), Date.now());
+    if (c === null || !('key' in c)) return rc(a, RC.UNAUTHORIZED, this.metrics);
     a.caller = c;
-    Promise.resolve()
-      .then(() => handler(a))
-      .catch((e: unknown) => {
-        this.log.error('database handler failed', { reason: e instanceof Error ? e.message : String(e) });
-        rc(a, 'INTERNAL', metrics);
-      });
+    const refuse = (e: RcError): void => {
+      if (history) this.record(a, a.query.get('id') ?? '', a.query.get('format') ?? '', a.query.get('sample') === 'true', EARLY_OUTCOME[e.code as RcCode]!, e.status, 0);
+      rc(a, e, this.metrics);
+    };
+    if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED);
+    if (!this.gate.fromAllowedSource(c, client)) return refuse(RC.FORBIDDEN);
+    return handler(a);
   }
 
   private record(a: Ask, datasetId: string, format: string, sample: boolean, outcome: Outcome, status: number, bytes: number): void {
@@ -117,7 +107,7 @@ export class DatabaseApi {
       .run(a.caller.org.id, datasetId, format, sample ? 1 : 0, outcome, bytes, status, a.caller.key.id, a.clientIp, a.userAgent, new Date().toISOString());
   }
 
-  private list(a: Ask, metrics: Metrics): void {
+  private list(a: Ask): void {
     const now = Date.now();
     const databases = this.catalogue.bases.map((b) => {
       const l = getLicence(this.db, a.caller.org.id, b.base);
@@ -144,59 +134,68 @@ export class DatabaseApi {
         })),
       };
     });
-    json(a, 200, { databases }, metrics);
+    json(a, 200, { databases }, this.metrics);
   }
 
   /**
-   * The checks download, metadata and checksum share, in order: 404 unknown database,
-   * 400 format not built, 403 no licence / term ended (samples need none), 503 today's
-   * copy not published. Returns the publication, or answers and returns null.
+   * The checks download, metadata and checksum share, in order: 400 missing or malformed
+   * parameters, 404 unknown database, 400 format not built, 403 no licence / term ended
+   * (samples need none), 503 today's copy not published. Returns the publication, or answers
+   * (recording the refusal when `record`) and returns null.
    */
-  private resolve(a: Ask, metrics: Metrics, needFormat: boolean, record: boolean) {
+  private resolve(a: Ask, needFormat: boolean, record: boolean) {
     const id = a.query.get('id') ?? '';
     const format = a.query.get('format') ?? '';
-    const sample = a.query.get('sample') === 'true';
-    const refuse = (code: string, outcome: Outcome): null => {
-      if (record) this.record(a, id, format, sample, outcome, RC_STATUS[code], 0);
-      rc(a, code, metrics);
+    const sampleText = a.query.get('sample');
+    const sample = sampleText === 'true';
+    const refuse = (e: RcError, outcome: Outcome): null => {
+      if (record) this.record(a, id, format, sample, outcome, e.status, 0);
+      rc(a, e, this.metrics);
       return null;
     };
-    if (id === '' || (needFormat && format === '')) return rc(a, 'BAD_REQUEST', metrics), null;
+    if (id === '' || (needFormat && format === '')) return refuse(RC.BAD_REQUEST, 'bad_request');
+    // `sample` is true or false (DESIGN.md §6): a full download is never given for `sample=1`.
+    if (sampleText !== null && sampleText !== 'true' && sampleText !== 'false') return refuse(RC.BAD_REQUEST, 'bad_request');
     const entry = this.catalogue.byId.get(id);
-    if (!entry) return refuse('NOT_FOUND', 'not_found');
+    if (!entry) return refuse(RC.NOT_FOUND, 'not_found');
     const formats = needFormat ? [format] : entry.version.formats;
-    if (needFormat && !entry.version.formats.includes(format as never)) return refuse('FORMAT_NOT_BUILT', 'bad_format');
+    if (needFormat && !entry.version.formats.includes(format as never)) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format');
     if (!sample) {
       const l = getLicence(this.db, a.caller.org.id, entry.base.base);
       const standing = standingOf(l, Date.now());
-      if (standing === 'unlicensed') return refuse('NO_LICENSE', 'no_license');
-      if (standing === 'expired') return refuse('LICENSE_EXPIRED', 'license_expired');
+      if (standing === 'unlicensed') return refuse(RC.NO_LICENSE, 'no_license');
+      if (standing === 'expired') return refuse(RC.LICENSE_EXPIRED, 'license_expired');
     }
     const pubs = formats.map((f) => latestPublication(this.db, id, f, sample));
     const today = new Date().toISOString().slice(0, 10);
     if (pubs.some((p) => p === null)) {
       // Never published in this format at all: not built, unless nothing is published yet.
-      if (needFormat && latestPublication(this.db, id, entry.version.formats[0], sample) !== null) return refuse('FORMAT_NOT_BUILT', 'bad_format');
-      return refuse('NOT_PUBLISHED', 'not_published');
+      if (needFormat && latestPublication(this.db, id, entry.version.formats[0], sample) !== null) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format');
+      return refuse(RC.NOT_PUBLISHED, 'not_published');
     }
-    if (entry.base.updateFreq === 'daily' && pubs.some((p) => p!.day < today)) return refuse('NOT_PUBLISHED', 'not_published');
+    if (entry.base.updateFreq === 'daily' && pubs.some((p) => p!.day < today)) return refuse(RC.NOT_PUBLISHED, 'not_published');
     return { id, format, sample, entry, pubs: pubs as NonNullable<(typeof pubs)[number]>[] };
   }
 
-  private async download(a: Ask, metrics: Metrics): Promise<void> {
-    const r = this.resolve(a, metrics, true, true);
+  private download(a: Ask): void | Promise<void> {
+    const r = this.resolve(a, true, true);
     if (!r) return;
     const p = r.pubs[0];
     const name = p.key.split('/').pop()!;
-    const url = await this.store.signedUrl(p.key, Date.now() + LINK_TTL_MS, name, `http://${a.host || 'localhost'}`);
-    this.record(a, r.id, r.format, r.sample, 'ok', 302, p.bytes);
-    if (a.aborted) return;
-    metrics.count(302);
-    a.res.cork(() => a.res.writeStatus('302 Found').writeHeader('Location', url).writeHeader('Cache-Control', 'no-store').end());
+    const redirect = (url: string): void => {
+      this.record(a, r.id, r.format, r.sample, 'ok', 302, p.bytes);
+      late(a.res, a.p, () => {
+        this.metrics.count(302);
+        a.res.writeStatus('302 Found').writeHeader('Location', url).writeHeader('Cache-Control', 'no-store').end();
+      });
+    };
+    const url = this.store.signedUrl(p.key, Date.now() + LINK_TTL_MS, name, `http://${a.host || 'localhost'}`);
+    if (typeof url === 'string') return redirect(url);
+    return url.then(redirect);
   }
 
-  private metadata(a: Ask, metrics: Metrics): void {
-    const r = this.resolve(a, metrics, false, false);
+  private metadata(a: Ask): void {
+    const r = this.resolve(a, false, false);
     if (!r) return;
     const m = readExportsManifest(this.dataDir, r.pubs[0].buildId).databases[r.id];
     const size: Record<string, number> = {};
@@ -216,18 +215,18 @@ export class DatabaseApi {
       sample_size: sampleSize,
       sample_entries: m.sample_entries,
     };
-    cached(a, doc, metrics);
+    cached(a, doc, this.metrics);
   }
 
-  private checksum(a: Ask, metrics: Metrics): void {
-    const r = this.resolve(a, metrics, true, false);
+  private checksum(a: Ask): void {
+    const r = this.resolve(a, true, false);
     if (!r) return;
-    cached(a, { id: r.id, format: r.format, checksums: r.pubs[0].checksums }, metrics);
+    cached(a, { id: r.id, format: r.format, checksums: r.pubs[0].checksums }, this.metrics);
   }
 
-  private history(a: Ask, metrics: Metrics): void {
+  private history(a: Ask): void {
     const raw = a.query.get('limit');
-    if (raw !== null && !/^[1-9]\d{0,8}$/.test(raw)) return rc(a, 'BAD_REQUEST', metrics);
+    if (raw !== null && !/^[1-9]\d{0,8}$/.test(raw)) return rc(a, RC.BAD_REQUEST, this.metrics);
     const limit = Math.min(200, raw === null ? 50 : Number(raw));
     const rows = this.db
       .prepare('SELECT * FROM downloads WHERE org_id = ? ORDER BY id DESC LIMIT ?')
@@ -244,22 +243,16 @@ export class DatabaseApi {
       user_agent: d.user_agent,
       created: d.created,
     }));
-    json(a, 200, { downloads }, metrics);
+    json(a, 200, { downloads }, this.metrics);
   }
 }
 
 function json(a: Ask, status: number, body: unknown, metrics: Metrics, etag?: string): void {
-  if (a.aborted) return;
-  metrics.count(status);
-  a.res.cork(() => {
-    writeJsonType(a.res.writeStatus(statusLine(status)));
-    if (etag) a.res.writeHeader('ETag', etag);
-    a.res.end(JSON.stringify(body));
-  });
+  late(a.res, a.p, () => sendJson(a.res, status, body, metrics, etag ? [['ETag', etag]] : undefined));
 }
 
-function rc(a: Ask, code: string, metrics: Metrics): void {
-  json(a, RC_STATUS[code], { rc: code }, metrics);
+function rc(a: Ask, e: RcError, metrics: Metrics): void {
+  late(a.res, a.p, () => sendError(a.res, e, metrics));
 }
 
 /** A document with a strong ETag of its bytes; If-None-Match with it answers 304. */
@@ -267,9 +260,10 @@ function cached(a: Ask, doc: unknown, metrics: Metrics): void {
   const text = JSON.stringify(doc);
   const etag = `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
   if (a.ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
-    if (a.aborted) return;
-    metrics.count(304);
-    a.res.cork(() => a.res.writeStatus('304 Not Modified').writeHeader('ETag', etag).endWithoutBody());
+    late(a.res, a.p, () => {
+      metrics.count(304);
+      a.res.writeStatus('304 Not Modified').writeHeader('ETag', etag).endWithoutBody();
+    });
     return;
   }
   json(a, 200, doc, metrics, etag);
@@ -295,25 +289,35 @@ export function parseRange(header: string, size: number): { start: number; end: 
   return { start, end };
 }
 
+/** Read buffers of finished transfers, kept for the next ones (a stalled transfer holds none). */
+const spareBuffers: Buffer[] = [];
+const MAX_SPARE_BUFFERS = 8;
+/** Read buffers held by transfers now (a gauge for tests and metrics). */
+export const fileTransfers = { buffersHeld: 0 };
+
 /**
  * Serves a store file: the link is checked once, now; a transfer that has started runs to
- * its end even when the link lapses meanwhile. Streams with backpressure (tryEnd, onWritable),
- * one chunk in memory at a time.
+ * its end even when the link lapses meanwhile. Streams with backpressure (tryEnd, onWritable)
+ * and reads off the event loop. A transfer holds a read buffer only while a chunk is being
+ * read and written: when the client stops reading, the buffer goes back and the rest is read
+ * again from the file once the socket drains, so a stalled reader costs an open file and its
+ * socket's kernel buffers, not 256 KiB of memory.
  */
-function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head: boolean, metrics: Metrics): void {
+function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head: boolean, metrics: Metrics, routes: RouteTable): void {
   const url = req.getUrl();
-  const key = decodeURIComponent(url.slice(FILES_PREFIX.length));
   const range = req.getHeader('range');
   const ifNoneMatch = req.getHeader('if-none-match');
-  const ok = store.verify(key, new URLSearchParams(req.getQuery() ?? ''), Date.now());
-  const refuse = (status: number, extra?: [string, string]): void => {
-    metrics.count(status);
-    writeJsonType(res.writeStatus(statusLine(status)));
-    if (extra) res.writeHeader(extra[0], extra[1]);
-    res.end(JSON.stringify({ rc: status === 416 ? 'BAD_REQUEST' : 'FORBIDDEN' }));
-  };
+  const query = new URLSearchParams(req.getQuery() ?? '');
+  const refuse = (e: RcError, extra?: [string, string]): void => sendError(res, e, metrics, { head, headers: extra ? [extra] : undefined });
+  let key: string;
+  try {
+    key = decodeURIComponent(url.slice(FILES_PREFIX.length));
+  } catch {
+    return refuse(RC.FORBIDDEN); // not a name any link was made for
+  }
   // Unknown, tampered and expired links look the same.
-  if (!ok) return refuse(403);
+  const ok = store.verify(key, query, Date.now());
+  if (!ok) return refuse(RC.FORBIDDEN);
   let fd: number;
   let size: number;
   let etag: string;
@@ -323,7 +327,7 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     size = st.size;
     etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}-${st.ino.toString(16)}"`;
   } catch {
-    return refuse(403);
+    return refuse(RC.FORBIDDEN);
   }
   const common = (r: HttpResponse): void => {
     r.writeHeader('ETag', etag).writeHeader('Accept-Ranges', 'bytes');
@@ -340,7 +344,7 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
   const r = range === '' ? null : parseRange(range, size);
   if (r === 'unsatisfiable') {
     fs.closeSync(fd);
-    return refuse(416, ['Content-Range', `bytes */${size}`]);
+    return refuse(RC.RANGE_NOT_SATISFIABLE, ['Content-Range', `bytes */${size}`]);
   }
   const start = r ? r.start : 0;
   const end = r ? r.end : size - 1;
@@ -357,28 +361,41 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     return void (head ? res.endWithoutBody() : res.end());
   }
 
-  let aborted = false;
+  const p = pending(res);
   let closed = false;
+  let reading = false;
+  // Never while a read is in flight: the descriptor's number could be reused under it.
   const close = (): void => {
-    if (!closed) fs.closeSync(fd);
+    if (!closed && !reading) fs.close(fd, () => {});
     closed = true;
   };
-  res.onAborted(() => {
-    aborted = true;
-    close();
-  });
-  let position = start;
+  /** Body bytes uWS has taken so far. */
+  let sent = 0;
   let first = true;
-  // One buffer per transfer: uWS has taken a chunk's bytes once tryEnd accepts them, so the
-  // buffer is refilled only after that, and memory stays flat however large the file.
-  const buffer = Buffer.allocUnsafeSlow(Math.min(FILE_CHUNK, total));
-  const pump = (): void => {
-    while (!aborted) {
-      const n = Math.min(FILE_CHUNK, end + 1 - position);
-      const chunk = buffer.subarray(0, n);
-      fs.readSync(fd, chunk, 0, n, position);
-      position += n;
-      const lastOffset = res.getWriteOffset();
+  const pump = routes.later(res, RC.INTERNAL, (): void => {
+    if (p.aborted) return close();
+    if (reading || closed) return;
+    reading = true;
+    const buffer = spareBuffers.pop() ?? Buffer.allocUnsafeSlow(FILE_CHUNK);
+    fileTransfers.buffersHeld++;
+    const n = Math.min(FILE_CHUNK, total - sent);
+    fs.read(fd, buffer, 0, n, start + sent, routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
+      reading = false;
+      const giveBack = (): void => {
+        fileTransfers.buffersHeld--;
+        if (spareBuffers.length < MAX_SPARE_BUFFERS) spareBuffers.push(buffer);
+      };
+      if (closed) {
+        giveBack();
+        return void fs.close(fd, () => {});
+      }
+      if (p.aborted || err || got !== n) {
+        giveBack();
+        close();
+        if (!p.aborted) res.close(); // the file changed or failed under us: end the transfer visibly
+        return;
+      }
+      const before = sent;
       let result: [boolean, boolean] = [false, false];
       res.cork(() => {
         if (first) {
@@ -387,21 +404,18 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
           if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
           first = false;
         }
-        result = res.tryEnd(chunk, total);
+        result = res.tryEnd(buffer.subarray(0, n), total);
       });
       const [written, done] = result;
+      sent = done ? total : written ? before + n : res.getWriteOffset();
+      giveBack(); // uWS copied or sent what it took; the rest is read again later
       if (done) return close();
-      if (!written) {
-        res.onWritable((offset) => {
-          const [again, finished] = res.tryEnd(chunk.subarray(offset - lastOffset), total);
-          if (finished) close();
-          else if (again) setImmediate(pump);
-          return again;
-        });
-        return;
-      }
-    }
-  };
+      if (written) return void setImmediate(pump);
+      res.onWritable(() => {
+        pump();
+        return true;
+      });
+    }));
+  });
   pump();
 }
-

@@ -4,7 +4,7 @@
 
 import type { HttpRequest } from 'uWebSockets.js';
 import { ERRORS, type ApiError } from '../api/errors.js';
-import { KeyCache, presentedKey, type Caller } from '../accounts/auth.js';
+import { KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../accounts/auth.js';
 import type { Plans, Rate } from '../accounts/plans.js';
 import { Meter, leaseExtra, type RateDecision } from '../accounting/meter.js';
 import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
@@ -51,8 +51,53 @@ const MAX_SOURCES = 100_000;
 
 const AUTHORIZATION = nativeString('authorization');
 const X_API_KEY = nativeString('x-api-key');
-/** getQuery is typed for strings but reads any RecognizedString, as getHeader does (tested). */
-const APIKEY = nativeString('apikey') as unknown as string;
+
+/**
+ * True when a key header comes twice with different values: getHeader sees only the first,
+ * so two keys under one name would otherwise pass as the first (DESIGN.md §5: 401). Walks the
+ * headers only for requests that present a key header.
+ */
+function conflictingKeyHeaders(req: HttpRequest): boolean {
+  let auth: string | null = null;
+  let x: string | null = null;
+  let conflict = false;
+  req.forEach((name, value) => {
+    if (name === 'authorization') {
+      if (auth !== null && auth !== value) conflict = true;
+      auth = value;
+    } else if (name === 'x-api-key') {
+      if (x !== null && x !== value.trim()) conflict = true;
+      x = value.trim();
+    }
+  });
+  return conflict;
+}
+
+
+/**
+ * The `apikey` query parameter of a raw query string: undefined when absent, null when it
+ * comes twice with different values, else its decoded value.
+ */
+export function queryKey(query: string | undefined): string | null | undefined {
+  if (query === undefined || query === '') return undefined;
+  let key: string | undefined = undefined;
+  for (let at = 0; at < query.length; ) {
+    let end = query.indexOf('&', at);
+    if (end < 0) end = query.length;
+    if (query.startsWith('apikey=', at)) {
+      let v: string;
+      try {
+        v = decodeURIComponent(query.slice(at + 7, end));
+      } catch {
+        v = UNUSABLE_KEY;
+      }
+      if (key !== undefined && key !== v) return null;
+      key = v;
+    }
+    at = end + 1;
+  }
+  return key;
+}
 
 /** The admission of every keyless request when keyless lookups are not limited. */
 function unlimitedAdmission(tier: number): Admission {
@@ -88,21 +133,33 @@ export class Gate {
 
   /** The key the request presents (null: two different ones). Read before any await. */
   static keyOf(req: HttpRequest): string | null {
-    return presentedKey(req.getHeader(AUTHORIZATION), req.getHeader(X_API_KEY), req.getQuery(APIKEY));
+    const auth = req.getHeader(AUTHORIZATION);
+    const x = req.getHeader(X_API_KEY);
+    if ((auth !== '' || x !== '') && conflictingKeyHeaders(req)) return null;
+    const q = queryKey(req.getQuery());
+    return q === null ? null : presentedKey(auth, x, q);
   }
 
   /** Key and source range only (the account endpoints). */
   caller(secret: string | null, client: Client, nowMs: number): Caller | ApiError | null {
+    const c = this.key(secret, nowMs);
+    if (c === null || !('key' in c)) return c;
+    return this.fromAllowedSource(c, client) ? c : ERRORS.sourceNotAllowed;
+  }
+
+  /** The key alone, its source ranges unchecked (null: none presented). */
+  key(secret: string | null, nowMs: number): Caller | ApiError | null {
     if (secret === null) return ERRORS.keyInvalid;
     if (secret === '') return null;
-    const c = this.keys.resolve(secret, nowMs);
-    if (!('key' in c)) return c;
-    if (c.networks.length > 0) {
-      const text = client.text();
-      const kind = parseAddress(text, 0, text.length, this.parsed);
-      if (kind === NOT_ADDRESS || !inNetworks(this.parsed, kind, c.networks)) return ERRORS.sourceNotAllowed;
-    }
-    return c;
+    return this.keys.resolve(secret, nowMs);
+  }
+
+  /** Whether the client is inside the key's source ranges (none: any source). */
+  fromAllowedSource(c: Caller, client: Client): boolean {
+    if (c.networks.length === 0) return true;
+    const text = client.text();
+    const kind = parseAddress(text, 0, text.length, this.parsed);
+    return kind !== NOT_ADDRESS && inNetworks(this.parsed, kind, c.networks);
   }
 
   admit(secret: string | null, client: Client, nowMs: number): GateResult {
@@ -139,7 +196,7 @@ export class Gate {
     let party = this.sources.get(id);
     if (party === undefined) {
       if (this.sources.size >= MAX_SOURCES) this.sources.clear();
-      const src = client.text();
+      const src = typeof id === 'number' ? client.text() : id;
       party = { bucket: sourceBucket(src), counterOf: (w) => sourceCounter(src, w), windowId: '', counter: '' };
       this.sources.set(id, party);
     }

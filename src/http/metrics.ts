@@ -6,6 +6,10 @@ export class Metrics {
   /** Batches answered 200. */
   batches = 0;
   private readonly refusals = new Map<number, number>();
+  /** Handlers that failed unexpectedly (the route guard answered 500). */
+  handlerFailures = 0;
+  /** Bytes held by batch bodies being received (set by the batch route). */
+  bodyMemory: { held: number } | null = null;
 
   /** Counts a non-200 answer; 200s are counted by the fields above. */
   count(status: number): void {

@@ -1,11 +1,21 @@
-// Which methods each path takes, so that a known path asked with another method gets 405 and
-// an `Allow` header rather than 404. Every route is registered through here, on the app and
-// in the table at once.
+// Every route of an app is registered here, and only here: the table wraps each handler in the
+// guard, so no exception can escape a handler (synchronous, or a promise it returns) and take
+// the process down, and it records which methods each path takes, so that a known path asked
+// with another method gets 405 and an `Allow` header rather than 404. Callbacks that run later
+// for a request (onData, onWritable, a worker's answer) are wrapped by `later`.
 
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { ERRORS, type ErrorAnswer } from '../api/errors.js';
+import { IpsiftError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from './metrics.js';
+import { sendError } from './reply.js';
 
-type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
-type Handler = (res: HttpResponse, req: HttpRequest) => void;
+/** At most one failure log line per this long: a fault on every request must not flood the log. */
+const FAILURE_LOG_EVERY_MS = 1000;
+
+export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
+export type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 
 interface Route {
   /** Path segments; ':name' matches one segment, a final '*' the rest. */
@@ -15,27 +25,105 @@ interface Route {
   methods: Set<Method>;
 }
 
+export interface RouteOptions {
+  /** What an unexpected failure answers (default: the lookup group's 500 `lookup failed`). */
+  internal?: ErrorAnswer;
+  /** The pattern shown for `Allow` when the app's pattern is a catch-all (GET /{ip} is GET /*). */
+  listedAs?: string;
+}
+
 export class RouteTable {
   private readonly routes: Route[] = [];
+  /** When a failure was last logged, and how many were not logged since (no log floods). */
+  private loggedAtMs = 0;
+  private unlogged = 0;
 
-  constructor(private readonly app: TemplatedApp) {}
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+  ) {}
 
-  get = (pattern: string, handler: Handler): this => this.on('GET', pattern, handler);
-  post = (pattern: string, handler: Handler): this => this.on('POST', pattern, handler);
-  del = (pattern: string, handler: Handler): this => this.on('DELETE', pattern, handler);
-  head = (pattern: string, handler: Handler): this => this.on('HEAD', pattern, handler);
+  get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
+  post = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('POST', pattern, handler, o);
+  del = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('DELETE', pattern, handler, o);
+  head = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('HEAD', pattern, handler, o);
 
-  private on(method: Method, pattern: string, handler: Handler): this {
-    const app = this.app;
-    if (method === 'GET') app.get(pattern, handler);
-    else if (method === 'POST') app.post(pattern, handler);
-    else if (method === 'DELETE') app.del(pattern, handler);
-    else app.head(pattern, handler);
-    return this.add(method, pattern);
+  /** Everything no route takes: 404, or 405 with Allow for a known path (HEAD: no body). */
+  fallback(): this {
+    this.app.any(
+      '/*',
+      this.guarded((res, req) => this.unrouted(res, req.getUrl(), req.getMethod() === 'head'), ERRORS.notFound),
+    );
+    return this;
   }
 
-  /** Records a route served by a catch-all handler (GET /{ip} is the app's GET /*). */
-  add(method: Method, pattern: string): this {
+  /** Answers a request no route takes: 404, or 405 with Allow for a known path. */
+  unrouted(res: HttpResponse, url: string, head: boolean): void {
+    const allowed = this.allowed(url);
+    if (allowed.length === 0) return sendError(res, ERRORS.notFound, this.metrics, { head });
+    sendError(res, ERRORS.methodNotAllowed, this.metrics, { head, headers: [['Allow', allowed.join(', ')]] });
+  }
+
+  private on(method: Method, pattern: string, handler: Handler, o: RouteOptions = {}): this {
+    const app = this.app;
+    const h = this.guarded(handler, o.internal ?? ERRORS.lookupFailed);
+    if (method === 'GET') app.get(pattern, h);
+    else if (method === 'POST') app.post(pattern, h);
+    else if (method === 'DELETE') app.del(pattern, h);
+    else app.head(pattern, h);
+    return this.record(method, o.listedAs ?? pattern);
+  }
+
+  /**
+   * Wraps a callback that runs after the handler returned, for the same response: an
+   * exception answers `internal` (or closes the connection) instead of escaping into uWS.
+   */
+  later<A extends unknown[]>(res: HttpResponse, internal: ErrorAnswer, fn: (...args: A) => unknown): (...args: A) => void {
+    return (...args: A): void => {
+      try {
+        const r = fn(...args);
+        if (r instanceof Promise) r.catch((e: unknown) => this.fail(res, internal, e));
+      } catch (e) {
+        this.fail(res, internal, e);
+      }
+    };
+  }
+
+  private guarded(handler: Handler, internal: ErrorAnswer): (res: HttpResponse, req: HttpRequest) => void {
+    return (res, req) => {
+      try {
+        const r = handler(res, req);
+        if (r instanceof Promise) r.catch((e: unknown) => this.fail(res, internal, e));
+      } catch (e) {
+        this.fail(res, internal, e);
+      }
+    };
+  }
+
+  /** Answers `internal` if the response is still open; otherwise drops the connection. */
+  private fail(res: HttpResponse, internal: ErrorAnswer, e: unknown): void {
+    this.metrics.handlerFailures++;
+    const now = Date.now();
+    if (now - this.loggedAtMs >= FAILURE_LOG_EVERY_MS) {
+      // Expected operational failures (IpsiftError: a store that cannot be written) need no stack.
+      const reason = e instanceof IpsiftError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
+      this.log.error('request handler failed', { reason, ...(this.unlogged ? { not_logged_since: this.unlogged } : {}) });
+      this.loggedAtMs = now;
+      this.unlogged = 0;
+    } else this.unlogged++;
+    try {
+      res.cork(() => sendError(res, internal, this.metrics));
+    } catch {
+      try {
+        res.close(); // answered in part, or aborted: nothing sound can be written any more
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private record(method: Method, pattern: string): this {
     const existing = this.routes.find((r) => r.parts.join('/') === pattern);
     if (existing) existing.methods.add(method);
     else {

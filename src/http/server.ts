@@ -6,18 +6,20 @@
 // headers, then body; copy onData chunks; res never leaves this thread.
 
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { ERRORS, statusLine, type ApiError } from '../api/errors.js';
+import { ERRORS, statusLine } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
 import { Gate, isAdmitted, type Admission, type GateResult } from './gate.js';
-import { JsonHead, writeJsonType } from './json-head.js';
+import { JsonHead } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexHolder } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
+import { BodyMemory, readBody } from './body.js';
 import { RequestClient } from './client.js';
+import { late, pending, sendError, type Pending } from './reply.js';
 import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
@@ -29,13 +31,6 @@ export interface LookupApp {
   client: RequestClient;
   /** Where the other APIs register their routes (for 405s). */
   routes: RouteTable;
-}
-
-export function sendError(res: HttpResponse, e: ApiError, metrics: Metrics, extraHeader?: [string, string], close = false): void {
-  metrics.count(e.status);
-  writeJsonType(res.writeStatus(e.statusLine));
-  if (extraHeader) res.writeHeader(extraHeader[0], extraHeader[1]);
-  res.end(e.body, close);
 }
 
 /** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
@@ -107,59 +102,32 @@ function isAddressPath(url: string): boolean {
   return url.length > 1 && url.indexOf('/', 1) < 0 && url !== '/myip' && url !== '/batch';
 }
 
-/** 404 for a path no route has, 405 with Allow for a path asked with another method. */
-function notRouted(res: HttpResponse, url: string, routes: RouteTable, metrics: Metrics): void {
-  const allowed = routes.allowed(url);
-  if (allowed.length === 0) return sendError(res, ERRORS.notFound, metrics);
-  sendError(res, ERRORS.methodNotAllowed, metrics, ['Allow', allowed.join(', ')]);
-}
-
-/** Guards a handler: an unexpected exception answers 500 instead of taking the process down. */
-function guarded(log: Logger, metrics: Metrics, handler: (res: HttpResponse, req: HttpRequest) => void) {
-  return (res: HttpResponse, req: HttpRequest): void => {
-    try {
-      handler(res, req);
-    } catch (e) {
-      log.error('request handler failed', { reason: e instanceof Error ? e.stack : String(e) });
-      try {
-        sendError(res, ERRORS.internal, metrics);
-      } catch {
-        // the response was already ended or aborted
-      }
-    }
-  };
-}
-
 export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
   const app = uWS.App();
   const metrics = new Metrics();
   const head = new JsonHead();
   const single = new SingleLookup(holder, gate, metrics, head);
+  const requestClient = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
+  const routes = new RouteTable(app, log, metrics);
+  const batch = new BatchRoute(config, holder, pool, gate, metrics, head, routes, requestClient, log);
 
-  const requestClient = new RequestClient(config.trustedProxies);
-  const routes = new RouteTable(app);
-
-  routes.get(
-    '/myip',
-    guarded(log, metrics, (res, req) => {
-      const now = Date.now();
-      const client = requestClient.of(res, req);
-      const a = gate.admit(Gate.keyOf(req), client, now);
-      if (!isAdmitted(a)) return refuse(res, a, metrics, head);
-      const text = client.text();
-      single.answer(res, text, 0, text.length, a, now);
-    }),
-  );
+  routes.get('/myip', (res, req) => {
+    const now = Date.now();
+    const client = requestClient.of(res, req);
+    const a = gate.admit(Gate.keyOf(req), client, now);
+    if (!isAdmitted(a)) return refuse(res, a, metrics, head);
+    const text = client.text();
+    single.answer(res, text, 0, text.length, a, now);
+  });
 
   // GET /{ip} is the catch-all GET, so that every other GET path can be told 404 or 405.
-  routes.add('GET', '/:ip');
-  app.get(
+  routes.get(
     '/*',
-    guarded(log, metrics, (res, req) => {
+    (res, req) => {
       const url = req.getUrl();
       // An address holds no '/' and no '%': parse first, and route only what does not parse.
       const parsed = single.parse(url, 1, url.length);
-      if (!parsed && !isAddressPath(url)) return notRouted(res, url, routes, metrics);
+      if (!parsed && !isAddressPath(url)) return routes.unrouted(res, url, false);
       const now = Date.now();
       const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
       if (!isAdmitted(a)) return refuse(res, a, metrics, head);
@@ -172,98 +140,101 @@ export function createLookupApp(config: Config, holder: IndexHolder, pool: Batch
         return sendError(res, ERRORS.notAddress, metrics);
       }
       single.answer(res, decoded, 0, decoded.length, a, now);
-    }),
+    },
+    { listedAs: '/:ip' },
   );
 
-  routes.post(
-    '/batch',
-    guarded(log, metrics, (res, req) => {
-      const lengthHeader = req.getHeader('content-length');
-      let aborted = false;
-      res.onAborted(() => {
-        aborted = true;
-      });
-      const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), Date.now());
-      // Refused before the body is read: answer and close rather than drain it.
-      if (!isAdmitted(a)) return refuse(res, a, metrics, head, true);
-      if (pool.full) return sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1'], true);
-      const declared = lengthHeader === '' ? -1 : Number(lengthHeader);
-      if (declared > config.maxBatchBodyBytes) return sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true);
-      let body = new Uint8Array(new ArrayBuffer(declared >= 0 ? declared : 16 * 1024));
-      let length = 0;
-      let done = false;
-      res.onData((chunk, isLast) => {
-        if (done || aborted) return;
-        const n = chunk.byteLength;
-        if (length + n > config.maxBatchBodyBytes) {
-          done = true;
-          // Stop reading: answer and close rather than drain the rest.
-          res.cork(() => sendError(res, ERRORS.bodyTooLarge, metrics, undefined, true));
-          return;
-        }
-        if (length + n > body.length) {
-          const grown = new Uint8Array(new ArrayBuffer(Math.min(config.maxBatchBodyBytes, Math.max(length + n, body.length * 2))));
-          grown.set(body.subarray(0, length));
-          body = grown;
-        }
-        body.set(new Uint8Array(chunk), length); // the chunk is invalid once we return
-        length += n;
-        if (!isLast) return;
-        done = true;
-        const exact = length === body.buffer.byteLength ? (body.buffer as ArrayBuffer) : body.buffer.slice(0, length);
-        runBatch(exact);
-      });
-
-      const runBatch = (bodyBytes: ArrayBuffer): void => {
-        const serving = holder.current;
-        // Reserve what the batch could cost at most (a listed address takes ≥ 5 bytes:
-        // "::",), hand the worker that budget, and refund what it did not answer.
-        const now = Date.now();
-        const budget = gate.spend(a, Math.min(MAX_BATCH_ADDRESSES, Math.max(1, Math.floor(bodyBytes.byteLength / 5))), now);
-        const refusal = a.caller === null ? REFUSE_KEYLESS : REFUSE_PLAN;
-        const settle = (answered: number): void => gate.refund(a, budget - answered);
-        const respond = (frame: Uint8Array): void => {
-          const { status, answered, body: out } = decodeOutcome(frame);
-          settle(answered);
-          if (aborted) return;
-          if (status === 200) metrics.batches++;
-          else metrics.count(status);
-          res.cork(() => {
-            if (status === 200) head.writeOk(res, a, gate.used(a), Date.now());
-            else head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, gate.used(a), Date.now());
-            res.end(out);
-          });
-        };
-        // uWS copies what it cannot send at once, so the slot is free again once answered.
-        const slot = pool.takeSlot();
-        pool
-          .run({ body: bodyBytes, tier: a.tier, generation: serving?.generation ?? 0, index: serving?.shared ?? null, budget, refusal, out: slot })
-          .then(
-            (frame) => respond(frame),
-            (e: unknown) => {
-              if (e instanceof QueueFullError) {
-                settle(0);
-                if (!aborted) res.cork(() => sendError(res, ERRORS.rateLimited, metrics, ['Retry-After', '1']));
-                return;
-              }
-              // Workers keep failing: the dataset cannot be consulted, so every address is a 500.
-              log.error('batch worker failed twice; answering every address with 500', {
-                reason: e instanceof Error ? e.message : String(e),
-              });
-              respond(answerBatch(new TextDecoder().decode(bodyBytes), null, a.tier));
-            },
-          )
-          .finally(() => pool.releaseSlot(slot));
-      };
-
-    }),
-  );
-
-  app.any(
-    '/*',
-    guarded(log, metrics, (res, req) => notRouted(res, req.getUrl(), routes, metrics)),
-  );
+  routes.post('/batch', (res, req) => batch.handle(res, req));
+  routes.fallback();
   return { app, metrics, client: requestClient, routes };
+}
+
+/**
+ * POST /batch: admit (key, range, rate), read the body within its bounds, hand it to a
+ * worker, answer from the worker's outcome. The worker answers every distinct valid address;
+ * the allowance is then taken for exactly those (Meter: from this thread's lease, so no LMDB
+ * transaction per batch), before the answer is sent. Nothing is reserved for what a batch
+ * will not answer, so nothing is refused early and nothing needs giving back. When the
+ * allowance grants fewer, the batch runs again with that budget (only at the limit).
+ */
+class BatchRoute {
+  private readonly memory: BodyMemory;
+
+  constructor(
+    private readonly config: Config,
+    private readonly holder: IndexHolder,
+    private readonly pool: BatchPool,
+    private readonly gate: Gate,
+    private readonly metrics: Metrics,
+    private readonly head: JsonHead,
+    private readonly routes: RouteTable,
+    private readonly requestClient: RequestClient,
+    private readonly log: Logger,
+  ) {
+    this.memory = new BodyMemory(config.batchBodyMemoryBytes);
+    metrics.bodyMemory = this.memory;
+  }
+
+  handle(res: HttpResponse, req: HttpRequest): void {
+    const lengthHeader = req.getHeader('content-length');
+    const p = pending(res);
+    const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
+    // Refused before the body is read: answer and close rather than drain it.
+    if (!isAdmitted(a)) return refuse(res, a, this.metrics, this.head, true);
+    if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
+    const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
+    const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
+    readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
+      done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES),
+      tooLarge: (close) => late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close })),
+      busy: () => late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true })),
+    });
+  }
+
+  /** `prepaid`: the budget is already taken from the allowance (a re-run at the limit). */
+  private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, prepaid = false): void {
+    const serving = this.holder.current;
+    // uWS copies what it cannot send at once, so the slot is free again once answered.
+    const slot = this.pool.takeSlot();
+    const task = {
+      body,
+      tier: a.tier,
+      generation: serving?.generation ?? 0,
+      index: serving?.shared ?? null,
+      budget,
+      refusal: a.caller === null ? REFUSE_KEYLESS : REFUSE_PLAN,
+      out: slot,
+    };
+    const respond = this.routes.later(res, ERRORS.lookupFailed, (frame: Uint8Array) => {
+      const { status, answered, body: out } = decodeOutcome(frame);
+      if (p.aborted) {
+        if (prepaid) this.gate.refund(a, budget);
+        return;
+      }
+      if (!prepaid && answered > 0) {
+        const granted = this.gate.spend(a, answered, Date.now());
+        if (granted < answered) return this.run(res, p, a, body, granted, true);
+      }
+      if (status === 200) this.metrics.batches++;
+      else this.metrics.count(status);
+      res.cork(() => {
+        if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
+        else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+        res.end(out);
+      });
+    });
+    this.pool
+      .run(task)
+      .then(respond, (e: unknown) => {
+        if (e instanceof QueueFullError) {
+          return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
+        }
+        // Workers keep failing: the dataset cannot be consulted, so every address is a 500.
+        this.log.error('batch worker failed twice; answering every address with 500', { reason: e instanceof Error ? e.message : String(e) });
+        respond(answerBatch(new TextDecoder().decode(body), null, a.tier));
+      })
+      .finally(() => this.pool.releaseSlot(slot));
+  }
 }
 
 export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {

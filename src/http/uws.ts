@@ -3,6 +3,7 @@
 // the operator explicitly allows it.
 
 import uWS from 'uWebSockets.js';
+import { IpsiftError } from '../errors.js';
 
 export { uWS };
 
@@ -19,9 +20,9 @@ export function uwsIsNative(): boolean {
   return Function.prototype.toString.call(uWS.App).includes('[native code]');
 }
 
-export class SlowHttpError extends Error {
+export class SlowHttpError extends IpsiftError {
   constructor() {
-    super(
+    super('SLOW_HTTP', 
       'uWebSockets.js could not load its native binary and fell back to its slow pure-JS server. ' +
         'ipsift will not serve on it: use Node 20 on glibc >= 2.36 (see README), ' +
         'or set IPSIFT_ALLOW_SLOW_HTTP=1 to run anyway at a fraction of the throughput.',

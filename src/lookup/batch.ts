@@ -13,7 +13,7 @@ export const MAX_BATCH_ADDRESSES = 1000;
 /**
  * The outcome travels between threads as one transferable buffer: a 2-byte big-endian
  * HTTP status, the 4-byte big-endian count of addresses answered (what the allowance
- * paid for), then the JSON body.
+ * pays for), then the JSON body.
  */
 export interface BatchOutcome {
   status: number;
@@ -70,6 +70,11 @@ const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
 /** Sink for touchFragments' reads. */
 let touched = 0;
 
+/** Per input: the ordinal (1-based) of its distinct address, NOT_LISTED, or a first non-address. */
+const ordinals = new Int32Array(MAX_BATCH_ADDRESSES);
+const NOT_LISTED = 0;
+const FIRST_NOT_ADDRESS = -1;
+
 /**
  * Answers a batch body (UTF-8 JSON) with the fields of `tier`. The first `budget` distinct
  * addresses (input order) are answered, later ones are `refusal` entries (a spent
@@ -88,25 +93,29 @@ export function answerBatch(
   const ips = parseBatchBody(bodyText);
   if (!Array.isArray(ips)) return errorOutcome(ips);
 
-  // Pass 1: parse each distinct string. The first `answerable` distinct addresses are
-  // answered; errors are written in input order.
+  // Pass 1: parse each distinct string.
   const batch = scratch;
   batch.clear();
-  const answerable = index === null ? 0 : budget;
   let notAddresses: Set<string> | null = null;
-  let errorsText = '';
-  for (const s of ips) {
+  for (let i = 0; i < ips.length; i++) {
+    const s = ips[i];
     const kind = batch.addDistinct(s);
+    ordinals[i] = NOT_LISTED;
     if (kind === REPEATED) continue;
-    let e: ApiError;
-    if (kind === NOT_ADDRESS) {
-      notAddresses ??= new Set();
-      if (notAddresses.has(s)) continue;
+    if (kind !== NOT_ADDRESS) ordinals[i] = batch.count;
+    else if (!(notAddresses ??= new Set()).has(s)) {
       notAddresses.add(s);
-      e = ERRORS.notAddress;
-    } else if (batch.count <= answerable) continue;
-    else e = index === null ? ERRORS.lookupFailed : refusal;
-    errorsText += `${errorsText ? ',' : ''}${JSON.stringify(s)}:${e.entry.toString('latin1')}`;
+      ordinals[i] = FIRST_NOT_ADDRESS;
+    }
+  }
+  const answerable = index === null ? 0 : budget;
+  // Errors in input order.
+  let errorsText = '';
+  for (let i = 0; i < ips.length; i++) {
+    const o = ordinals[i];
+    if (o === NOT_LISTED || (o > 0 && o <= answerable)) continue;
+    const e = o === FIRST_NOT_ADDRESS ? ERRORS.notAddress : index === null ? ERRORS.lookupFailed : refusal;
+    errorsText += `${errorsText ? ',' : ''}${JSON.stringify(ips[i])}:${e.entry.toString('latin1')}`;
   }
   const answered = Math.min(batch.count, answerable);
   const inputs = batch.texts;

@@ -57,7 +57,7 @@ export class LocalStore implements ObjectStore {
     return crypto.createHmac('sha256', this.secret).update(`${key}\n${expiresAt}\n${name}`).digest('base64url');
   }
 
-  async signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): Promise<string> {
+  signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): string {
     const e = Math.floor(expiresAt / 1000);
     const q = new URLSearchParams({ expires: String(e), name: downloadName, sig: this.signature(key, e, downloadName) });
     return `${origin}${FILES_PREFIX}${key}?${q.toString()}`;

@@ -4,6 +4,11 @@
 export interface ObjectStore {
   /** Stores the local file under key (replacing any object there). */
   put(key: string, file: string): Promise<void>;
-  /** A URL that lets a client start a GET of the object until `expiresAt` (ms since epoch). */
-  signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): Promise<string>;
+  /**
+   * A URL that lets a client start a GET of the object until `expiresAt` (ms since epoch).
+   * Synchronous where signing needs no I/O (the local store): an answer written inside its
+   * handler keeps the connection's pipelined requests, which this uWS build drops behind an
+   * asynchronous one.
+   */
+  signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): string | Promise<string>;
 }

@@ -1,0 +1,142 @@
+// Request bodies, read with bounded memory. A body's buffer grows with what has arrived
+// (never from a declared Content-Length beyond a first small chunk), all bodies in reception
+// together hold at most a configured number of bytes, and a body must arrive within a
+// deadline. A body over its limit whose Content-Length is at most DRAIN_BYTES past it is
+// drained (discarded) to its end and then answered 413, so that clients which send the whole
+// body before they read see the 413 rather than a reset; a longer one, a chunked one, or one
+// that misses the deadline is answered 413 at once and the connection closed.
+// (This uWS build forbids touching a response once it has ended, so a 413 cannot be sent
+// first and the connection closed later.)
+
+import type { HttpResponse } from 'uWebSockets.js';
+
+/** What a client may send past the limit before the connection is closed. */
+const DRAIN_BYTES = 1024 * 1024;
+/** The first allocation for a body that arrives in several chunks. */
+const FIRST_CHUNK = 16 * 1024;
+
+/** Bytes held by the bodies being received on this thread, against a budget. */
+export class BodyMemory {
+  held = 0;
+  constructor(readonly budget: number) {}
+
+  take(n: number): boolean {
+    if (this.held + n > this.budget) return false;
+    this.held += n;
+    return true;
+  }
+
+  give(n: number): void {
+    this.held -= n;
+  }
+}
+
+export interface BodyHandlers {
+  /** The whole body (an exact-size buffer this reader no longer uses). */
+  done(body: ArrayBuffer): void;
+  /** The body passed `limit`: answer 413, closing the connection when `close` (not drained). */
+  tooLarge(close: boolean): void;
+  /** The memory budget is spent: answer and close the connection (the body is not read). */
+  busy(): void;
+}
+
+/**
+ * Reads the body of `res` (uWS chunks are copied: they are invalid once onData returns).
+ * `declared` is the Content-Length, or -1. The caller has registered onAborted and passes its
+ * flag; `later` wraps callbacks in the route guard.
+ */
+export function readBody(
+  res: HttpResponse,
+  declared: number,
+  limit: number,
+  memory: BodyMemory,
+  timeoutMs: number,
+  isAborted: () => boolean,
+  later: <A extends unknown[]>(fn: (...args: A) => unknown) => (...args: A) => void,
+  h: BodyHandlers,
+): void {
+  let body: Uint8Array | null = null;
+  let length = 0;
+  /** 0 reading, 1 done, 2 draining past the limit, 3 closed. */
+  let state = 0;
+  let drained = 0;
+  const release = (): void => {
+    if (body !== null) memory.give(body.byteLength);
+    body = null;
+  };
+  const close = (): void => {
+    const draining = state === 2;
+    state = 3;
+    release();
+    if (isAborted()) return;
+    if (draining) h.tooLarge(true);
+    else res.close();
+  };
+  if (declared > limit + DRAIN_BYTES) return h.tooLarge(true);
+  if (declared > limit) state = 2;
+  const timer = setTimeout(
+    later(() => {
+      if (state === 0 || state === 2) close();
+    }),
+    timeoutMs,
+  );
+  timer.unref();
+  res.onData(
+    later((chunk: ArrayBuffer, isLast: boolean) => {
+      if (isAborted() || state === 1 || state === 3) {
+        if (isAborted()) release();
+        return;
+      }
+      const n = chunk.byteLength;
+      if (state === 0 && length + n > limit) {
+        release();
+        if (declared < 0) {
+          // A chunked body has no known end to drain to: answer and close now.
+          state = 3;
+          clearTimeout(timer);
+          return h.tooLarge(true);
+        }
+        state = 2;
+      }
+      if (state === 2) {
+        drained += n;
+        if (isLast) {
+          state = 3;
+          clearTimeout(timer);
+          h.tooLarge(false);
+        } else if (drained > DRAIN_BYTES) {
+          clearTimeout(timer);
+          close();
+        }
+        return;
+      }
+      if (isLast && length === 0) {
+        // The whole body in one chunk, the common case: one exact copy.
+        state = 1;
+        clearTimeout(timer);
+        return h.done(chunk.slice(0));
+      }
+      if (body === null || length + n > body.byteLength) {
+        const cap = Math.min(declared >= 0 ? Math.max(declared, length + n) : limit, Math.max(length + n, FIRST_CHUNK, (body?.byteLength ?? 0) * 2));
+        const grown = memory.take(cap) ? new Uint8Array(new ArrayBuffer(cap)) : null;
+        if (grown === null) {
+          state = 3;
+          release();
+          clearTimeout(timer);
+          return h.busy();
+        }
+        if (body !== null) grown.set(body.subarray(0, length));
+        release();
+        body = grown;
+      }
+      body.set(new Uint8Array(chunk), length);
+      length += n;
+      if (!isLast) return;
+      state = 1;
+      clearTimeout(timer);
+      const whole = (body.byteLength === length ? body.buffer : body.buffer.slice(0, length)) as ArrayBuffer;
+      release();
+      h.done(whole);
+    }),
+  );
+}

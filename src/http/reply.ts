@@ -1,0 +1,54 @@
+// The writers of every non-lookup answer: an error from the catalogue (api/errors.ts), or a
+// JSON document. Each counts its status for the metrics. Late answers (after an await or a
+// worker) go through `late`, which corks the writes and skips a response the client aborted.
+
+import type { HttpResponse } from 'uWebSockets.js';
+import { statusLine, type ErrorAnswer } from '../api/errors.js';
+import { writeJsonType } from './json-head.js';
+import type { Metrics } from './metrics.js';
+
+export interface ErrorOptions {
+  /** Extra header lines, written after Content-Type. */
+  headers?: readonly (readonly [string, string])[];
+  /** Close the connection after the answer (the request body will not be read). */
+  close?: boolean;
+  /** A HEAD request: the head only (RFC 9110 §9.3.2). */
+  head?: boolean;
+}
+
+/** Answers an error of the catalogue. */
+export function sendError(res: HttpResponse, e: ErrorAnswer, metrics: Metrics, o?: ErrorOptions): void {
+  metrics.count(e.status);
+  writeJsonType(res.writeStatus(e.statusLine));
+  if (o?.headers) for (const [name, value] of o.headers) res.writeHeader(name, value);
+  // endWithoutBody takes no arguments here: this uWS build fails any call that passes some.
+  if (o?.head) res.endWithoutBody();
+  else res.end(e.body, o?.close);
+}
+
+/** Answers a JSON document. */
+export function sendJson(res: HttpResponse, status: number, doc: unknown, metrics: Metrics, headers?: readonly (readonly [string, string])[]): void {
+  metrics.count(status);
+  writeJsonType(res.writeStatus(statusLine(status)));
+  if (headers) for (const [name, value] of headers) res.writeHeader(name, value);
+  res.end(JSON.stringify(doc));
+}
+
+/** Whether a deferred answer may still be written; set by onAborted. */
+export interface Pending {
+  aborted: boolean;
+}
+
+/** Registers onAborted (uWS requires it before a handler returns unanswered); the flag it sets. */
+export function pending(res: HttpResponse): Pending {
+  const p: Pending = { aborted: false };
+  res.onAborted(() => {
+    p.aborted = true;
+  });
+  return p;
+}
+
+/** Runs a late answer corked, unless the client has gone. */
+export function late(res: HttpResponse, p: Pending, write: () => void): void {
+  if (!p.aborted) res.cork(write);
+}

@@ -1,0 +1,519 @@
+// Hostile input and faults (issue #11): requests that crashed, escalated or exhausted the
+// server, and the stores and workers failing under it. Each test pins one attack or fault.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createOrganisation, listKeys } from '../src/accounts/accounts.js';
+import { KeyCache } from '../src/accounts/auth.js';
+import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { AccountingStore, ACCOUNTING_DIR } from '../src/accounting/store.js';
+import { staleBefore } from '../src/accounting/pruner.js';
+import { BatchPool } from '../src/batch/pool.js';
+import { runBuild } from '../src/build/build.js';
+import { buildsDir, readCurrentBuildId } from '../src/build/builds.js';
+import { grantLicence } from '../src/catalogue/licences.js';
+import { publishExports } from '../src/catalogue/publish.js';
+import { importFeed } from '../src/feeds/import.js';
+import { fileTransfers } from '../src/http/database-api.js';
+import type { Service } from '../src/service.js';
+import { LocalStore } from '../src/store/local-store.js';
+import { TIER_MAX } from '../src/model/projection.js';
+import { PROJECT_ROOT, get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
+
+const FEED = `network,category,provider,last_seen
+81.7.3.0/24,vpn,ExampleVPN,2026-11-01
+2a01:4f8:c012::/48,hosting,Hoster,2026-10-01
+${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
+`;
+const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
+const lavish = { per_second: 1_000_000, burst: 1_000_000 };
+
+export interface RawReply {
+  status: number;
+  head: string;
+  body: string;
+}
+
+/** Sends raw bytes on one connection and reads every answer until the server closes or `ms` pass. */
+export function raw(port: number, bytes: string | Buffer, ms = 2000): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let got = '';
+    const done = (): void => {
+      socket.destroy();
+      resolve(got);
+    };
+    const timer = setTimeout(done, ms);
+    socket.on('data', (c) => (got += c.toString('latin1')));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    socket.on('error', () => undefined);
+    socket.write(bytes);
+  });
+}
+
+/** The responses in a raw HTTP/1.1 byte stream (Content-Length framed). */
+export function responses(stream: string): RawReply[] {
+  const out: RawReply[] = [];
+  let at = 0;
+  while (at < stream.length) {
+    const end = stream.indexOf('\r\n\r\n', at);
+    if (end < 0) break;
+    const head = stream.slice(at, end);
+    const m = /content-length: *(\d+)/i.exec(head);
+    const length = m ? Number(m[1]) : 0;
+    out.push({ status: Number(head.slice(9, 12)), head, body: stream.slice(end + 4, end + 4 + length) });
+    at = end + 4 + length;
+  }
+  return out;
+}
+
+describe('hostile requests', () => {
+  let svc: Service;
+  let dataDir: string;
+  const keys: Record<string, string> = {};
+  const ids: Record<string, string> = {};
+  let orgA = '';
+
+  before(async () => {
+    dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    const build = runBuild({ dataDir });
+    const file = plansFile(dataDir, {
+      keyless: { daily_cap: 3, rate: lavish },
+      plans: [
+        { key: 'max', tier: 'max', quota: 1_000_000, rate: lavish, hard_limit: null },
+        { key: 'small', tier: 'max', quota: 2000, rate: lavish, hard_limit: 'quota' },
+      ],
+    });
+    const plans = loadPlans(file);
+    const db = openControlDb(dataDir);
+    const org = createOrganisation(db, plans, 'A', 'max');
+    orgA = org.id;
+    const key = (name: string, o: Parameters<typeof createKey>[1]): void => {
+      const k = createKey(db, o);
+      keys[name] = k.secret;
+      ids[name] = k.key.id;
+    };
+    key('manager', { orgId: org.id, name: 'manager', scopes: ['apikeys.manage'] });
+    key('owner', { orgId: org.id, name: 'owner', scopes: ['apikeys.manage', 'db.download'] });
+    key('download', { orgId: org.id, name: 'download', scopes: ['db.download'] });
+    key('plain', { orgId: org.id, name: 'plain', scopes: [] });
+    key('fenced', { orgId: org.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] });
+    key('restricted', { orgId: org.id, name: 'restricted', scopes: ['apikeys.manage'], allowedCidrs: ['127.0.0.0/8'], expires: new Date(Date.now() + 3_600_000).toISOString() });
+    const small = createOrganisation(db, plans, 'Small', 'small');
+    key('small', { orgId: small.id, name: 'small' });
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 86_400_000).toISOString(), expires: new Date(Date.now() + 86_400_000).toISOString() }, BASES);
+    await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: file, trustedProxies: [], keylessTier: TIER_MAX });
+  });
+  after(() => svc.close());
+
+  const bearer = (name: string) => ({ Authorization: `Bearer ${keys[name]}` });
+  const alive = async (): Promise<void> => assert.equal((await get(svc.port, '/81.7.3.9', bearer('plain'))).status, 200);
+
+  test('malformed escapes under /files answer 403 (GET) and a bodiless 403 (HEAD); the server lives', async () => {
+    for (const p of ['/files/%ZZ', '/files/a%', '/files/%E0%A4%A', '/files/%']) {
+      const g = await get(svc.port, p);
+      assert.deepEqual([g.status, g.json], [403, { rc: 'FORBIDDEN' }], p);
+      const h = await request(svc.port, 'HEAD', p);
+      assert.deepEqual([h.status, h.text], [403, ''], `HEAD ${p}`);
+    }
+    await alive();
+  });
+
+  test('HEAD answers carry no body: 404, 405 with Allow, 403', async () => {
+    const stream = await raw(svc.port, 'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n', 1000);
+    const [a, b, c] = responses(stream);
+    assert.equal(a.status, 404);
+    assert.equal(b.status, 405);
+    assert.match(b.head, /allow: GET/i);
+    // Were a HEAD body sent, it would be read as the start of the next answer.
+    assert.equal(c.status, 200);
+    assert.equal(JSON.parse(c.body).ip, '81.7.3.9');
+  });
+
+  test('a key holding only apikeys.manage cannot rotate or revoke a db.download key', async () => {
+    const rotate = await request(svc.port, 'POST', `/api/v1/iam/apikeys/${ids.download}/rotate`, undefined, bearer('manager'));
+    assert.deepEqual([rotate.status, rotate.json], [403, { rc: 'FORBIDDEN' }]);
+    const revoke = await request(svc.port, 'DELETE', `/api/v1/iam/apikeys/${ids.download}`, undefined, bearer('manager'));
+    assert.deepEqual([revoke.status, revoke.json], [403, { rc: 'FORBIDDEN' }]);
+    // The holder still downloads with the old secret.
+    assert.equal((await get(svc.port, '/api/v1/database/list', bearer('download'))).status, 200);
+    // A key holding both scopes may.
+    const ok = await request(svc.port, 'POST', `/api/v1/iam/apikeys/${ids.plain}/rotate`, undefined, bearer('owner'));
+    assert.equal(ok.status, 200);
+    keys.plain = ok.json.key;
+  });
+
+  test('a created key inherits the creator’s expiry and ranges, and can get no more than they allow', async () => {
+    const create = (body: unknown) => request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify(body), bearer('restricted'));
+    const inherited = await create({ name: 'child' });
+    assert.equal(inherited.status, 201);
+    assert.deepEqual(inherited.json.allowed_cidrs, ['127.0.0.0/8']);
+    const db = openControlDb(dataDir);
+    const stored = listKeys(db, orgA).find((k) => k.id === inherited.json.id)!;
+    const parent = listKeys(db, orgA).find((k) => k.id === ids.restricted)!;
+    db.close();
+    assert.equal(stored.expires, parent.expires);
+    for (const body of [
+      { name: 'never', expires: null },
+      { name: 'later', expires: new Date(Date.now() + 7_200_000).toISOString() },
+      { name: 'anywhere', allowed_cidrs: [] },
+      { name: 'elsewhere', allowed_cidrs: ['10.0.0.0/8'] },
+      { name: 'wider', allowed_cidrs: ['127.0.0.0/7'] },
+      { name: 'scoped', allowed_scopes: ['db.download'] },
+    ]) {
+      const r = await create(body);
+      assert.deepEqual([r.status, r.json], [403, { rc: 'FORBIDDEN' }], JSON.stringify(body));
+    }
+    const narrower = await create({ name: 'narrow', allowed_cidrs: ['127.0.0.1/32'], expires: new Date(Date.now() + 60_000).toISOString() });
+    assert.equal(narrower.status, 201);
+  });
+
+  test('two different keys under one name are 401: two headers of either kind, or ?apikey twice', async () => {
+    const twice = (lines: string) => raw(svc.port, `GET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n${lines}Connection: close\r\n\r\n`).then((s) => responses(s)[0]);
+    const [a, b] = [keys.plain, keys.download];
+    for (const lines of [`Authorization: Bearer ${a}\r\nAuthorization: Bearer ${b}\r\n`, `X-Api-Key: ${a}\r\nX-Api-Key: ${b}\r\n`]) {
+      const r = await twice(lines);
+      assert.deepEqual([r.status, JSON.parse(r.body)], [401, { error: 'invalid API key' }], lines);
+    }
+    const q = await get(svc.port, `/81.7.3.9?apikey=${a}&apikey=${b}`);
+    assert.deepEqual([q.status, q.json], [401, { error: 'invalid API key' }]);
+    // The same key twice is one key.
+    assert.equal((await twice(`X-Api-Key: ${a}\r\nX-Api-Key: ${a}\r\n`)).status, 200);
+    assert.equal((await get(svc.port, `/81.7.3.9?apikey=${a}&apikey=${a}`)).status, 200);
+  });
+
+  test('batch bodies take memory as they arrive, not as declared', async () => {
+    const N = 200;
+    const sockets: net.Socket[] = [];
+    try {
+      for (let i = 0; i < N; i++) {
+        const s = net.connect(svc.port, '127.0.0.1');
+        s.on('error', () => undefined);
+        s.write(`POST /batch HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${keys.plain}\r\nContent-Length: 524288\r\n\r\n`);
+        sockets.push(s);
+      }
+      await sleep(300);
+      assert.equal(svc.metrics.bodyMemory!.held, 0, 'declared lengths were allocated');
+      for (const s of sockets) s.write('{"ips":[');
+      await sleep(300);
+      assert.ok(svc.metrics.bodyMemory!.held <= N * 16 * 1024, `held ${svc.metrics.bodyMemory!.held}`);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+    await sleep(100);
+    assert.equal(svc.metrics.bodyMemory!.held, 0, 'closed connections gave their memory back');
+    await alive();
+  });
+
+  test('a body over the limit is drained and answered 413, so a client that writes it all first reads the 413', async () => {
+    const body = Buffer.alloc(600 * 1024, 0x20);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port: svc.port, method: 'POST', path: '/batch', agent: false, headers: { 'Content-Length': body.length } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(status, 413);
+  });
+
+  test('a pipelined request after a database request is answered too', async () => {
+    const stream = await raw(svc.port, `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nX-Api-Key: ${keys.download}\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n`, 1000);
+    const [list, lookup] = responses(stream);
+    assert.equal(list?.status, 200);
+    assert.equal(lookup?.status, 200);
+  });
+
+  test('batches never refuse while the allowance is unspent, and count exactly what they answered', async () => {
+    const me = async () => (await get(svc.port, '/api/v1/account/me', bearer('small'))).json.usage.requests as number;
+    for (let i = 0; i < 170; i++) assert.equal((await get(svc.port, `/81.7.3.${i % 250}`, bearer('small'))).status, 200);
+    const pad = ' '.repeat(20_000);
+    const tens = Array.from({ length: 40 }, (_, b) => `{"ips":[${Array.from({ length: 10 }, (_, i) => `"81.7.${b}.${i}"`).join(`,${pad}`)}]}`);
+    const copies = Array.from({ length: 10 }, (_, b) => JSON.stringify({ ips: Array(1000).fill(`82.0.${b}.1`) }));
+    const replies = await Promise.all([...tens, ...copies].map((body) => request(svc.port, 'POST', '/batch', body, bearer('small'))));
+    let refused = 0;
+    for (const r of replies) {
+      assert.equal(r.status, 200);
+      refused += Object.values(r.json.errors as Record<string, { status: number }>).filter((e) => e.status === 429).length;
+    }
+    assert.equal(refused, 0, 'a batch was refused with allowance unspent');
+    await sleep(1200); // idle leases go back
+    assert.equal(await me(), 170 + 400 + 10);
+  });
+
+  test('keyless IPv6 clients are counted per /64, IPv4 per address', async () => {
+    const proxied = await startTestService({ dataDir, plansFile: plansFile(tempDir(), { keyless: { daily_cap: 3, rate: lavish }, plans: [] }), trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
+    try {
+      const from = (ip: string) => get(proxied.port, '/81.7.3.9', { 'X-Forwarded-For': ip }).then((r) => r.status);
+      assert.deepEqual(await Promise.all(['2a01:4f8:1:2::1', '2a01:4f8:1:2::2', '2a01:4f8:1:2:ffff::3'].map(from)), [200, 200, 200]);
+      assert.equal(await from('2a01:4f8:1:2::4'), 429, 'another host of the same /64 has no cap of its own');
+      assert.equal(await from('2a01:4f8:1:3::1'), 200);
+      assert.deepEqual(await Promise.all(['81.7.3.1', '81.7.3.2'].map(from)), [200, 200]);
+    } finally {
+      await proxied.close();
+    }
+  });
+
+  test('refusals of a download are in the history: missing parameters, no scope, outside the key’s ranges; sample takes true or false only', async () => {
+    const dl = (name: string, q: string) => get(svc.port, `/api/v1/database/download?${q}`, bearer(name));
+    assert.equal((await dl('download', 'format=csvgz')).status, 400);
+    assert.equal((await dl('plain', 'id=vpn_v1&format=csvgz')).status, 401);
+    assert.equal((await dl('fenced', 'id=vpn_v1&format=csvgz')).status, 403);
+    for (const v of ['1', 'TRUE', 'yes', '']) {
+      const r = await dl('download', `id=vpn_v1&format=csvgz&sample=${v}`);
+      assert.deepEqual([r.status, r.json], [400, { rc: 'BAD_REQUEST' }], `sample=${v}`);
+    }
+    const history = (await get(svc.port, '/api/v1/database/downloads?limit=20', bearer('download'))).json.downloads as Record<string, unknown>[];
+    const seen = history.map((d) => [d.outcome, d.http_status, d.dataset_id]);
+    assert.deepEqual(seen.slice(0, 7).reverse(), [
+      ['bad_request', 400, ''],
+      ['forbidden', 401, 'vpn_v1'],
+      ['forbidden', 403, 'vpn_v1'],
+      ['bad_request', 400, 'vpn_v1'],
+      ['bad_request', 400, 'vpn_v1'],
+      ['bad_request', 400, 'vpn_v1'],
+      ['bad_request', 400, 'vpn_v1'],
+    ]);
+  });
+
+  test('a database too small for a strict sample offers none', async () => {
+    const list = (await get(svc.port, '/api/v1/database/list', bearer('download'))).json.databases as { base: string; versions: { sample_formats: string[] }[] }[];
+    assert.deepEqual(list.find((d) => d.base === 'vpn_provider')!.versions[0].sample_formats, [], 'one provider');
+    assert.deepEqual(list.find((d) => d.base === 'vpn')!.versions[0].sample_formats, ['csvgz', 'mmdb']);
+    const r = await get(svc.port, '/api/v1/database/download?id=vpn_provider_v1&format=csvgz&sample=true', bearer('download'));
+    assert.equal(r.status, 503);
+  });
+
+  test('stalled download readers hold no read buffer, and a resumed one gets every byte', async () => {
+    const store = new LocalStore(dataDir);
+    const big = path.join(dataDir, 'big.bin');
+    const bytes = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < bytes.length; i += 4096) bytes[i] = i & 255;
+    fs.writeFileSync(big, bytes);
+    await store.put('test/big.bin', big);
+    const url = new URL(store.signedUrl('test/big.bin', Date.now() + 60_000, 'big.bin', `http://127.0.0.1:${svc.port}`));
+    const stalled: http.ClientRequest[] = [];
+    const responsesIn: http.IncomingMessage[] = [];
+    try {
+      for (let i = 0; i < 50; i++) {
+        const req = http.get({ host: '127.0.0.1', port: svc.port, path: url.pathname + url.search, agent: false }, (res) => {
+          res.pause(); // never reads
+          responsesIn.push(res);
+        });
+        req.on('error', () => undefined);
+        stalled.push(req);
+      }
+      for (let waited = 0; responsesIn.length < 50 && waited < 5000; waited += 20) await sleep(20);
+      await sleep(300);
+      assert.equal(fileTransfers.buffersHeld, 0, 'stalled transfers hold read buffers');
+      await alive();
+      // One reader resumes and gets the whole file.
+      const resumed = responsesIn[0];
+      const parts: Buffer[] = [];
+      resumed.on('data', (c: Buffer) => parts.push(c));
+      await new Promise((r) => resumed.on('end', r));
+      resumed.resume();
+      assert.ok(Buffer.concat(parts).equals(bytes), 'the resumed transfer is intact');
+    } finally {
+      for (const r of stalled) r.destroy();
+    }
+  });
+
+  test('no route registers on a uWS app except through the route table (the guard cannot be skipped)', () => {
+    const offenders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (p.endsWith('.ts') && !p.endsWith(path.join('http', 'routes.ts'))) {
+          const text = fs.readFileSync(p, 'utf8');
+          if (/\bapp\.(get|post|put|del|patch|head|options|any)\(/.test(text)) offenders.push(path.relative(PROJECT_ROOT, p));
+        }
+      }
+    };
+    walk(path.join(PROJECT_ROOT, 'src'));
+    assert.deepEqual(offenders, []);
+  });
+});
+
+describe('stores and workers at fault', () => {
+  test('unknown keys are cached only up to their length bound: a 60 KB key is refused and never cached', () => {
+    const dataDir = tempDir();
+    const db = openControlDb(dataDir);
+    const cache = new KeyCache(db, loadPlans(plansFile(dataDir)));
+    try {
+      for (let i = 0; i < 50; i++) assert.equal((cache.resolve(`${i}`.padEnd(60_000, 'x'), Date.now()) as { status: number }).status, 401);
+      assert.equal(cache.size, 0);
+      for (let i = 0; i < 30_000; i++) cache.resolve(`isk_${i}`, Date.now());
+      assert.ok(cache.size <= 20_000, `cached ${cache.size}`);
+    } finally {
+      cache.close();
+      db.close();
+    }
+  });
+
+  test('stale day counters, old month counters and full token buckets are pruned; current ones stay', async () => {
+    const dataDir = tempDir();
+    const store = new AccountingStore(dataDir);
+    try {
+      const now = Date.UTC(2026, 10, 22, 12);
+      store.reserve('d:2026-11-20:1.2.3.4', 5, 0, null);
+      store.reserve('d:2026-11-21:1.2.3.4', 5, 0, null);
+      store.reserve('d:2026-11-22:1.2.3.4', 5, 0, null);
+      store.reserve('m:2024-10:org', 5, 0, null);
+      store.reserve('m:2026-11:org', 5, 0, null);
+      store.takeTokens('r:a:1.2.3.4', 1, 5, 10, now - 60_000);
+      store.takeTokens('r:a:5.6.7.8', 1, 5, 10, now - 500);
+      const { day, month } = staleBefore(now);
+      assert.equal(store.prune(day, month, 3000, now), 3);
+      for (const k of ['d:2026-11-21:1.2.3.4', 'd:2026-11-22:1.2.3.4', 'm:2026-11:org']) assert.equal(store.spent(k), 5, k);
+      assert.equal(store.spent('d:2026-11-20:1.2.3.4'), 0);
+      // 2000 buckets in more than one pruning transaction.
+      for (let i = 0; i < 2000; i++) store.takeTokens(`r:a:10.0.${i >> 8}.${i & 255}`, 1, 5, 10, now - 60_000);
+      assert.equal(store.prune(day, month, 3000, now), 2000);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a damaged or emptied accounting store, or a damaged control database, stops the start with one line naming the file', async () => {
+    for (const damage of ['garbage', 'empty', 'control'] as const) {
+      const dataDir = tempDir();
+      importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+      runBuild({ dataDir, exports: false });
+      const svc = await startTestService({ dataDir });
+      await svc.close();
+      const file = path.join(dataDir, damage === 'control' ? CONTROL_DB_FILE : ACCOUNTING_DIR);
+      if (damage === 'garbage') fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
+      else if (damage === 'empty') fs.truncateSync(file, 0);
+      else fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
+      const r = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, DATA_DIR: dataDir, DEMO: '0', PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '' } }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      assert.equal(r.code, 1, damage);
+      const lines = r.stderr.trim().split('\n').filter((l) => !l.startsWith('{'));
+      assert.equal(lines.length, 1, `${damage}: ${r.stderr}`);
+      assert.ok(lines[0].includes(file), `${damage}: ${lines[0]}`);
+      assert.match(lines[0], /move it aside/);
+    }
+  });
+
+  test('secret-bearing and personal-data files are readable by their owner only', async () => {
+    const dataDir = tempDir();
+    const svc = await startTestService({ dataDir });
+    await svc.close();
+    for (const f of [CONTROL_DB_FILE, ACCOUNTING_DIR, 'store/link-secret']) {
+      assert.equal(fs.statSync(path.join(dataDir, f)).mode & 0o777, 0o600, f);
+    }
+  });
+
+  test('batches are answered (every address 500) while every worker keeps dying', async () => {
+    const pool = new BatchPool({ workers: 2, maxQueue: 8, worker: path.join(PROJECT_ROOT, 'dist/test/fixtures/exiting-worker.js') });
+    try {
+      const task = () => ({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null });
+      const started = Date.now();
+      const settled = await Promise.allSettled(Array.from({ length: 4 }, () => pool.run(task())));
+      assert.ok(settled.every((s) => s.status === 'rejected'), 'a batch on a dying worker succeeded');
+      assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('builds use refuses a damaged build and leaves the serving one', async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    const first = runBuild({ dataDir, exports: false });
+    const second = runBuild({ dataDir, exports: false });
+    const index = path.join(first.dir, 'index.bin');
+    const bytes = fs.readFileSync(index);
+    bytes[bytes.length >> 1] ^= 0xff;
+    fs.writeFileSync(index, bytes);
+    const r = await run(process.execPath, [CLI, 'builds', 'use', first.id], { env: { ...process.env, DATA_DIR: dataDir } }).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /damaged/);
+    assert.equal(readCurrentBuildId(dataDir), second.id);
+  });
+
+  test('a full disk: lookups go on being answered, counted in memory, and a failed build leaves no staging directory', async (t) => {
+    const mount = tempDir('ipsift-full-');
+    try {
+      await run('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'tmpfs', mount]);
+    } catch (e) {
+      t.skip(`cannot mount a small tmpfs here (${(e as Error).message.split('\n')[0]})`);
+      return;
+    }
+    try {
+      const dataDir = path.join(mount, 'data');
+      fs.mkdirSync(dataDir);
+      importFeed({ dataDir, file: writeFile(tempDir(), 'feed.csv', FEED) });
+      runBuild({ dataDir, exports: false });
+      const svc = await startTestService({ dataDir, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }], plansFile: plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [] }) });
+      try {
+        // Fill the disk.
+        const filler = fs.openSync(path.join(mount, 'filler'), 'w');
+        const block = Buffer.alloc(1 << 20);
+        try {
+          for (;;) fs.writeSync(filler, block);
+        } catch {
+          // ENOSPC: full
+        }
+        try {
+          for (;;) fs.writeSync(filler, block.subarray(0, 512));
+        } catch {
+          // and the last few blocks
+        }
+        fs.closeSync(filler);
+        // Thousands of new keyless sources: counters and buckets the store has no room for.
+        let ok = 0;
+        const statuses = new Map<number, number>();
+        for (let i = 0; i < 4000; i += 50) {
+          const replies = await Promise.all(Array.from({ length: 50 }, (_, j) => get(svc.port, '/81.7.3.9', { 'X-Forwarded-For': `10.${(i + j) >> 8}.${(i + j) & 255}.7` })));
+          for (const r of replies) {
+            statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+            if (r.status === 200) ok++;
+          }
+        }
+        t.diagnostic(`lookups on a full disk: ${JSON.stringify([...statuses])}`);
+        assert.equal(ok, 4000);
+        assert.throws(() => runBuild({ dataDir, exports: false }));
+        assert.deepEqual(fs.readdirSync(buildsDir(dataDir)).filter((d) => d.includes('staging')), []);
+        // Room again: what was answered meanwhile reaches the store.
+        fs.rmSync(path.join(mount, 'filler'));
+        await sleep(1500);
+        await svc.close();
+        const store = new AccountingStore(dataDir);
+        const day = new Date().toISOString().slice(0, 10);
+        assert.equal(store.spent(`d:${day}:10.0.0.7`), 1);
+        assert.equal(store.spent(`d:${day}:10.15.159.7`), 1);
+        await store.close();
+      } finally {
+        await svc.close().catch(() => undefined);
+      }
+    } finally {
+      await run('umount', [mount]).catch(() => undefined);
+    }
+  });
+});
