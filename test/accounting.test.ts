@@ -13,7 +13,7 @@ import { AccountingStore } from '../src/accounting/store.js';
 import { WindowClock, orgCounter } from '../src/accounting/windows.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
-import { PROJECT_ROOT, get, plansFile, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, plansFile, request, tempDir, writeFile } from './helpers.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const rate = { per_second: 1_000_000, burst: 1_000_000 };
@@ -136,5 +136,36 @@ describe('accounting exactness', () => {
       restarted.child.kill('SIGKILL');
       await stopped(restarted.child);
     }
+  });
+
+  test('batches whose every entry is a 400 leave nothing counted after kill -9', async (t) => {
+    const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
+    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+    const server = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans, BATCH_WORKERS: '2' });
+    const body = JSON.stringify({ ips: Array.from({ length: 1000 }, (_, i) => `not-an-address-${i}`) }) + ' '.repeat(100_000);
+    let answered = 0;
+    let stop = false;
+    const client = async (): Promise<void> => {
+      while (!stop) {
+        try {
+          const r = await request(server.port, 'POST', '/batch', body, { Authorization: `Bearer ${secret}` });
+          if (r.status === 200) answered++;
+        } catch {
+          return; // the server is gone
+        }
+      }
+    };
+    const load = Promise.all(Array.from({ length: 16 }, client));
+    while (answered < 200) await new Promise((r) => setTimeout(r, 20));
+    server.child.kill('SIGKILL');
+    await stopped(server.child);
+    stop = true;
+    await load;
+    const store = new AccountingStore(dataDir);
+    const spent = store.spent(counter);
+    await store.close();
+    t.diagnostic(`kill -9 after ${answered} all-400 batches: ${spent} units counted`);
+    assert.ok(spent <= 300, `phantom usage ${spent}`);
+    assert.equal(spent, 0);
   });
 });

@@ -11,17 +11,33 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { checkAccountingFile } from './check-store.js';
+import { IpsiftError } from '../errors.js';
 
 export const ACCOUNTING_DIR = 'accounting.lmdb';
+/**
+ * Writes stop while the disk has less free space than this: LMDB does not survive ENOSPC (it
+ * prints to stdout and then corrupts its heap: malloc aborts the process), so the store never
+ * lets a write meet a full disk. The Meter counts in memory meanwhile (degraded mode).
+ */
+export const MIN_FREE_BYTES = 32 * 1024 * 1024;
+
+/** The store refuses writes: the disk is (nearly) full. */
+export class DiskFullError extends IpsiftError {
+  constructor(dir: string, free: number) {
+    super('DISK_FULL', `${dir}: ${Math.floor(free / 1048576)} MiB free, under the ${MIN_FREE_BYTES / 1048576} MiB accounting needs to write safely; free some space`);
+  }
+}
 
 type Bucket = [tokens: number, atMs: number];
 
 export class AccountingStore {
   private readonly db: RootDatabase<number | Bucket, string>;
+  private readonly dir: string;
 
   /** Opens the data directory's store; `check`: verify the file first (once per process, at start). */
   constructor(dataDir: string, check = false) {
     const file = path.join(dataDir, ACCOUNTING_DIR);
+    this.dir = dataDir;
     if (check) checkAccountingFile(file);
     this.db = open<number | Bucket, string>({ path: file, noSync: true, cache: false });
     // Keyless clients' addresses are in the keys: personal data, readable by the owner only.
@@ -32,6 +48,13 @@ export class AccountingStore {
         // another user's file: left as it is
       }
     }
+  }
+
+  /** Throws DiskFullError unless a write can safely go ahead (a statfs: about 2 µs). */
+  private writable(): void {
+    const s = fs.statfsSync(this.dir);
+    const free = s.bavail * s.bsize;
+    if (free < MIN_FREE_BYTES) throw new DiskFullError(this.dir, free);
   }
 
   /** Units spent (granted) on a counter. */
@@ -45,6 +68,7 @@ export class AccountingStore {
    * Returns the units granted and the counter after the grant.
    */
   reserve(counter: string, need: number, extra: number, limit: number | null): { granted: number; spent: number } {
+    this.writable();
     return this.db.transactionSync(() => {
       const spent = (this.db.get(counter) as number | undefined) ?? 0;
       let granted: number;
@@ -61,6 +85,7 @@ export class AccountingStore {
   /** Gives back units granted but not used. */
   release(counter: string, units: number): void {
     if (units <= 0) return;
+    this.writable();
     this.db.transactionSync(() => {
       const spent = (this.db.get(counter) as number | undefined) ?? 0;
       this.db.putSync(counter, Math.max(0, spent - units));
@@ -72,6 +97,7 @@ export class AccountingStore {
    * Returns the tokens granted and those left in the bucket after the grant.
    */
   takeTokens(bucket: string, want: number, perSecond: number, burst: number, nowMs: number): { granted: number; left: number } {
+    this.writable();
     return this.db.transactionSync(() => {
       const b = this.db.get(bucket) as Bucket | undefined;
       let tokens = burst;
@@ -90,6 +116,7 @@ export class AccountingStore {
    * which is what a missing bucket means). Returns the keys deleted.
    */
   prune(dayBefore: string, monthBefore: string, bucketIdleMs: number, nowMs: number): number {
+    this.writable();
     let n = this.removeWhere({ start: 'd:', end: `d:${dayBefore}` }, () => true);
     n += this.removeWhere({ start: 'm:', end: `m:${monthBefore}` }, () => true);
     n += this.removeWhere({ start: 'r:', end: 'r;' }, (v) => Array.isArray(v) && nowMs - v[1] >= bucketIdleMs);

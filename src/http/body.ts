@@ -42,8 +42,8 @@ export interface BodyHandlers {
 
 /**
  * Reads the body of `res` (uWS chunks are copied: they are invalid once onData returns).
- * `declared` is the Content-Length, or -1. The caller has registered onAborted and passes its
- * flag; `later` wraps callbacks in the route guard.
+ * `declared` is the Content-Length, or -1. The caller has registered onAborted, passes its
+ * flag, and calls the returned abort() from it; `later` wraps callbacks in the route guard.
  */
 export function readBody(
   res: HttpResponse,
@@ -54,7 +54,7 @@ export function readBody(
   isAborted: () => boolean,
   later: <A extends unknown[]>(fn: (...args: A) => unknown) => (...args: A) => void,
   h: BodyHandlers,
-): void {
+): { abort(): void } {
   let body: Uint8Array | null = null;
   let length = 0;
   /** 0 reading, 1 done, 2 draining past the limit, 3 closed. */
@@ -72,7 +72,10 @@ export function readBody(
     if (draining) h.tooLarge(true);
     else res.close();
   };
-  if (declared > limit + DRAIN_BYTES) return h.tooLarge(true);
+  if (declared > limit + DRAIN_BYTES) {
+    h.tooLarge(true);
+    return { abort() {} };
+  }
   if (declared > limit) state = 2;
   const timer = setTimeout(
     later(() => {
@@ -88,6 +91,7 @@ export function readBody(
         return;
       }
       const n = chunk.byteLength;
+      if (n === 0 && !isLast) return; // uWS may call with nothing before the body comes
       if (state === 0 && length + n > limit) {
         release();
         if (declared < 0) {
@@ -139,4 +143,12 @@ export function readBody(
       h.done(whole);
     }),
   );
+  // The client went away: give the memory back now, not at a next chunk that never comes.
+  return {
+    abort() {
+      state = 3;
+      clearTimeout(timer);
+      release();
+    },
+  };
 }

@@ -19,7 +19,7 @@ import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { BodyMemory, readBody } from './body.js';
 import { RequestClient } from './client.js';
-import { late, pending, sendError, type Pending } from './reply.js';
+import { late, sendError, type Pending } from './reply.js';
 import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
 import { uWS } from './uws.js';
@@ -177,14 +177,19 @@ class BatchRoute {
 
   handle(res: HttpResponse, req: HttpRequest): void {
     const lengthHeader = req.getHeader('content-length');
-    const p = pending(res);
+    const p: Pending = { aborted: false };
+    let reader: { abort(): void } | null = null;
+    res.onAborted(() => {
+      p.aborted = true;
+      reader?.abort();
+    });
     const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
     // Refused before the body is read: answer and close rather than drain it.
     if (!isAdmitted(a)) return refuse(res, a, this.metrics, this.head, true);
     if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
     const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
     const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
-    readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
+    reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
       done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES),
       tooLarge: (close) => late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close })),
       busy: () => late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true })),

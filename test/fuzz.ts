@@ -1,0 +1,189 @@
+// A seeded HTTP fuzzer over every route of the lookup port: paths, escapes, query strings,
+// key headers, bodies, methods and HEAD, sent as raw bytes (so nothing a client library would
+// refuse is left out), on keep-alive connections. Every answer must be well formed, carry a
+// documented status, and a HEAD answer no body. Used by the test suite (short) and the bench
+// (long).
+
+import net from 'node:net';
+
+/** Statuses the contract and README document for these routes. */
+export const DOCUMENTED = new Set([200, 201, 206, 302, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503]);
+
+export interface FuzzResult {
+  requests: number;
+  byStatus: Map<number, number>;
+  /** Answers with an undocumented status, a malformed head, or a HEAD body. */
+  problems: string[];
+  /** Requests the server closed the connection on without an answer (first lines). */
+  unanswered: string[];
+}
+
+/** A small deterministic PRNG (mulberry32). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PATHS = [
+  '/81.7.3.9', '/2a01:4f8:c012::1', '/::ffff:81.7.3.9', '/10.0.0.1', '/myip', '/batch', '/', '/%', '/%ZZ', '/%2e%2e',
+  '/81.7.3.9%00', '/1.2.3', '/fe80::1%25eth0', '/api/v1/account/me', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys/x',
+  '/api/v1/iam/apikeys/x/rotate', '/api/v1/database/list', '/api/v1/database/download', '/api/v1/database/metadata',
+  '/api/v1/database/checksum', '/api/v1/database/downloads', '/files/', '/files/%ZZ', '/files/a%', '/files/%E0%A4%A',
+  '/files/vpn_v1/../../x', '/files/x/y', '/api/v1/database', '/api', '/api/v1/iam/apikeys//rotate', '/openapi.json',
+];
+const QUERIES = ['', '?id=vpn_v1', '?id=vpn_v1&format=csvgz', '?id=vpn_v1&format=mmdb&sample=true', '?id=nope&format=x', '?limit=0',
+  '?limit=201', '?limit=abc', '?sample=1&id=vpn_v1&format=csvgz', '?apikey=%', '?apikey=a&apikey=b', '?expires=1&sig=x&name=y', '?&&=&', '?id=%ZZ'];
+const METHODS = ['GET', 'GET', 'GET', 'POST', 'HEAD', 'DELETE', 'PUT', 'OPTIONS', 'PATCH'];
+const BODIES = ['', '{}', '{"ips":[]}', '{"ips":["81.7.3.9","nope",1]}', '{"ips":"x"}', '[', 'null', '{"name":"k"}',
+  '{"name":"k","allowed_scopes":["db.download"],"expires":"2999-01-01"}', '{"name":"k","allowed_cidrs":["0.0.0.0/0"]}',
+  '{"ips":["\\ud800"]}', '\u0000\u00ff', '{"ips":[' + '"1.1.1.1",'.repeat(1200) + '"x"]}'];
+
+function pick<T>(rnd: () => number, list: readonly T[]): T {
+  return list[Math.floor(rnd() * list.length)];
+}
+
+/** Mutates a string: a byte flipped, a percent-escape or a character inserted, a cut. */
+function mutate(rnd: () => number, s: string): string {
+  const at = Math.floor(rnd() * (s.length + 1));
+  switch (Math.floor(rnd() * 5)) {
+    case 0:
+      return s.slice(0, at) + '%' + Math.floor(rnd() * 256).toString(16).padStart(2, '0') + s.slice(at);
+    case 1:
+      return s.slice(0, at) + pick(rnd, ['%', '/', '..', ':', '?', '&', '=', '#', '\\', '~', '%u0041']) + s.slice(at);
+    case 2:
+      return s.slice(0, at);
+    case 3:
+      return s.slice(0, at) + String.fromCharCode(33 + Math.floor(rnd() * 94)) + s.slice(at + 1);
+    default:
+      return s;
+  }
+}
+
+/** One request's bytes, and whether it is a HEAD. */
+function requestOf(rnd: () => number, keys: readonly string[]): { bytes: Buffer; head: boolean } {
+  const method = pick(rnd, METHODS);
+  let target = pick(rnd, PATHS) + pick(rnd, QUERIES);
+  if (rnd() < 0.5) target = mutate(rnd, target);
+  if (!target.startsWith('/')) target = '/' + target;
+  target = target.replace(/[\s]/g, '%20');
+  const headers: string[] = ['Host: fuzz'];
+  const key = (): string => (rnd() < 0.7 ? pick(rnd, keys) : mutate(rnd, pick(rnd, keys)).replace(/[\r\n]/g, ''));
+  if (rnd() < 0.5) headers.push(`Authorization: ${pick(rnd, ['Bearer ', 'bearer ', 'Basic ', 'Bearer  ', ''])}${key()}`);
+  if (rnd() < 0.2) headers.push(`X-Api-Key: ${key()}`);
+  if (rnd() < 0.05) headers.push(`X-Api-Key: ${key()}`);
+  if (rnd() < 0.2) headers.push(`Range: ${pick(rnd, ['bytes=0-10', 'bytes=-5', 'bytes=99999999-', 'bytes=5-1', 'bytes=x', 'items=0-1'])}`);
+  if (rnd() < 0.1) headers.push(`If-None-Match: ${pick(rnd, ['*', '"x"', 'W/"y"', ''])}`);
+  if (rnd() < 0.1) headers.push(`X-Forwarded-For: ${pick(rnd, ['1.2.3.4', '::1', 'garbage', '1.2.3.4, 5.6.7.8', ''])}`);
+  let body = '';
+  if (method === 'POST' || method === 'PUT' || rnd() < 0.05) {
+    body = pick(rnd, BODIES);
+    if (rnd() < 0.3) body = mutate(rnd, body);
+  }
+  const bodyBytes = Buffer.from(body, 'utf8');
+  if (method !== 'GET' && method !== 'HEAD') headers.push(`Content-Length: ${bodyBytes.length}`);
+  else if (bodyBytes.length) headers.push(`Content-Length: ${bodyBytes.length}`);
+  return { bytes: Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`, 'latin1'), bodyBytes]), head: method === 'HEAD' };
+}
+
+/**
+ * Sends `count` fuzzed requests over `connections` keep-alive connections, one request in
+ * flight per connection, and checks each answer. A connection the server closes (a 413, a
+ * refusal before the body) is reopened.
+ */
+export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8): Promise<FuzzResult> {
+  const rnd = prng(seed);
+  const result: FuzzResult = { requests: 0, byStatus: new Map(), problems: [], unanswered: [] };
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    let socket: net.Socket | null = null;
+    let buffer = Buffer.alloc(0);
+    let wake: (() => void) | null = null;
+    let closed = true;
+    const open = (): void => {
+      const me = net.connect(port, '127.0.0.1');
+      socket = me;
+      closed = false;
+      buffer = Buffer.alloc(0);
+      // Events of a connection given up on must not touch the current one's state.
+      me.on('data', (c: Buffer) => {
+        if (socket !== me) return;
+        buffer = Buffer.concat([buffer, c]);
+        wake?.();
+      });
+      me.on('close', () => {
+        if (socket !== me) return;
+        closed = true;
+        wake?.();
+      });
+      me.on('error', () => undefined);
+    };
+    let retry: { bytes: Buffer; head: boolean } | null = null;
+    while (next < count || retry !== null) {
+      // A request sent on a connection the server was closing (after an answer that closes)
+      // is sent once more on a fresh one; unanswered twice, it is a problem.
+      const again = retry !== null;
+      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, keys);
+      const { bytes, head } = req;
+      if (!again) next++;
+      retry = null;
+      if (closed || again) {
+        (socket as net.Socket | null)?.destroy();
+        open();
+      }
+      socket!.write(bytes);
+      const deadline = Date.now() + 5000;
+      let answer: { status: number; headText: string; length: number } | null = null;
+      for (;;) {
+        const end = buffer.indexOf('\r\n\r\n');
+        if (end >= 0) {
+          const headText = buffer.subarray(0, end).toString('latin1');
+          const m = /content-length: *(\d+)/i.exec(headText);
+          const length = head ? 0 : m ? Number(m[1]) : 0;
+          if (buffer.length >= end + 4 + length) {
+            answer = { status: Number(headText.slice(9, 12)), headText, length };
+            const rest = buffer.subarray(end + 4 + length);
+            if (head && rest.length > 0 && !rest.toString('latin1').startsWith('HTTP/1.1 ')) result.problems.push(`HEAD answer with a body: ${headText.split('\r\n')[0]}`);
+            buffer = Buffer.alloc(0);
+            break;
+          }
+        }
+        if (closed || Date.now() > deadline) break;
+        await new Promise<void>((r) => {
+          wake = r;
+          setTimeout(r, 50);
+        });
+        wake = null;
+      }
+      if (answer === null) {
+        if (!closed) result.problems.push(`no answer within 5 s to ${bytes.subarray(0, 80).toString('latin1').split('\r\n')[0]}`);
+        else if (!again) {
+          retry = { bytes, head };
+          continue;
+        } else result.unanswered.push(bytes.subarray(0, 200).toString('latin1'));
+        result.requests++;
+        socket!.destroy();
+        closed = true;
+        continue;
+      }
+      result.requests++;
+      result.byStatus.set(answer.status, (result.byStatus.get(answer.status) ?? 0) + 1);
+      if (!/^HTTP\/1\.1 \d{3} /.test(answer.headText)) result.problems.push(`malformed head: ${answer.headText.slice(0, 80)}`);
+      if (!DOCUMENTED.has(answer.status)) result.problems.push(`undocumented ${answer.status} to ${bytes.subarray(0, 120).toString('latin1').split('\r\n')[0]}`);
+      if (answer.status === 500) result.problems.push(`500 to ${bytes.subarray(0, 120).toString('latin1').split('\r\n')[0]}`);
+      // Keep-alive, except after answers that close (the server may not read what follows).
+      if (/connection: close/i.test(answer.headText)) {
+        socket!.destroy();
+        closed = true;
+      }
+    }
+    (socket as net.Socket | null)?.destroy();
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  return result;
+}
