@@ -5,6 +5,7 @@
 // (long).
 
 import net from 'node:net';
+import { prng } from '../scripts/gen-feeds.js';
 
 /** Statuses the contract and README document for these routes. */
 export const DOCUMENTED = new Set([200, 201, 206, 302, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503]);
@@ -16,18 +17,6 @@ export interface FuzzResult {
   problems: string[];
   /** Requests the server closed the connection on without an answer (first lines). */
   unanswered: string[];
-}
-
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const PATHS = [

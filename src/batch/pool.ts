@@ -21,6 +21,19 @@ export interface BatchPoolOptions {
   retries?: number;
   /** The worker script (default: workers/batch.js). */
   worker?: string;
+  /**
+   * How long one batch may take, queueing, retries and all (default 10 s; a batch of 1000
+   * takes about a millisecond): past it the batch is given up (its worker, if it has one, is
+   * stopped) and answered with every address 500, so a persistent worker fault can never
+   * leave a batch unanswered.
+   */
+  timeoutMs?: number;
+}
+
+export class BatchTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`batch not answered within ${ms} ms`);
+  }
 }
 
 export class QueueFullError extends Error {
@@ -42,6 +55,7 @@ export class BatchPool {
   private readonly size: number;
   private readonly maxQueue: number;
   private readonly retries: number;
+  private readonly timeoutMs: number;
   /** Tasks given to Piscina and not yet settled (running + queued). */
   private inFlight = 0;
   workerFailures = 0;
@@ -58,6 +72,7 @@ export class BatchPool {
     this.maxSlots = 2 * options.workers + 2;
     this.maxQueue = options.maxQueue;
     this.retries = options.retries ?? 2;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
     this.pool = new Piscina({
       filename: options.worker ?? WORKER_FILE,
       minThreads: options.workers,
@@ -91,18 +106,21 @@ export class BatchPool {
   async run(task: BatchTask): Promise<Uint8Array> {
     if (this.full) throw new QueueFullError();
     this.inFlight++;
+    const deadline = Date.now() + this.timeoutMs;
     try {
       for (let attempt = 0; ; attempt++) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new BatchTimeoutError(this.timeoutMs);
         try {
           // The body is copied, not transferred: Piscina may hand a task whose worker died
           // before taking it to another worker, and a transferred buffer would arrive empty.
-          const out = await this.pool.run(task);
+          const out = await this.pool.run(task, { signal: AbortSignal.timeout(left) });
           // A number: the outcome's length, written at the start of task.out.
           if (typeof out === 'number') return new Uint8Array(task.out!, 0, out);
           return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
         } catch (e) {
           this.workerFailures++;
-          if (attempt >= this.retries) throw e;
+          if (attempt >= this.retries || Date.now() >= deadline) throw e;
           // Let Piscina see the worker's exit first, so the retry goes to a live one.
           await new Promise((r) => setTimeout(r, 1));
         }

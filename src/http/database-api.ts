@@ -289,19 +289,44 @@ export function parseRange(header: string, size: number): { start: number; end: 
   return { start, end };
 }
 
-/** Read buffers of finished transfers, kept for the next ones (a stalled transfer holds none). */
-const spareBuffers: Buffer[] = [];
-const MAX_SPARE_BUFFERS = 8;
-/** Read buffers held by transfers now (a gauge for tests and metrics). */
-export const fileTransfers = { buffersHeld: 0 };
+/**
+ * The read buffers of all file transfers: at most MAX_FILE_BUFFERS exist, so however many
+ * transfers run, their chunks in memory are bounded (8 MiB); a transfer waits its turn for a
+ * buffer (FIFO) and holds it only while one chunk is read and handed to uWS.
+ */
+const MAX_FILE_BUFFERS = 32;
+class FileBuffers {
+  private readonly free: Buffer[] = [];
+  private readonly waiting: ((b: Buffer) => void)[] = [];
+  private made = 0;
+  /** Buffers held by transfers now (a gauge for tests). */
+  held = 0;
+
+  take(use: (b: Buffer) => void): void {
+    const b = this.free.pop() ?? (this.made < MAX_FILE_BUFFERS ? (this.made++, Buffer.allocUnsafeSlow(FILE_CHUNK)) : null);
+    if (b === null) return void this.waiting.push(use);
+    this.held++;
+    use(b);
+  }
+
+  give(b: Buffer): void {
+    this.held--;
+    const next = this.waiting.shift();
+    if (next) {
+      this.held++;
+      next(b);
+    } else this.free.push(b);
+  }
+}
+export const fileTransfers = new FileBuffers();
 
 /**
  * Serves a store file: the link is checked once, now; a transfer that has started runs to
  * its end even when the link lapses meanwhile. Streams with backpressure (tryEnd, onWritable)
- * and reads off the event loop. A transfer holds a read buffer only while a chunk is being
- * read and written: when the client stops reading, the buffer goes back and the rest is read
- * again from the file once the socket drains, so a stalled reader costs an open file and its
- * socket's kernel buffers, not 256 KiB of memory.
+ * and reads off the event loop. A transfer holds one of the shared read buffers only while a
+ * chunk is read and handed to uWS: when the client stops reading, the rest is read again from
+ * the file once the socket drains, so a stalled reader costs an open file and its socket's
+ * kernel buffers, and all transfers together hold at most MAX_FILE_BUFFERS chunks.
  */
 function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head: boolean, metrics: Metrics, routes: RouteTable): void {
   const url = req.getUrl();
@@ -376,45 +401,46 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     if (p.aborted) return close();
     if (reading || closed) return;
     reading = true;
-    const buffer = spareBuffers.pop() ?? Buffer.allocUnsafeSlow(FILE_CHUNK);
-    fileTransfers.buffersHeld++;
-    const n = Math.min(FILE_CHUNK, total - sent);
-    fs.read(fd, buffer, 0, n, start + sent, routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
-      reading = false;
-      const giveBack = (): void => {
-        fileTransfers.buffersHeld--;
-        if (spareBuffers.length < MAX_SPARE_BUFFERS) spareBuffers.push(buffer);
-      };
-      if (closed) {
-        giveBack();
-        return void fs.close(fd, () => {});
+    fileTransfers.take(routes.later(res, RC.INTERNAL, (buffer: Buffer) => {
+      if (p.aborted || closed) {
+        reading = false;
+        fileTransfers.give(buffer);
+        return close();
       }
-      if (p.aborted || err || got !== n) {
-        giveBack();
-        close();
-        if (!p.aborted) res.close(); // the file changed or failed under us: end the transfer visibly
-        return;
-      }
-      const before = sent;
-      let result: [boolean, boolean] = [false, false];
-      res.cork(() => {
-        if (first) {
-          res.writeStatus(status);
-          common(res);
-          if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-          first = false;
+      const n = Math.min(FILE_CHUNK, total - sent);
+      fs.read(fd, buffer, 0, n, start + sent, routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
+        reading = false;
+        if (closed) {
+          fileTransfers.give(buffer);
+          return void fs.close(fd, () => {});
         }
-        result = res.tryEnd(buffer.subarray(0, n), total);
-      });
-      const [written, done] = result;
-      sent = done ? total : written ? before + n : res.getWriteOffset();
-      giveBack(); // uWS copied or sent what it took; the rest is read again later
-      if (done) return close();
-      if (written) return void setImmediate(pump);
-      res.onWritable(() => {
-        pump();
-        return true;
-      });
+        if (p.aborted || err || got !== n) {
+          fileTransfers.give(buffer);
+          close();
+          if (!p.aborted) res.close(); // the file changed or failed under us: end the transfer visibly
+          return;
+        }
+        const before = sent;
+        let result: [boolean, boolean] = [false, false];
+        res.cork(() => {
+          if (first) {
+            res.writeStatus(status);
+            common(res);
+            if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+            first = false;
+          }
+          result = res.tryEnd(buffer.subarray(0, n), total);
+        });
+        const [written, done] = result;
+        sent = done ? total : written ? before + n : res.getWriteOffset();
+        fileTransfers.give(buffer); // uWS copied or sent what it took; the rest is read again later
+        if (done) return close();
+        if (written) return void setImmediate(pump);
+        res.onWritable(() => {
+          pump();
+          return true;
+        });
+      }));
     }));
   });
   pump();
