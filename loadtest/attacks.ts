@@ -101,7 +101,7 @@ async function main(): Promise<void> {
       http
         .get({ host: '127.0.0.1', port, path: '/api/v1/database/download?id=ipsift_extended_v1&format=mmdb', headers: { Authorization: `Bearer ${max}` }, agent: false }, (res) => {
           res.resume();
-          resolve(new URL(res.headers.location!).pathname + new URL(res.headers.location!).search);
+          resolve(res.headers.location!);
         })
         .on('error', reject);
     });

@@ -468,4 +468,10 @@ if (process.env.BENCH_ONLY !== 'in-process') {
   await lookups(dataDir);
   await memory(dataDir);
   await downloads(dataDir);
+  // The long fuzz run and the memory attacks (#11), each in its own process.
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const [script, args] of [['fuzz.js', ['200000']], ['attacks.js', []]] as const) {
+    const r = await exec(process.execPath, [path.join(here, script), ...args], { maxBuffer: 1 << 24 }).catch((e: { stdout?: string; message: string }) => ({ stdout: e.stdout ?? e.message }));
+    for (const line of r.stdout.split('\n').filter((l) => l && !l.startsWith('{'))) out(line);
+  }
 }

@@ -105,12 +105,22 @@ async function serve(): Promise<void> {
   const config = loadConfig(process.env);
   const service = await startService(config, log);
   process.on('SIGHUP', () => void service.holder.reload());
+  // First signal: drain and exit 0. A second one: exit at once.
+  let stopping = false;
   const stop = (signal: string): void => {
-    log.info('stopping', { signal });
-    void service.close().then(() => process.exit(0));
+    if (stopping) {
+      log.warn('second signal: exiting at once', { signal });
+      process.exit(1);
+    }
+    stopping = true;
+    log.info('stopping: draining requests in flight', { signal, grace_s: config.shutdownGraceMs / 1000 });
+    void service.drain(config.shutdownGraceMs).then((clean) => {
+      log.info('stopped', { clean });
+      process.exit(0);
+    });
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 function feedImport(args: string[]): void {

@@ -28,6 +28,8 @@ export interface Config {
   readonly keylessIpv6Prefix: number;
   /** How long lookups go on being answered, counted in memory, while accounting cannot write. */
   readonly accountingGraceMs: number;
+  /** On SIGTERM/SIGINT, how long requests and downloads in flight may take to finish. */
+  readonly shutdownGraceMs: number;
   /** Peers whose X-Forwarded-For / Forwarded headers /myip believes. */
   readonly trustedProxies: readonly Network[];
   /** Field tier of keyless answers (index into TIERS). The contract's default is basic. */
@@ -48,6 +50,11 @@ export interface Config {
   readonly store: StoreConfig;
   /** Sources imported before each scheduled build ('' for none). */
   readonly sourcesFile: string;
+  /**
+   * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
+   * relative references, or absolute from a trusted proxy's forwarded headers).
+   */
+  readonly publicUrl: string;
 }
 
 export type StoreConfig =
@@ -75,6 +82,7 @@ export const DEFAULTS = Object.freeze({
   bodyTimeoutS: 30,
   keylessIpv6Prefix: 64,
   accountingGraceS: 300,
+  shutdownGraceS: 30,
   trustedProxies: '',
   keylessTier: 'basic',
   allowSlowHttp: false,
@@ -100,6 +108,19 @@ function storeConfig(get: (name: string) => string | undefined): StoreConfig {
   if (!bucket) throw new ConfigError('STORE=s3 needs S3_BUCKET');
   const endpoint = get('S3_ENDPOINT');
   return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+}
+
+function publicUrl(text: string): string {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new ConfigError(`PUBLIC_URL must be an absolute http(s) URL such as https://ip.example.com or https://example.com/ipsift, got ${JSON.stringify(text)}`);
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password) {
+    throw new ConfigError(`PUBLIC_URL must be http(s)://host[:port][/path] with no query, fragment or credentials, got ${JSON.stringify(text)}`);
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
 function publishAt(text: string): string {
@@ -156,6 +177,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     batchBodyMemoryBytes: integer('BATCH_BODY_MEMORY_MIB', get('BATCH_BODY_MEMORY_MIB') ?? String(DEFAULTS.batchBodyMemoryMib), 1, 65536) * 1024 * 1024,
     bodyTimeoutMs: integer('BODY_TIMEOUT_S', get('BODY_TIMEOUT_S') ?? String(DEFAULTS.bodyTimeoutS), 1, 3600) * 1000,
     keylessIpv6Prefix: integer('KEYLESS_IPV6_PREFIX', get('KEYLESS_IPV6_PREFIX') ?? String(DEFAULTS.keylessIpv6Prefix), 1, 128),
+    shutdownGraceMs: integer('SHUTDOWN_GRACE_S', get('SHUTDOWN_GRACE_S') ?? String(DEFAULTS.shutdownGraceS), 0, 3600) * 1000,
     accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,
     keylessTier: tierIndex(tierName),
@@ -165,6 +187,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
     publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
+    publicUrl: get('PUBLIC_URL') === undefined ? '' : publicUrl(get('PUBLIC_URL')!),
     store: storeConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
     ...overrides,

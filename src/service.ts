@@ -1,6 +1,5 @@
 // Composition: index holder + batch pool + lookup app + admin app, started and stopped as one.
 
-import fs from 'node:fs';
 import path from 'node:path';
 import type { us_listen_socket } from 'uWebSockets.js';
 import { BatchPool } from './batch/pool.js';
@@ -23,12 +22,13 @@ import { Meter } from './accounting/meter.js';
 import { AccountingStore } from './accounting/store.js';
 import { Pruner, bucketRefillMs } from './accounting/pruner.js';
 import { AccountApi } from './http/account-api.js';
-import { DatabaseApi } from './http/database-api.js';
+import { DatabaseApi, fileTransfers } from './http/database-api.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './catalogue/demo-publication.js';
 import { openStore } from './store/open-store.js';
 import { PublishScheduler } from './catalogue/scheduler.js';
 import { Gate } from './http/gate.js';
+import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import type { Logger } from './log.js';
 
 export interface Service {
@@ -39,6 +39,12 @@ export interface Service {
   readonly metrics: Metrics;
   /** The shared accounting counters (LMDB). */
   readonly accounting: AccountingStore;
+  /**
+   * Graceful shutdown: readiness turns false, the lookup port stops listening, batches and
+   * downloads in flight finish (up to `graceMs`), then everything closes and leases and
+   * amounts owed are written. Resolves true when nothing was cut off.
+   */
+  drain(graceMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -66,8 +72,15 @@ export async function startService(config: Config, log: Logger): Promise<Service
     if (!config.allowSlowHttp) throw new SlowHttpError();
     log.warn('serving on the slow pure-JS fallback of uWebSockets.js (IPSIFT_ALLOW_SLOW_HTTP is set)');
   }
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  if (config.demo) ensureDemo(config.dataDir, log);
+  // Everything the command needs is checked before any work, each failure one line.
+  checkStartup(config);
+  const plans = loadPlans(config.plansFile);
+  const catalogue = loadCatalogue(config.catalogueFile);
+  await checkPortFree('PORT', config.host, config.port);
+  await checkPortFree('ADMIN_PORT', config.adminHost, config.adminPort);
+  // Only a new data directory gets the demo and its printed keys.
+  const fresh = config.demo && isFresh(config.dataDir);
+  if (fresh) ensureDemo(config.dataDir, log);
 
   rebuildOlderFormat(config.dataDir, log);
   const holder = new IndexHolder(config.dataDir, log);
@@ -75,19 +88,15 @@ export async function startService(config: Config, log: Logger): Promise<Service
   holder.watch(config.indexPollMs);
   if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
 
-  const plans = loadPlans(config.plansFile);
   const control = openControlDb(config.dataDir);
   const store = new AccountingStore(config.dataDir, true);
   const meter = new Meter(store, config.accountingGraceMs, log);
   const keys = new KeyCache(control, plans);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const pruner = new Pruner(store, bucketRefillMs(plans), log);
-  const catalogue = loadCatalogue(config.catalogueFile);
   const { store: objects, local: files } = await openStore(config);
-  if (config.demo) {
-    ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
-    await ensureDemoPublication(control, objects, config.dataDir, log);
-  }
+  if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
+  if (config.demo) await ensureDemoPublication(control, objects, config.dataDir, log);
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
@@ -102,11 +111,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const { app, metrics, client, routes } = createLookupApp(config, holder, pool, gate, log);
   const accountApi = new AccountApi(control, gate, keys, log);
   accountApi.register(routes, metrics, client);
-  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir).register(routes, metrics, client);
+  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => scheduler?.retryAfterS() ?? null).register(routes, metrics, client);
   scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
-  const admin = createAdminApp(holder, pool, metrics, log);
+  const life = { draining: false };
+  const admin = createAdminApp(holder, pool, metrics, log, life);
   const sockets: us_listen_socket[] = [];
+  let closed = false;
   try {
     const main = await listen(app, config.host, config.port);
     sockets.push(main.socket);
@@ -118,6 +129,14 @@ export async function startService(config: Config, log: Logger): Promise<Service
       batch_workers: config.batchWorkers,
       build: holder.current?.buildId ?? null,
     });
+    const close = async (): Promise<void> => {
+      if (closed) return;
+      closed = true;
+      for (const s of sockets.slice(life.draining ? 1 : 0)) closeListen(s);
+      holder.close();
+      await pool.close();
+      await closeAccounts();
+    };
     return {
       port: main.port,
       adminPort: adm.port,
@@ -125,12 +144,18 @@ export async function startService(config: Config, log: Logger): Promise<Service
       pool,
       metrics,
       accounting: store,
-      async close() {
-        for (const s of sockets) closeListen(s);
-        holder.close();
-        await pool.close();
-        await closeAccounts();
+      async drain(graceMs: number) {
+        life.draining = true;
+        closeListen(sockets[0]);
+        const deadline = Date.now() + graceMs;
+        const busy = (): boolean => metrics.inFlight > 0 || fileTransfers.transfers > 0;
+        while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const clean = !busy();
+        if (!clean) log.warn('shutdown grace period over: cutting off what is still in flight', { batches: metrics.inFlight, downloads: fileTransfers.transfers });
+        await close();
+        return clean;
       },
+      close,
     };
   } catch (e) {
     for (const s of sockets) closeListen(s);

@@ -121,7 +121,8 @@ describe('database catalogue, downloads and files', () => {
 
   test('a download resumed with Range reassembles byte-identically and matches the published sha256', async () => {
     const location = String((await dl('licensed', 'id=vpn_v1&format=mmdb')).headers.location);
-    const url = new URL(location);
+    assert.ok(location.startsWith('/files/'), `a relative reference without PUBLIC_URL: ${location}`);
+    const url = new URL(location, 'http://unused');
     const p = url.pathname + url.search;
     const head = await request(svc.port, 'HEAD', p);
     assert.equal(head.status, 200);
@@ -145,7 +146,7 @@ describe('database catalogue, downloads and files', () => {
   });
 
   test('tampered, expired and unknown links are refused alike; no path escapes the store', async () => {
-    const url = new URL(String((await dl('licensed', 'id=vpn_v1&format=csvgz')).headers.location));
+    const url = new URL(String((await dl('licensed', 'id=vpn_v1&format=csvgz')).headers.location), `http://127.0.0.1:${svc.port}`);
     const good = url.pathname + url.search;
     assert.equal((await get(svc.port, good)).status, 200);
     const tampered = good.replace(/sig=([^&])/, (_, c: string) => `sig=${c === 'A' ? 'B' : 'A'}`);
@@ -210,10 +211,16 @@ describe('database catalogue, downloads and files', () => {
     const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
     grantLicence(db, { orgId: o.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dir), dir, old.id);
-    const s = await startTestService({ dataDir: dir, plansFile: file });
+    // A daily run later today (never crossing midnight, so nothing catches up at start).
+    const later = new Date(Date.now() + 7_200_000);
+    const publishAt = later.getUTCDate() === new Date().getUTCDate() ? later.toISOString().slice(11, 19) : '23:59:59';
+    const s = await startTestService({ dataDir: dir, plansFile: file, publishAt });
     try {
       const ask = () => get(s.port, '/api/v1/database/download?id=vpn_v1&format=mmdb', { Authorization: `Bearer ${secret}` });
-      assert.deepEqual([(await ask()).status, (await ask()).json], [503, { rc: 'NOT_PUBLISHED' }]);
+      const refused = await ask();
+      assert.deepEqual([refused.status, refused.json], [503, { rc: 'NOT_PUBLISHED' }]);
+      const retry = Number(refused.headers['retry-after']);
+      assert.ok(retry >= 1 && retry <= 7201, `Retry-After ${refused.headers['retry-after']}: until the next daily run`);
       const today = runBuild({ dataDir: dir });
       await publishExports(db, new LocalStore(dir), dir, today.id);
       assert.equal((await ask()).status, 302);
@@ -240,6 +247,26 @@ describe('database catalogue, downloads and files', () => {
       assert.equal(published.day, new Date().toISOString().slice(0, 10));
       for (let waited = 0; !s.holder.current && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100));
       assert.equal(s.holder.current?.buildId, published.buildId); // the server switched to the new build
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a server started after PUBLISH_AT with no build of today catches up at once', async () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    runBuild({ dataDir: dir, now: new Date(Date.now() - 2 * day) });
+    const at = new Date(Date.now() - 60_000).toISOString().slice(11, 19); // a minute ago
+    const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
+    try {
+      const db = openControlDb(dir);
+      let published = null;
+      for (let waited = 0; !published && waited < 30_000; waited += 250) {
+        await new Promise((r) => setTimeout(r, 250));
+        published = latestPublication(db, 'vpn_v1', 'mmdb', false);
+      }
+      db.close();
+      assert.equal(published?.day, new Date().toISOString().slice(0, 10), 'no catch-up build');
     } finally {
       await s.close();
     }

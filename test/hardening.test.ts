@@ -25,7 +25,7 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { PROJECT_ROOT, get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, plansFile, raw, request, responses, startTestService, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,48 +38,6 @@ ${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-1
 `;
 const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
 const lavish = { per_second: 1_000_000, burst: 1_000_000 };
-
-export interface RawReply {
-  status: number;
-  head: string;
-  body: string;
-}
-
-/** Sends raw bytes on one connection and reads every answer until the server closes or `ms` pass. */
-export function raw(port: number, bytes: string | Buffer, ms = 2000): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let got = '';
-    const done = (): void => {
-      socket.destroy();
-      resolve(got);
-    };
-    const timer = setTimeout(done, ms);
-    socket.on('data', (c) => (got += c.toString('latin1')));
-    socket.on('close', () => {
-      clearTimeout(timer);
-      resolve(got);
-    });
-    socket.on('error', () => undefined);
-    socket.write(bytes);
-  });
-}
-
-/** The responses in a raw HTTP/1.1 byte stream (Content-Length framed). */
-export function responses(stream: string): RawReply[] {
-  const out: RawReply[] = [];
-  let at = 0;
-  while (at < stream.length) {
-    const end = stream.indexOf('\r\n\r\n', at);
-    if (end < 0) break;
-    const head = stream.slice(at, end);
-    const m = /content-length: *(\d+)/i.exec(head);
-    const length = m ? Number(m[1]) : 0;
-    out.push({ status: Number(head.slice(9, 12)), head, body: stream.slice(end + 4, end + 4 + length) });
-    at = end + 4 + length;
-  }
-  return out;
-}
 
 describe('hostile requests', () => {
   let svc: Service;

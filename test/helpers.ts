@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,4 +135,46 @@ export function answerText(index: RangeIndex, ip: string, tier = TIER_MAX): stri
 /** answerText as an object. */
 export function answerOf(index: RangeIndex, ip: string, tier = TIER_MAX): Record<string, unknown> {
   return JSON.parse(answerText(index, ip, tier)) as Record<string, unknown>;
+}
+
+export interface RawReply {
+  status: number;
+  head: string;
+  body: string;
+}
+
+/** Sends raw bytes on one connection and reads every answer until the server closes or `ms` pass. */
+export function raw(port: number, bytes: string | Buffer, ms = 2000): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let got = '';
+    const done = (): void => {
+      socket.destroy();
+      resolve(got);
+    };
+    const timer = setTimeout(done, ms);
+    socket.on('data', (c) => (got += c.toString('latin1')));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    socket.on('error', () => undefined);
+    socket.write(bytes);
+  });
+}
+
+/** The responses in a raw HTTP/1.1 byte stream (Content-Length framed). */
+export function responses(stream: string): RawReply[] {
+  const out: RawReply[] = [];
+  let at = 0;
+  while (at < stream.length) {
+    const end = stream.indexOf('\r\n\r\n', at);
+    if (end < 0) break;
+    const head = stream.slice(at, end);
+    const m = /content-length: *(\d+)/i.exec(head);
+    const length = m ? Number(m[1]) : 0;
+    out.push({ status: Number(head.slice(9, 12)), head, body: stream.slice(end + 4, end + 4 + length) });
+    at = end + 4 + length;
+  }
+  return out;
 }

@@ -1,10 +1,17 @@
 // The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) child processes run
 // `ipsift sources import` (when SOURCES_FILE is set), `ipsift build` and `ipsift publish`, so the build's seconds of CPU never stall the event
 // loop; servers pick the new index up through CURRENT as after any build.
+//
+// Once per data directory: a run takes DATA_DIR/daily-build.lock (created exclusively, holding
+// the pid; a lock whose process is gone, or older than LOCK_STALE_MS, is taken over) and is
+// skipped when the serving build is already today's, so servers sharing a data directory build
+// once. A server that starts after PUBLISH_AT with no build of today catches up at once.
 
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readCurrentBuildId } from '../build/builds.js';
 import type { Logger } from '../log.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
@@ -28,28 +35,98 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   });
 }
 
+const LOCK_FILE = 'daily-build.lock';
+const LOCK_STALE_MS = 6 * 3_600_000;
+/** While a build runs, NOT_PUBLISHED answers suggest retrying after this long. */
+const RUNNING_RETRY_MS = 60_000;
+
+/** Takes the data directory's build lock; false when a live process holds it. */
+export function takeBuildLock(dataDir: string, nowMs = Date.now()): boolean {
+  const file = path.join(dataDir, LOCK_FILE);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      fs.writeFileSync(file, JSON.stringify({ pid: process.pid, at: new Date(nowMs).toISOString() }), { flag: 'wx', mode: 0o600 });
+      return true;
+    } catch {
+      let holder: { pid?: number; at?: string } = {};
+      try {
+        holder = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof holder;
+      } catch {
+        // unreadable: treated as stale
+      }
+      let alive = false;
+      try {
+        if (typeof holder.pid === 'number') process.kill(holder.pid, 0);
+        alive = typeof holder.pid === 'number';
+      } catch (e) {
+        alive = (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
+      if (alive && nowMs - Date.parse(holder.at ?? '') < LOCK_STALE_MS) return false;
+      fs.rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+export function releaseBuildLock(dataDir: string): void {
+  const file = path.join(dataDir, LOCK_FILE);
+  try {
+    if ((JSON.parse(fs.readFileSync(file, 'utf8')) as { pid?: number }).pid === process.pid) fs.rmSync(file, { force: true });
+  } catch {
+    // not ours, or gone
+  }
+}
+
+/** Whether the serving build of the data directory was made today (UTC). */
+export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
+  const id = readCurrentBuildId(dataDir);
+  return id !== null && id.startsWith(new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', ''));
+}
+
 export class PublishScheduler {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  private nextMs = 0;
 
   constructor(
     private readonly at: string,
     private readonly env: NodeJS.ProcessEnv,
     private readonly log: Logger,
+    private readonly dataDir: string = env.DATA_DIR ?? '.',
   ) {
     msUntil(at, Date.now()); // validate now
   }
 
-  start(): void {
-    const delay = msUntil(this.at, Date.now());
-    this.timer = setTimeout(() => void this.runOnce().finally(() => this.start()), delay);
+  /** Schedules the daily run; catches up at once when today's is past and missing. */
+  start(catchUp = true): void {
+    const now = Date.now();
+    const justBeforeToday = Math.floor(now / 86_400_000) * 86_400_000 - 1;
+    const passedToday = now >= justBeforeToday + msUntil(this.at, justBeforeToday);
+    if (catchUp && passedToday && !servingToday(this.dataDir, now)) {
+      this.log.info('today’s build is missing: building now', { at_utc: this.at });
+      this.nextMs = now;
+      this.timer = setTimeout(() => void this.runOnce().finally(() => this.start(false)), 0);
+      this.timer.unref();
+      return;
+    }
+    const delay = msUntil(this.at, now);
+    this.nextMs = now + delay;
+    this.timer = setTimeout(() => void this.runOnce().finally(() => this.start(false)), delay);
     this.timer.unref();
     this.log.info('daily build and publish scheduled', { at_utc: this.at, in_s: Math.round(delay / 1000) });
   }
 
-  /** Builds and publishes once; a run still going when the next is due is not doubled. */
+  /** Seconds until a missing daily publication may be there: the next attempt, or a minute while one runs. */
+  retryAfterS(nowMs = Date.now()): number {
+    const ms = this.running ? RUNNING_RETRY_MS : this.nextMs - nowMs;
+    return Math.max(1, Math.ceil(ms / 1000));
+  }
+
+  /** Builds and publishes once, unless today's build serves already or another process is building. */
   async runOnce(): Promise<void> {
     if (this.running) return;
+    if (servingToday(this.dataDir)) return void this.log.info('daily build skipped: today’s build already serves');
+    if (!takeBuildLock(this.dataDir)) return void this.log.info('daily build skipped: another process on this data directory is running it');
     this.running = true;
     const t = Date.now();
     try {
@@ -64,6 +141,7 @@ export class PublishScheduler {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {
       this.running = false;
+      releaseBuildLock(this.dataDir);
     }
   }
 

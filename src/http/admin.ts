@@ -13,13 +13,19 @@ function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
 }
 
-export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger): TemplatedApp {
+/** What readiness reports beyond the index: false once the service is shutting down. */
+export interface Lifecycle {
+  draining: boolean;
+}
+
+export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, life: Lifecycle = { draining: false }): TemplatedApp {
   const app = uWS.App();
   const routes = new RouteTable(app, log, new Metrics());
   routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
   routes.get('/readyz', (res) => {
     const s = holder.current;
-    if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString() });
+    if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down' });
+    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString() });
     else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded' });
   });
   routes.get('/metrics', (res) => {

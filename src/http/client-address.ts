@@ -51,3 +51,31 @@ export function clientAddress(peer: string, forwarded: string, xForwardedFor: st
   }
   return client;
 }
+
+/**
+ * The origin (scheme://host) a trusted proxy says the client asked for: X-Forwarded-Proto and
+ * X-Forwarded-Host, or Forwarded's proto= and host= (first element: the client's own hop).
+ * Null when the peer is not a trusted proxy or the headers name no plausible origin, so a
+ * client's own Host never reaches a link.
+ */
+export function forwardedOrigin(peer: string, forwarded: string, xProto: string, xHost: string, trusted: readonly Network[]): string | null {
+  if (trusted.length === 0) return null;
+  const p = new ParsedAddress();
+  if (!inNetworks(p, parseAddress(peer, 0, peer.length, p), trusted)) return null;
+  let proto = xProto.split(',')[0].trim().toLowerCase();
+  let host = xHost.split(',')[0].trim();
+  if (forwarded) {
+    for (const pair of forwarded.split(',')[0].split(';')) {
+      const eq = pair.indexOf('=');
+      if (eq < 0) continue;
+      const name = pair.slice(0, eq).trim().toLowerCase();
+      const value = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      if (name === 'proto') proto = value.toLowerCase();
+      else if (name === 'host') host = value;
+    }
+  }
+  if (proto !== 'http' && proto !== 'https') return null;
+  // A host name or address with an optional port: nothing that could end or redirect the URL.
+  if (!/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(host)) return null;
+  return `${proto}://${host}`;
+}

@@ -9,7 +9,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { IPV6, ParsedAddress, formatIPv4, formatIPv6Groups, parseAddress } from '../net/address.js';
 import type { Network } from '../net/network.js';
-import { clientAddress } from './client-address.js';
+import { clientAddress, forwardedOrigin } from './client-address.js';
 
 /** The client of the request being handled; valid only while its handler runs. */
 export interface Client {
@@ -91,6 +91,16 @@ export class RequestClient implements Client {
     }
     const v4 = peerV4(this.peer());
     return v4 >= 0 ? v4 : networkOf(this.text(), this.ipv6Prefix);
+  }
+
+  /**
+   * The origin for absolute links a trusted proxy forwarded (see forwardedOrigin), or null.
+   * Reads headers: for use in the same synchronous handler only.
+   */
+  forwardedOrigin(): string | null {
+    if (this.trustedProxies.length === 0) return null;
+    const req = this.req!;
+    return forwardedOrigin(peerText(this.peer()), req.getHeader('forwarded'), req.getHeader('x-forwarded-proto'), req.getHeader('x-forwarded-host'), this.trustedProxies);
   }
 
   text(): string {

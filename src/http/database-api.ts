@@ -34,7 +34,8 @@ interface Ask {
   query: URLSearchParams;
   clientIp: string;
   userAgent: string;
-  host: string;
+  /** Where links point: PUBLIC_URL, a trusted proxy's forwarded origin, or '' (relative). */
+  origin: string;
   ifNoneMatch: string;
   p: Pending;
 }
@@ -50,6 +51,9 @@ export class DatabaseApi {
     private readonly files: LocalStore | null,
     private readonly gate: Gate,
     private readonly dataDir: string,
+    private readonly publicUrl = '',
+    /** Seconds until the daily build may be there (Retry-After of NOT_PUBLISHED); null: none scheduled. */
+    private readonly retryAfterS: () => number | null = () => null,
   ) {}
 
   register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
@@ -82,7 +86,7 @@ export class DatabaseApi {
       query: new URLSearchParams(req.getQuery() ?? ''),
       clientIp: client.text(),
       userAgent: req.getHeader('user-agent'),
-      host: req.getHeader('host'),
+      origin: this.publicUrl || (client.forwardedOrigin() ?? ''),
       ifNoneMatch: req.getHeader('if-none-match'),
       p: pending(res),
     };
@@ -150,7 +154,9 @@ export class DatabaseApi {
     const sample = sampleText === 'true';
     const refuse = (e: RcError, outcome: Outcome): null => {
       if (record) this.record(a, id, format, sample, outcome, e.status, 0);
-      rc(a, e, this.metrics);
+      const retry = e === RC.NOT_PUBLISHED ? this.retryAfterS() : null;
+      if (retry === null) rc(a, e, this.metrics);
+      else late(a.res, a.p, () => sendError(a.res, e, this.metrics, { headers: [['Retry-After', String(retry)]] }));
       return null;
     };
     if (id === '' || (needFormat && format === '')) return refuse(RC.BAD_REQUEST, 'bad_request');
@@ -189,7 +195,7 @@ export class DatabaseApi {
         a.res.writeStatus('302 Found').writeHeader('Location', url).writeHeader('Cache-Control', 'no-store').end();
       });
     };
-    const url = this.store.signedUrl(p.key, Date.now() + LINK_TTL_MS, name, `http://${a.host || 'localhost'}`);
+    const url = this.store.signedUrl(p.key, Date.now() + LINK_TTL_MS, name, a.origin);
     if (typeof url === 'string') return redirect(url);
     return url.then(redirect);
   }
@@ -301,6 +307,8 @@ class FileBuffers {
   private made = 0;
   /** Buffers held by transfers now (a gauge for tests). */
   held = 0;
+  /** Transfers streaming now (graceful shutdown waits for them). */
+  transfers = 0;
 
   take(use: (b: Buffer) => void): void {
     const b = this.free.pop() ?? (this.made < MAX_FILE_BUFFERS ? (this.made++, Buffer.allocUnsafeSlow(FILE_CHUNK)) : null);
@@ -386,13 +394,21 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     return void (head ? res.endWithoutBody() : res.end());
   }
 
-  const p = pending(res);
+  const p: Pending = { aborted: false };
   let closed = false;
   let reading = false;
+  fileTransfers.transfers++;
+  // A client gone while its transfer waits for a writable socket: nothing else would close it.
+  res.onAborted(() => {
+    p.aborted = true;
+    close();
+  });
   // Never while a read is in flight: the descriptor's number could be reused under it.
   const close = (): void => {
-    if (!closed && !reading) fs.close(fd, () => {});
+    if (closed) return;
+    if (!reading) fs.close(fd, () => {});
     closed = true;
+    fileTransfers.transfers--;
   };
   /** Body bytes uWS has taken so far. */
   let sent = 0;

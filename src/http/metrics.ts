@@ -6,6 +6,8 @@ export class Metrics {
   /** Batches answered 200. */
   batches = 0;
   private readonly refusals = new Map<number, number>();
+  /** Batches being received or answered (graceful shutdown waits for them). */
+  inFlight = 0;
   /** Handlers that failed unexpectedly (the route guard answered 500). */
   handlerFailures = 0;
   /** Bytes held by batch bodies being received (set by the batch route). */

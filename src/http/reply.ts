@@ -37,6 +37,8 @@ export function sendJson(res: HttpResponse, status: number, doc: unknown, metric
 /** Whether a deferred answer may still be written; set by onAborted. */
 export interface Pending {
   aborted: boolean;
+  /** Marks the request done (in-flight accounting for graceful shutdown), where counted. */
+  finish?: () => void;
 }
 
 /** Registers onAborted (uWS requires it before a handler returns unanswered); the flag it sets. */

@@ -179,20 +179,36 @@ class BatchRoute {
     const lengthHeader = req.getHeader('content-length');
     const p: Pending = { aborted: false };
     let reader: { abort(): void } | null = null;
+    // Batches in progress, for graceful shutdown: counted until answered or aborted.
+    let open = false;
+    const finish = (): void => {
+      if (open) this.metrics.inFlight--;
+      open = false;
+    };
     res.onAborted(() => {
       p.aborted = true;
       reader?.abort();
+      finish();
     });
     const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
     // Refused before the body is read: answer and close rather than drain it.
     if (!isAdmitted(a)) return refuse(res, a, this.metrics, this.head, true);
     if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
+    open = true;
+    this.metrics.inFlight++;
+    p.finish = finish;
     const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
     const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
     reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
       done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES),
-      tooLarge: (close) => late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close })),
-      busy: () => late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true })),
+      tooLarge: (close) => {
+        finish();
+        late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close }));
+      },
+      busy: () => {
+        finish();
+        late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true }));
+      },
     });
   }
 
@@ -214,7 +230,7 @@ class BatchRoute {
       const { status, answered, body: out } = decodeOutcome(frame);
       if (p.aborted) {
         if (prepaid) this.gate.refund(a, budget);
-        return;
+        return p.finish?.();
       }
       if (!prepaid && answered > 0) {
         const granted = this.gate.spend(a, answered, Date.now());
@@ -227,11 +243,13 @@ class BatchRoute {
         else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
         res.end(out);
       });
+      p.finish?.();
     });
     this.pool
       .run(task)
       .then(respond, (e: unknown) => {
         if (e instanceof QueueFullError) {
+          p.finish?.();
           return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
         }
         // Workers keep failing: the dataset cannot be consulted, so every address is a 500.

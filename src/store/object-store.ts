@@ -8,7 +8,7 @@ export interface ObjectStore {
    * A URL that lets a client start a GET of the object until `expiresAt` (ms since epoch).
    * Synchronous where signing needs no I/O (the local store): an answer written inside its
    * handler keeps the connection's pipelined requests, which this uWS build drops behind an
-   * asynchronous one.
+   * asynchronous one. `origin` ('' for a relative reference) prefixes links ipsift serves itself.
    */
   signedUrl(key: string, expiresAt: number, downloadName: string, origin: string): string | Promise<string>;
 }

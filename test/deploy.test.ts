@@ -1,0 +1,238 @@
+// Deployment as operators do it (issue #12): links from configuration, one owner per port,
+// configuration checked before any work, the demo only on a new data directory, graceful
+// shutdown, reason phrases.
+
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { runBuild } from '../src/build/build.js';
+import { grantLicence } from '../src/catalogue/licences.js';
+import { publishExports } from '../src/catalogue/publish.js';
+import { releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { importFeed } from '../src/feeds/import.js';
+import type { Service } from '../src/service.js';
+import { LocalStore } from '../src/store/local-store.js';
+import { PROJECT_ROOT, get, plansFile, raw, responses, startTestService, tempDir, writeFile } from './helpers.js';
+
+const run = promisify(execFile);
+const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const FEED = `network,category,provider,last_seen
+81.7.3.0/24,vpn,ExampleVPN,2026-11-01
+${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
+`;
+
+/** A data directory with a published build and one max organisation holding a vpn licence. */
+async function licensedDataDir(): Promise<{ dataDir: string; plans: string; key: string }> {
+  const dataDir = tempDir();
+  importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+  const build = runBuild({ dataDir });
+  const plans = plansFile(dataDir);
+  const db = openControlDb(dataDir);
+  const org = createOrganisation(db, loadPlans(plans), 'Ops', 'max');
+  const key = createKey(db, { orgId: org.id, name: 'ops', scopes: ['db.download'] }).secret;
+  grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
+  await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
+  db.close();
+  return { dataDir, plans, key };
+}
+
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return run(process.execPath, [CLI, ...args], { env: { ...process.env, PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '', ...env } }).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+}
+
+describe('links from configuration', () => {
+  let d: Awaited<ReturnType<typeof licensedDataDir>>;
+  const started: Service[] = [];
+  before(async () => {
+    d = await licensedDataDir();
+  });
+  after(async () => {
+    for (const s of started) await s.close();
+  });
+  const location = async (svc: Service, headers: Record<string, string> = {}): Promise<string> => {
+    const r = await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz', { Authorization: `Bearer ${d.key}`, ...headers });
+    assert.equal(r.status, 302);
+    return String(r.headers.location);
+  };
+
+  test('without PUBLIC_URL a Location is a relative reference: the client’s Host never reaches it', async () => {
+    const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
+    started.push(svc);
+    const stream = await raw(svc.port, `GET /api/v1/database/download?id=vpn_v1&format=csvgz HTTP/1.1\r\nHost: evil.example/x?\r\nAuthorization: Bearer ${d.key}\r\nConnection: close\r\n\r\n`);
+    const [r] = responses(stream);
+    assert.equal(r.status, 302);
+    assert.match(r.head, /\r\nLocation: \/files\/vpn_v1\//);
+    assert.doesNotMatch(r.head, /evil/);
+    // Forwarded headers from a peer that is not a trusted proxy are ignored too.
+    assert.match(await location(svc, { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'ip.example.com' }), /^\/files\//);
+  });
+
+  test('PUBLIC_URL (with a path prefix) builds every absolute link', async () => {
+    const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, publicUrl: 'https://ip.example.com/ipsift' });
+    started.push(svc);
+    assert.match(await location(svc, { Host: 'evil.example' }), /^https:\/\/ip\.example\.com\/ipsift\/files\/vpn_v1\//);
+  });
+
+  test('behind TRUSTED_PROXIES the forwarded scheme and host are used; implausible ones are not', async () => {
+    const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
+    started.push(svc);
+    assert.match(await location(svc, { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'ip.example.com' }), /^https:\/\/ip\.example\.com\/files\//);
+    assert.match(await location(svc, { Forwarded: 'for=1.2.3.4;proto=https;host="dl.example.com:8443"' }), /^https:\/\/dl\.example\.com:8443\/files\//);
+    assert.match(await location(svc, { 'X-Forwarded-Proto': 'https', 'X-Forwarded-Host': 'evil.example/x?' }), /^\/files\//);
+    assert.match(await location(svc, { 'X-Forwarded-Proto': 'javascript', 'X-Forwarded-Host': 'ip.example.com' }), /^\/files\//);
+  });
+
+  test('PUBLIC_URL is checked: an absolute http(s) URL without query, fragment or credentials', () => {
+    assert.equal(loadConfig({ PUBLIC_URL: 'https://ip.example.com/base/' }).publicUrl, 'https://ip.example.com/base');
+    for (const bad of ['ip.example.com', 'ftp://x', 'https://x/?a=1', 'https://u:p@x']) assert.throws(() => loadConfig({ PUBLIC_URL: bad }), ConfigError, bad);
+  });
+
+  test('status lines of the account, key and database answers carry their reason phrase', async () => {
+    const svc = started[0];
+    const stream = await raw(svc.port, `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/account/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/iam/apikeys HTTP/1.1\r\nHost: t\r\n\r\n`, 1000);
+    assert.deepEqual(responses(stream).map((r) => r.head.split('\r\n')[0]), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK', 'HTTP/1.1 401 Unauthorized']);
+  });
+});
+
+describe('one owner per port, configuration before work', () => {
+  test('serve refuses a port another process holds, with one line', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const r = await cli(['serve'], { DATA_DIR: tempDir(), DEMO: '0', PORT: String(port) });
+      assert.equal(r.code, 1);
+      assert.equal(r.stderr.trim(), `ipsift: PORT ${port} on 127.0.0.1 is in use by another process: stop it, or set PORT to a free port`);
+    } finally {
+      holder.close();
+    }
+    // Another ipsift (uWS, SO_REUSEPORT) on the port is refused alike.
+    const first = await startTestService({ dataDir: tempDir() });
+    try {
+      await assert.rejects(startTestService({ dataDir: tempDir(), port: first.port }), /is in use by another process/);
+    } finally {
+      await first.close();
+    }
+  });
+
+  test('operator errors are one line naming the variable, found before any work', async () => {
+    const file = writeFile(tempDir(), 'not-a-dir', 'x');
+    const asFile = await cli(['serve'], { DATA_DIR: file });
+    assert.equal(asFile.code, 1);
+    assert.match(asFile.stderr.trim(), /^ipsift: DATA_DIR .* is a file, not a directory/);
+    const badHost = await cli(['serve'], { DATA_DIR: tempDir(), HOST: 'not a host!' });
+    assert.match(badHost.stderr.trim(), /^ipsift: HOST must be an IP address or a host name/);
+    const dataDir = tempDir();
+    const noPlans = await cli(['serve'], { DATA_DIR: dataDir, PLANS_FILE: path.join(dataDir, 'missing.json') });
+    assert.equal(noPlans.code, 1);
+    assert.match(noPlans.stderr.trim(), /^ipsift: PLANS_FILE .*missing\.json cannot be read/);
+    for (const r of [asFile, badHost, noPlans]) assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    // Nothing was imported or built first.
+    assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f === 'feeds' || f === 'builds'), []);
+  });
+
+  test('the demo (and its printed keys) only on a new data directory, not on one that lost control.sqlite', async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir, exports: false });
+    const svc = await startTestService({ dataDir, demo: true });
+    await svc.close();
+    assert.equal(fs.existsSync(path.join(dataDir, 'demo-keys.json')), false);
+    const db = openControlDb(dataDir);
+    assert.equal((db.prepare('SELECT COUNT(*) AS n FROM organisations').get() as { n: number }).n, 0);
+    db.close();
+  });
+});
+
+describe('one daily build per data directory', () => {
+  test('the build lock is held by one live process; a dead holder’s lock is taken over', () => {
+    const dir = tempDir();
+    assert.equal(takeBuildLock(dir), true);
+    assert.equal(takeBuildLock(dir), false, 'a second runner while the first holds it');
+    releaseBuildLock(dir);
+    assert.equal(takeBuildLock(dir), true);
+    releaseBuildLock(dir);
+    fs.writeFileSync(path.join(dir, 'daily-build.lock'), JSON.stringify({ pid: 2 ** 22 + 7, at: new Date().toISOString() }));
+    assert.equal(takeBuildLock(dir), true, 'a lock whose process is gone');
+    releaseBuildLock(dir);
+    assert.equal(servingToday(dir), false);
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    runBuild({ dataDir: dir, exports: false });
+    assert.equal(servingToday(dir), true, 'a run then skips: today’s build serves');
+  });
+});
+
+describe('graceful shutdown', () => {
+  function serve(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; adminPort: number; log: () => string }> {
+    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    return new Promise((resolve, reject) => {
+      child.stderr!.on('data', (c: Buffer) => {
+        log += c;
+        const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)","admin":"http:\/\/[^:]+:(\d+)"/.exec(log);
+        if (m) resolve({ child, port: Number(m[1]), adminPort: Number(m[2]), log: () => log });
+      });
+      child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
+    });
+  }
+
+  test('SIGTERM: readiness false, the port closes, a slow download finishes, exit 0; a second signal exits at once', async () => {
+    const d = await licensedDataDir();
+    const store = new LocalStore(d.dataDir);
+    const big = path.join(d.dataDir, 'big.bin');
+    fs.writeFileSync(big, Buffer.alloc(24 * 1024 * 1024, 3));
+    await store.put('t/big.bin', big);
+    const link = store.signedUrl('t/big.bin', Date.now() + 60_000, 'big.bin', '');
+    const server = await serve({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
+    const exited = new Promise<number | null>((r) => server.child.once('exit', (code) => r(code)));
+    // A reader that takes its time: about 8 MB a second.
+    let received = 0;
+    const download = new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: server.port, path: link, agent: false }, (res) => {
+        res.on('data', (c: Buffer) => {
+          received += c.length;
+          res.pause();
+          setTimeout(() => res.resume(), 8);
+        });
+        res.on('end', () => resolve(received));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+    while (received < 1_000_000) await sleep(20);
+    server.child.kill('SIGTERM');
+    await sleep(300);
+    const ready = await get(server.adminPort, '/readyz');
+    assert.deepEqual([ready.status, ready.json.reason], [503, 'shutting down']);
+    await assert.rejects(get(server.port, '/81.7.3.9'), /ECONNREFUSED/);
+    assert.equal(await download, 24 * 1024 * 1024, 'the download was cut');
+    assert.equal(await exited, 0);
+    assert.match(server.log(), /"msg":"stopped","clean":true/);
+
+    const again = await serve({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
+    const exitedAgain = new Promise<number | null>((r) => again.child.once('exit', (code) => r(code)));
+    const stalled = net.connect(again.port, '127.0.0.1', () => stalled.write(`GET ${link} HTTP/1.1\r\nHost: t\r\n\r\n`));
+    stalled.on('error', () => undefined);
+    stalled.pause(); // never reads: the drain would wait the whole grace period
+    await sleep(300);
+    const t = Date.now();
+    again.child.kill('SIGTERM');
+    await sleep(200);
+    again.child.kill('SIGTERM');
+    assert.equal(await exitedAgain, 1);
+    assert.ok(Date.now() - t < 5000, 'the second signal did not exit at once');
+    stalled.destroy();
+  });
+});
