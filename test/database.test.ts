@@ -26,6 +26,21 @@ const FEED = `network,category,provider,last_seen
 2a01:4f8:c012::/48,vpn,ExampleVPN,2026-10-01
 ${Array.from({ length: 40 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01\n83.${2 * i}.128.0/24,resproxy,ResiNet,2026-11-01\n84.${2 * i}.64.0/24,hosting,Hoster,2026-11-01`).join('\n')}
 `;
+/** The latest vpn_v1 publication once there is one (30 s at most), or null. */
+async function waitForPublication(dir: string) {
+  const db = openControlDb(dir);
+  try {
+    let published = null;
+    for (let waited = 0; !published && waited < 30_000; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+      published = latestPublication(db, 'vpn_v1', 'mmdb', false);
+    }
+    return published;
+  } finally {
+    db.close();
+  }
+}
+
 const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
 
 describe('database catalogue, downloads and files', () => {
@@ -236,13 +251,7 @@ describe('database catalogue, downloads and files', () => {
     const at = new Date(Date.now() + 2000).toISOString().slice(11, 19);
     const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
     try {
-      const db = openControlDb(dir);
-      let published = null;
-      for (let waited = 0; !published && waited < 30_000; waited += 250) {
-        await new Promise((r) => setTimeout(r, 250));
-        published = latestPublication(db, 'vpn_v1', 'mmdb', false);
-      }
-      db.close();
+      const published = await waitForPublication(dir);
       assert.ok(published, 'nothing was published');
       assert.equal(published.day, new Date().toISOString().slice(0, 10));
       for (let waited = 0; !s.holder.current && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100));
@@ -259,13 +268,7 @@ describe('database catalogue, downloads and files', () => {
     const at = new Date(Date.now() - 60_000).toISOString().slice(11, 19); // a minute ago
     const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
     try {
-      const db = openControlDb(dir);
-      let published = null;
-      for (let waited = 0; !published && waited < 30_000; waited += 250) {
-        await new Promise((r) => setTimeout(r, 250));
-        published = latestPublication(db, 'vpn_v1', 'mmdb', false);
-      }
-      db.close();
+      const published = await waitForPublication(dir);
       assert.equal(published?.day, new Date().toISOString().slice(0, 10), 'no catch-up build');
     } finally {
       await s.close();

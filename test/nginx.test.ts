@@ -1,0 +1,106 @@
+// ipsift behind real nginx (Debian nginx-light, installed by .ci/run) with the shipped
+// configuration (deploy/nginx.conf): lookups, batches, account and downloads through it, with
+// the client and link origin nginx forwards.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { runBuild } from '../src/build/build.js';
+import { grantLicence } from '../src/catalogue/licences.js';
+import { publishExports } from '../src/catalogue/publish.js';
+import { importFeed } from '../src/feeds/import.js';
+import type { Service } from '../src/service.js';
+import { LocalStore } from '../src/store/local-store.js';
+import { fetchBytes, get, plansFile, postBatch, PROJECT_ROOT, request, startTestService, tempDir, writeFile } from './helpers.js';
+
+const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p)) ?? null;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('behind nginx with the shipped configuration', { skip: NGINX ? false : 'nginx is not installed (apt-get install nginx-light; .ci/run does)' }, () => {
+  let svc: Service;
+  let nginx: ChildProcess;
+  let port = 0;
+  let key = '';
+
+  before(async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', `network,category,provider,last_seen\n81.7.3.0/24,vpn,ExampleVPN,2026-11-01\n${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}\n`) });
+    const build = runBuild({ dataDir });
+    const plans = plansFile(dataDir);
+    const db = openControlDb(dataDir);
+    const org = createOrganisation(db, loadPlans(plans), 'Proxied', 'max');
+    key = createKey(db, { orgId: org.id, name: 'k', scopes: ['db.download'] }).secret;
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
+    await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: plans, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
+    port = await freePort();
+    const dir = tempDir('ipsift-nginx-');
+    const shipped = fs
+      .readFileSync(path.join(PROJECT_ROOT, 'deploy/nginx.conf'), 'utf8')
+      .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${svc.port};`)
+      .replace('listen 80;', `listen 127.0.0.1:${port};`);
+    const conf = writeFile(
+      dir,
+      'nginx.conf',
+      `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 256; }\n` +
+        `http {\n access_log off;\n client_body_temp_path ${dir}/body;\n proxy_temp_path ${dir}/proxy;\n fastcgi_temp_path ${dir}/fastcgi;\n uwsgi_temp_path ${dir}/uwsgi;\n scgi_temp_path ${dir}/scgi;\n${shipped}\n}\n`,
+    );
+    const check = spawnSync(NGINX!, ['-t', '-c', conf, '-p', dir], { encoding: 'utf8' });
+    assert.equal(check.status, 0, check.stderr);
+    nginx = spawn(NGINX!, ['-c', conf, '-p', dir], { stdio: 'ignore' });
+    for (let i = 0; i < 100; i++) {
+      if (await get(port, '/81.7.3.9').then((r) => r.status === 200, () => false)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+  after(async () => {
+    nginx?.kill('SIGTERM');
+    await svc?.close();
+  });
+
+  test('single lookups, /myip and the account answer through nginx', async () => {
+    const r = await get(port, '/81.7.3.9', { Authorization: `Bearer ${key}` });
+    assert.equal(r.status, 200);
+    assert.deepEqual([r.json.ip, r.json.is_vpn, r.json.vpn.provider], ['81.7.3.9', true, 'ExampleVPN']);
+    assert.ok(r.headers['ratelimit-limit']);
+    assert.deepEqual((await get(port, '/not-an-ip')).json, { error: 'not a valid IP address' });
+    // nginx forwards the client in X-Forwarded-For; ipsift trusts nginx's address.
+    assert.equal((await get(port, '/myip', { 'X-Forwarded-For': '81.7.3.44' })).json.ip, '81.7.3.44');
+    assert.equal((await get(port, '/api/v1/account/me', { Authorization: `Bearer ${key}` })).json.plan.tier, 'max');
+  });
+
+  test('batches, their 413 and many keep-alive requests through nginx', async () => {
+    const r = await postBatch(port, { ips: ['81.7.3.9', '82.0.0.1', 'nope'] });
+    assert.equal(r.status, 200);
+    assert.deepEqual(Object.keys(r.json.results).sort(), ['81.7.3.9', '82.0.0.1']);
+    const big = await request(port, 'POST', '/batch', `{"ips":["${'1'.repeat(600_000)}"]}`);
+    assert.equal(big.status, 413);
+    const replies = await Promise.all(Array.from({ length: 200 }, (_, i) => get(port, `/81.7.3.${i % 250}`)));
+    assert.ok(replies.every((x) => x.status === 200));
+  });
+
+  test('a download link names the host nginx was asked for, and the file comes through nginx', async () => {
+    const r = await get(port, '/api/v1/database/download?id=vpn_v1&format=csvgz', { Authorization: `Bearer ${key}` });
+    assert.equal(r.status, 302);
+    const location = String(r.headers.location);
+    assert.ok(location.startsWith(`http://127.0.0.1:${port}/files/vpn_v1/`), location);
+    const file = await fetchBytes(location);
+    assert.equal(file.status, 200);
+    assert.equal(file.body[0], 0x1f); // gzip
+  });
+});
