@@ -50,6 +50,7 @@ describe('behind nginx with the shipped configuration', { skip: NGINX ? false : 
     svc = await startTestService({ dataDir, plansFile: plans, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
     port = await freePort();
     const dir = tempDir('ipsift-nginx-');
+    fs.chmodSync(dir, 0o777); // nginx's workers (nobody, when started as root) write request bodies here
     const shipped = fs
       .readFileSync(path.join(PROJECT_ROOT, 'deploy/nginx.conf'), 'utf8')
       .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${svc.port};`)
@@ -57,7 +58,7 @@ describe('behind nginx with the shipped configuration', { skip: NGINX ? false : 
     const conf = writeFile(
       dir,
       'nginx.conf',
-      `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 256; }\n` +
+      `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 1024; }\n` +
         `http {\n access_log off;\n client_body_temp_path ${dir}/body;\n proxy_temp_path ${dir}/proxy;\n fastcgi_temp_path ${dir}/fastcgi;\n uwsgi_temp_path ${dir}/uwsgi;\n scgi_temp_path ${dir}/scgi;\n${shipped}\n}\n`,
     );
     const check = spawnSync(NGINX!, ['-t', '-c', conf, '-p', dir], { encoding: 'utf8' });
