@@ -11,7 +11,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 
 /** What a client may send past the limit before the connection is closed. */
-const DRAIN_BYTES = 1024 * 1024;
+const DRAIN_BYTES = 8 * 1024 * 1024;
 /** The first allocation for a body that arrives in several chunks. */
 const FIRST_CHUNK = 16 * 1024;
 
