@@ -15,6 +15,7 @@ import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { AccountingStore, ACCOUNTING_DIR } from '../src/accounting/store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
+import { AccountingUnavailable, Meter } from '../src/accounting/meter.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
 import { buildsDir, readCurrentBuildId } from '../src/build/builds.js';
@@ -352,6 +353,40 @@ describe('stores and workers at fault', () => {
       assert.equal(store.prune(day, month, 3000, now), 2000);
     } finally {
       await store.close();
+    }
+  });
+
+  test('degraded accounting: counted in memory within the limit, written once the store recovers, refused past the grace', async () => {
+    const dataDir = tempDir();
+    const real = new AccountingStore(dataDir);
+    let failing = false;
+    const fail = (): never => {
+      throw new Error('ENOSPC');
+    };
+    const store = {
+      spent: (c: string) => real.spent(c),
+      reserve: (c: string, n: number, e: number, l: number | null) => (failing ? fail() : real.reserve(c, n, e, l)),
+      release: (c: string, n: number) => (failing ? fail() : real.release(c, n)),
+      takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? fail() : real.takeTokens(b, w, r, bu, t)),
+    } as unknown as AccountingStore;
+    const meter = new Meter(store, 5_000);
+    try {
+      real.reserve('m:x', 90, 0, null); // another process used 90 of 100
+      failing = true;
+      const t0 = Date.now();
+      let granted = 0;
+      for (let i = 0; i < 50; i++) granted += meter.spend('m:x', 1, 0, 100, t0);
+      assert.equal(granted, 10, 'the limit holds in degraded mode');
+      assert.ok(meter.degraded);
+      assert.equal(meter.take('r:k:x', { perSecond: 10, burst: 20 }, t0).ok, true, 'tokens from a per-thread bucket');
+      assert.throws(() => meter.spend('m:x', 1, 0, null, t0 + 5_000), AccountingUnavailable, 'past the grace period');
+      failing = false;
+      meter.sweep(t0 + 6_000);
+      assert.equal(real.spent('m:x'), 100, 'what was answered meanwhile is written');
+      assert.equal(meter.degraded, false);
+    } finally {
+      meter.close();
+      await real.close();
     }
   });
 

@@ -143,15 +143,20 @@ export class Meter {
 
   /** Degraded spend: from the lease, then from memory within the limit, owed to the store. */
   private spendOwed(lease: Lease, units: number, limit: number | null): number {
+    if (lease.spentAtReserve === 0 && !this.owed.has(lease.counter)) {
+      // A counter this thread never reserved from: its value is still readable on a full disk.
+      try {
+        lease.spentAtReserve = this.store.spent(lease.counter);
+      } catch {
+        // unreadable too: counted from zero, within the grace period only
+      }
+    }
     const fromLease = Math.min(units, lease.left);
     lease.left -= fromLease;
     const owed = this.owed.get(lease.counter) ?? 0;
     const room = limit === null ? Infinity : Math.max(0, limit - lease.spentAtReserve - owed);
     const more = Math.min(units - fromLease, room);
-    if (more > 0) {
-      this.owed.set(lease.counter, owed + more);
-      lease.spentAtReserve += more;
-    }
+    if (more > 0) this.owed.set(lease.counter, owed + more);
     return fromLease + more;
   }
 
@@ -168,12 +173,14 @@ export class Meter {
    */
   used(counter: string): number {
     const lease = this.leases.get(counter);
-    return lease ? lease.spentAtReserve - lease.left : 0;
+    if (lease === undefined) return 0;
+    const used = lease.spentAtReserve - lease.left;
+    return this.owed.size === 0 ? used : used + (this.owed.get(counter) ?? 0);
   }
 
   /** Units spent on the counter minus what this thread holds unused (exact when idle elsewhere). */
   usage(counter: string): number {
-    return this.store.spent(counter) - (this.leases.get(counter)?.left ?? 0);
+    return this.store.spent(counter) + (this.owed.get(counter) ?? 0) - (this.leases.get(counter)?.left ?? 0);
   }
 
   /** One token from the bucket (rate per key or per source), leased in blocks. */
