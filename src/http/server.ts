@@ -227,23 +227,31 @@ class BatchRoute {
       out: slot,
     };
     const respond = this.routes.later(res, ERRORS.lookupFailed, (frame: Uint8Array) => {
-      const { status, answered, body: out } = decodeOutcome(frame);
-      if (p.aborted) {
-        if (prepaid) this.gate.refund(a, budget);
-        return p.finish?.();
+      let again = false;
+      try {
+        const { status, answered, body: out } = decodeOutcome(frame);
+        if (p.aborted) {
+          if (prepaid) this.gate.refund(a, budget);
+          return;
+        }
+        if (!prepaid && answered > 0) {
+          const granted = this.gate.spend(a, answered, Date.now());
+          if (granted < answered) {
+            again = true;
+            return this.run(res, p, a, body, granted, true);
+          }
+        }
+        if (status === 200) this.metrics.batches++;
+        else this.metrics.count(status);
+        res.cork(() => {
+          if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
+          else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+          res.end(out);
+        });
+      } finally {
+        // Done, however it ended (an exception is answered by the guard), unless it runs again.
+        if (!again) p.finish?.();
       }
-      if (!prepaid && answered > 0) {
-        const granted = this.gate.spend(a, answered, Date.now());
-        if (granted < answered) return this.run(res, p, a, body, granted, true);
-      }
-      if (status === 200) this.metrics.batches++;
-      else this.metrics.count(status);
-      res.cork(() => {
-        if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
-        else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
-        res.end(out);
-      });
-      p.finish?.();
     });
     this.pool
       .run(task)
@@ -252,8 +260,8 @@ class BatchRoute {
           p.finish?.();
           return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
         }
-        // Workers keep failing: the dataset cannot be consulted, so every address is a 500.
-        this.log.error('batch worker failed twice; answering every address with 500', { reason: e instanceof Error ? e.message : String(e) });
+        // Workers keep failing or the deadline passed: the dataset cannot be consulted, so every address is a 500.
+        this.log.error('batch not answered by a worker (failures or its deadline); answering every address with 500', { reason: e instanceof Error ? e.message : String(e) });
         respond(answerBatch(new TextDecoder().decode(body), null, a.tier));
       })
       .finally(() => this.pool.releaseSlot(slot));
