@@ -55,10 +55,22 @@ function mutate(rnd: () => number, s: string): string {
 }
 
 /** One request's bytes, and whether it is a HEAD. */
-function requestOf(rnd: () => number, keys: readonly string[]): { bytes: Buffer; head: boolean } {
-  const method = pick(rnd, METHODS);
+/** Requests as a client would mean them (the route's own method and parameters), before mutation. */
+const MEANT: readonly (readonly [string, string])[] = [
+  ['GET', '/81.7.3.9'], ['GET', '/2a01:4f8:c012::1'], ['GET', '/myip'], ['POST', '/batch'], ['GET', '/api/v1/account/me'],
+  ['POST', '/api/v1/iam/apikeys'], ['GET', '/api/v1/iam/apikeys'], ['GET', '/api/v1/database/list'],
+  ['GET', '/api/v1/database/download?id=vpn_v1&format=csvgz'], ['GET', '/api/v1/database/download?id=vpn_v1&format=mmdb&sample=true'],
+  ['GET', '/api/v1/database/metadata?id=vpn_v1'], ['GET', '/api/v1/database/checksum?id=vpn_v1&format=mmdb'], ['GET', '/api/v1/database/downloads?limit=5'],
+  ['HEAD', '/81.7.3.9'],
+];
+
+function requestOf(rnd: () => number, keys: readonly string[], links: readonly string[]): { bytes: Buffer; head: boolean } {
+  let method = pick(rnd, METHODS);
   let target = pick(rnd, PATHS) + pick(rnd, QUERIES);
-  if (rnd() < 0.5) target = mutate(rnd, target);
+  const roll = rnd();
+  if (roll < 0.35) [method, target] = pick(rnd, MEANT);
+  else if (roll < 0.45 && links.length) [method, target] = [rnd() < 0.8 ? 'GET' : 'HEAD', pick(rnd, links)];
+  if (rnd() < 0.4) target = mutate(rnd, target);
   if (!target.startsWith('/')) target = '/' + target;
   target = target.replace(/[\s]/g, '%20');
   const headers: string[] = ['Host: fuzz'];
@@ -71,7 +83,7 @@ function requestOf(rnd: () => number, keys: readonly string[]): { bytes: Buffer;
   if (rnd() < 0.1) headers.push(`X-Forwarded-For: ${pick(rnd, ['1.2.3.4', '::1', 'garbage', '1.2.3.4, 5.6.7.8', ''])}`);
   let body = '';
   if (method === 'POST' || method === 'PUT' || rnd() < 0.05) {
-    body = pick(rnd, BODIES);
+    body = rnd() < 0.04 ? `{"ips":["${' '.repeat(600 * 1024)}"]}` : pick(rnd, BODIES);
     if (rnd() < 0.3) body = mutate(rnd, body);
   }
   const bodyBytes = Buffer.from(body, 'utf8');
@@ -85,7 +97,7 @@ function requestOf(rnd: () => number, keys: readonly string[]): { bytes: Buffer;
  * flight per connection, and checks each answer. A connection the server closes (a 413, a
  * refusal before the body) is reopened.
  */
-export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8): Promise<FuzzResult> {
+export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8, links: readonly string[] = []): Promise<FuzzResult> {
   const rnd = prng(seed);
   const result: FuzzResult = { requests: 0, byStatus: new Map(), problems: [], unanswered: [] };
   let next = 0;
@@ -117,7 +129,7 @@ export async function fuzz(port: number, keys: readonly string[], seed: number, 
       // A request sent on a connection the server was closing (after an answer that closes)
       // is sent once more on a fresh one; unanswered twice, it is a problem.
       const again = retry !== null;
-      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, keys);
+      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, keys, links);
       const { bytes, head } = req;
       if (!again) next++;
       retry = null;
