@@ -5,35 +5,17 @@
 //   3. download readers that never read one signed link.
 // Bounded in count and time; loopback only.
 
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { PROJECT_ROOT, plansFile, tempDir } from '../test/helpers.js';
+import { plansFile, serveProcess, tempDir } from '../test/helpers.js';
 
-const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function rssMib(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Math.round(Number(m![1]) / 1024);
-}
-
-async function serve(dataDir: string, plans: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans, PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    child.stderr!.on('data', (c: Buffer) => {
-      log += c;
-      const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
-      if (m) resolve({ child, port: Number(m[1]) });
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log.slice(-2000)}`)));
-  });
 }
 
 function connections(port: number, n: number, bytes: (i: number) => string): Promise<net.Socket[]> {
@@ -57,7 +39,7 @@ async function main(): Promise<void> {
   const dataDir = tempDir('ipsift-attacks-');
   const lavish = { per_second: 1_000_000, burst: 1_000_000 };
   const plans = plansFile(dataDir, { keyless: { daily_cap: 1_000_000_000, rate: lavish }, plans: ['free', 'starter', 'scale', 'max'].map((t) => ({ key: t, tier: t, quota: 1_000_000_000, rate: lavish, hard_limit: null })) });
-  const server = await serve(dataDir, plans);
+  const server = await serveProcess({ DATA_DIR: dataDir, PLANS_FILE: plans, DEMO: '1' });
   const pid = server.child.pid!;
   const port = server.port;
   const keys = JSON.parse(fs.readFileSync(path.join(dataDir, 'demo-keys.json'), 'utf8')) as { plan: string; key: string }[];

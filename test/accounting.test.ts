@@ -1,7 +1,7 @@
 // Exactness of accounting across threads and processes, and after kill -9.
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
@@ -13,31 +13,12 @@ import { AccountingStore } from '../src/accounting/store.js';
 import { WindowClock, orgCounter } from '../src/accounting/windows.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
-import { PROJECT_ROOT, get, plansFile, request, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, plansFile, request, serveProcess, tempDir, writeFile, type ServeProcess } from './helpers.js';
 
-const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const rate = { per_second: 1_000_000, burst: 1_000_000 };
 
-interface Server {
-  child: ChildProcess;
-  port: number;
-}
-
-function serve(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DEMO: '0', BATCH_WORKERS: '1', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    child.stderr!.on('data', (c: Buffer) => {
-      log += c;
-      const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
-      if (m) resolve({ child, port: Number(m[1]) });
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-  });
-}
+/** A server process with one batch worker (the tests here count, they do not load). */
+const serve = (env: Record<string, string>): Promise<ServeProcess> => serveProcess({ BATCH_WORKERS: '1', ...env });
 
 const stopped = (c: ChildProcess): Promise<void> => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 

@@ -3,47 +3,30 @@
 // shutdown, reason phrases.
 
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
-import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
-import { grantLicence } from '../src/catalogue/licences.js';
-import { publishExports } from '../src/catalogue/publish.js';
 import { releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { PROJECT_ROOT, get, plansFile, raw, responses, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const FEED = `network,category,provider,last_seen
-81.7.3.0/24,vpn,ExampleVPN,2026-11-01
-${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
-`;
 
-/** A data directory with a published build and one max organisation holding a vpn licence. */
+/** A published data directory with one db.download key (helpers.publishedDataDir). */
 async function licensedDataDir(): Promise<{ dataDir: string; plans: string; key: string }> {
-  const dataDir = tempDir();
-  importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
-  const build = runBuild({ dataDir });
-  const plans = plansFile(dataDir);
-  const db = openControlDb(dataDir);
-  const org = createOrganisation(db, loadPlans(plans), 'Ops', 'max');
-  const key = createKey(db, { orgId: org.id, name: 'ops', scopes: ['db.download'] }).secret;
-  grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
-  await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
-  db.close();
-  return { dataDir, plans, key };
+  const d = await publishedDataDir([{ scopes: ['db.download'] }]);
+  return { ...d, key: d.keys[0] };
 }
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -176,19 +159,6 @@ describe('one daily build per data directory', () => {
 });
 
 describe('graceful shutdown', () => {
-  function serve(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; adminPort: number; log: () => string }> {
-    const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    return new Promise((resolve, reject) => {
-      child.stderr!.on('data', (c: Buffer) => {
-        log += c;
-        const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)","admin":"http:\/\/[^:]+:(\d+)"/.exec(log);
-        if (m) resolve({ child, port: Number(m[1]), adminPort: Number(m[2]), log: () => log });
-      });
-      child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-    });
-  }
-
   test('SIGTERM: readiness false, the port closes, a slow download finishes, exit 0; a second signal exits at once', async () => {
     const d = await licensedDataDir();
     const store = new LocalStore(d.dataDir);
@@ -196,7 +166,7 @@ describe('graceful shutdown', () => {
     fs.writeFileSync(big, Buffer.alloc(24 * 1024 * 1024, 3));
     await store.put('t/big.bin', big);
     const link = store.signedUrl('t/big.bin', Date.now() + 60_000, 'big.bin', '');
-    const server = await serve({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
+    const server = await serveProcess({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
     const exited = new Promise<number | null>((r) => server.child.once('exit', (code) => r(code)));
     // A reader that takes its time: about 8 MB a second.
     let received = 0;
@@ -221,7 +191,7 @@ describe('graceful shutdown', () => {
     assert.equal(await exited, 0);
     assert.match(server.log(), /"msg":"stopped","clean":true/);
 
-    const again = await serve({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
+    const again = await serveProcess({ DATA_DIR: d.dataDir, PLANS_FILE: d.plans, SHUTDOWN_GRACE_S: '20' });
     const exitedAgain = new Promise<number | null>((r) => again.child.once('exit', (code) => r(code)));
     const stalled = net.connect(again.port, '127.0.0.1', () => stalled.write(`GET ${link} HTTP/1.1\r\nHost: t\r\n\r\n`));
     stalled.on('error', () => undefined);

@@ -3,23 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
-import { loadPlans } from '../src/accounts/plans.js';
-import { runBuild } from '../src/build/build.js';
-import { grantLicence } from '../src/catalogue/licences.js';
-import { publishExports } from '../src/catalogue/publish.js';
-import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
-import { LocalStore } from '../src/store/local-store.js';
 import { fuzz } from './fuzz.js';
-import { get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, publishedDataDir, startTestService } from './helpers.js';
 
-const FEED = `network,category,provider,last_seen
-81.7.3.0/24,vpn,ExampleVPN,2026-11-01
-2a01:4f8:c012::/48,hosting,Hoster,2026-10-01
-${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
-`;
 
 describe('fuzzing every route', () => {
   let svc: Service;
@@ -27,21 +14,16 @@ describe('fuzzing every route', () => {
   const links: string[] = [];
 
   before(async () => {
-    const dataDir = tempDir();
-    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
-    const build = runBuild({ dataDir });
-    const file = plansFile(dataDir);
-    const db = openControlDb(dataDir);
-    const org = createOrganisation(db, loadPlans(file), 'Fuzz', 'max');
-    for (const scopes of [['db.download', 'apikeys.manage'], ['db.download'], [], ['apikeys.manage']]) keys.push(createKey(db, { orgId: org.id, name: 'k', scopes }).secret);
-    keys.push(createKey(db, { orgId: org.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }).secret);
-    keys.push('isk_unknown', '');
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
-    const store = new LocalStore(dataDir);
-    await publishExports(db, store, dataDir, build.id);
-    db.close();
-    links.push(store.signedUrl(`vpn_v1/${build.id}/vpn_v1.csv.gz`, Date.now() + 600_000, 'vpn_v1.csv.gz', ''));
-    svc = await startTestService({ dataDir, plansFile: file });
+    const d = await publishedDataDir([
+      { scopes: ['db.download', 'apikeys.manage'] },
+      { scopes: ['db.download'] },
+      { scopes: [] },
+      { scopes: ['apikeys.manage'] },
+      { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] },
+    ]);
+    keys.push(...d.keys, 'isk_unknown', '');
+    links.push(d.link);
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
   });
   after(() => svc.close());
 

@@ -15,7 +15,7 @@ import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { AccountingStore, ACCOUNTING_DIR } from '../src/accounting/store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
-import { AccountingUnavailable, Meter } from '../src/accounting/meter.js';
+import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
 import { buildsDir, readCurrentBuildId } from '../src/build/builds.js';
@@ -26,17 +26,12 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { PROJECT_ROOT, get, plansFile, raw, request, responses, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, plansFile, raw, request, responses, startTestService, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
-const FEED = `network,category,provider,last_seen
-81.7.3.0/24,vpn,ExampleVPN,2026-11-01
-2a01:4f8:c012::/48,hosting,Hoster,2026-10-01
-${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
-`;
 const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
 const lavish = { per_second: 1_000_000, burst: 1_000_000 };
 
@@ -379,10 +374,14 @@ describe('stores and workers at fault', () => {
       assert.equal(granted, 10, 'the limit holds in degraded mode');
       assert.ok(meter.degraded);
       assert.equal(meter.take('r:k:x', { perSecond: 10, burst: 20 }, t0).ok, true, 'tokens from a per-thread bucket');
+      // One client from many sources cannot grow what is owed without bound.
+      for (let i = 0; i < MAX_OWED_COUNTERS - 1; i++) meter.spend(`d:x:${i}`, 1, 0, 1000, t0);
+      assert.throws(() => meter.spend('d:x:one-too-many', 1, 0, 1000, t0), AccountingUnavailable, 'owed counters are bounded');
       assert.throws(() => meter.spend('m:x', 1, 0, null, t0 + 5_000), AccountingUnavailable, 'past the grace period');
       failing = false;
       meter.sweep(t0 + 6_000);
       assert.equal(real.spent('m:x'), 100, 'what was answered meanwhile is written');
+      assert.equal(real.spent('d:x:7'), 1);
       assert.equal(meter.degraded, false);
     } finally {
       meter.close();

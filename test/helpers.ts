@@ -3,12 +3,20 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
+import { grantLicence } from '../src/catalogue/licences.js';
+import { publishExports } from '../src/catalogue/publish.js';
+import { importFeed } from '../src/feeds/import.js';
+import { LocalStore } from '../src/store/local-store.js';
 import { INDEX_FILE } from '../src/build/builds.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { loadIndexFile } from '../src/index/loader.js';
@@ -177,4 +185,71 @@ export function responses(stream: string): RawReply[] {
     at = end + 4 + length;
   }
   return out;
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  port: number;
+  adminPort: number;
+  /** What the process has logged so far (JSON lines on stderr). */
+  log: () => string;
+}
+
+/**
+ * `ipsift serve` as a child process on ephemeral ports (no demo, no daily build, unless `env`
+ * says otherwise); resolves once it logs that it listens.
+ */
+export function serveProcess(env: Record<string, string>): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'serve'], {
+    env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (c: Buffer) => {
+      log += c;
+      const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)","admin":"http:\/\/[^:]+:(\d+)"/.exec(log);
+      if (m) resolve({ child, port: Number(m[1]), adminPort: Number(m[2]), log: () => log });
+    });
+    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log.slice(-2000)}`)));
+  });
+}
+
+/** Enough VPN networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth). */
+export const PUBLISHED_FEED = `network,category,provider,last_seen
+81.7.3.0/24,vpn,ExampleVPN,2026-11-01
+2a01:4f8:c012::/48,hosting,Hoster,2026-10-01
+${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}
+`;
+
+export interface PublishedDataDir {
+  dataDir: string;
+  plans: string;
+  /** The secrets of the keys asked for, in order. */
+  keys: string[];
+  /** A signed link to the published vpn_v1.csv.gz, relative, valid for an hour. */
+  link: string;
+}
+
+/**
+ * A data directory with PUBLISHED_FEED built and published to the local store, lavish plans,
+ * and one max organisation holding a vpn licence with a key per entry of `keys`.
+ */
+export async function publishedDataDir(keys: readonly { scopes: string[]; allowedCidrs?: string[] }[]): Promise<PublishedDataDir> {
+  const dataDir = tempDir();
+  importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', PUBLISHED_FEED) });
+  const build = runBuild({ dataDir });
+  const plans = plansFile(dataDir);
+  const db = openControlDb(dataDir);
+  try {
+    const org = createOrganisation(db, loadPlans(plans), 'Published', 'max');
+    const secrets = keys.map((k, i) => createKey(db, { orgId: org.id, name: `k${i}`, ...k }).secret);
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
+    const store = new LocalStore(dataDir);
+    await publishExports(db, store, dataDir, build.id);
+    const link = store.signedUrl(`vpn_v1/${build.id}/vpn_v1.csv.gz`, Date.now() + 3_600_000, 'vpn_v1.csv.gz', '');
+    return { dataDir, plans, keys: secrets, link };
+  } finally {
+    db.close();
+  }
 }

@@ -8,16 +8,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
-import { loadPlans } from '../src/accounts/plans.js';
-import { runBuild } from '../src/build/build.js';
-import { grantLicence } from '../src/catalogue/licences.js';
-import { publishExports } from '../src/catalogue/publish.js';
-import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
-import { LocalStore } from '../src/store/local-store.js';
-import { fetchBytes, get, plansFile, postBatch, PROJECT_ROOT, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, postBatch, PROJECT_ROOT, publishedDataDir, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p)) ?? null;
 
@@ -37,17 +29,9 @@ describe('behind nginx with the shipped configuration', { skip: NGINX ? false : 
   let key = '';
 
   before(async () => {
-    const dataDir = tempDir();
-    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', `network,category,provider,last_seen\n81.7.3.0/24,vpn,ExampleVPN,2026-11-01\n${Array.from({ length: 30 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01`).join('\n')}\n`) });
-    const build = runBuild({ dataDir });
-    const plans = plansFile(dataDir);
-    const db = openControlDb(dataDir);
-    const org = createOrganisation(db, loadPlans(plans), 'Proxied', 'max');
-    key = createKey(db, { orgId: org.id, name: 'k', scopes: ['db.download'] }).secret;
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
-    await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
-    db.close();
-    svc = await startTestService({ dataDir, plansFile: plans, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
+    const d = await publishedDataDir([{ scopes: ['db.download'] }]);
+    key = d.keys[0];
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
     port = await freePort();
     const dir = tempDir('ipsift-nginx-');
     fs.chmodSync(dir, 0o777); // nginx's workers (nobody, when started as root) write request bodies here

@@ -19,6 +19,11 @@ import type { AccountingStore } from './store.js';
 export const LEASE_MAX = 256;
 /** Unused lease units are returned after this long without use. */
 export const LEASE_IDLE_MS = 1000;
+/**
+ * Counters owed to the store in degraded mode at most: one client per keyless source could
+ * otherwise grow the map for the whole grace period. Past it new counters are refused (500).
+ */
+export const MAX_OWED_COUNTERS = 100_000;
 /** Tokens taken from a bucket are usable for this long, then dropped. */
 const TOKEN_LEASE_MS = 1000;
 
@@ -32,9 +37,10 @@ interface Lease {
 
 interface TokenLease {
   left: number;
-  /** Tokens the shared bucket held after the last grant, and when. */
+  /** Tokens the shared bucket held after the last grant, and when; when it is full again. */
   bucketLeft: number;
   levelAtMs: number;
+  fullAtMs: number;
   expiresMs: number;
   /** When refused: no tokens before this time (ms). */
   refusedUntilMs: number;
@@ -143,8 +149,10 @@ export class Meter {
 
   /** Degraded spend: from the lease, then from memory within the limit, owed to the store. */
   private spendOwed(lease: Lease, units: number, limit: number | null): number {
-    if (lease.spentAtReserve === 0 && !this.owed.has(lease.counter)) {
-      // A counter this thread never reserved from: its value is still readable on a full disk.
+    if (!this.owed.has(lease.counter) && this.owed.size >= MAX_OWED_COUNTERS) throw new AccountingUnavailable();
+    if (lease.spentAtReserve === 0) {
+      // A counter this thread never reserved from (or whose lease was swept): its stored value
+      // is still readable on a full disk; what is owed is counted on top of it.
       try {
         lease.spentAtReserve = this.store.spent(lease.counter);
       } catch {
@@ -187,7 +195,7 @@ export class Meter {
   take(bucket: string, rate: Rate, nowMs: number): RateDecision {
     let t = this.tokens.get(bucket);
     if (t === undefined) {
-      t = { left: 0, bucketLeft: rate.burst, levelAtMs: nowMs, expiresMs: 0, refusedUntilMs: 0 };
+      t = { left: 0, bucketLeft: rate.burst, levelAtMs: nowMs, fullAtMs: nowMs, expiresMs: 0, refusedUntilMs: 0 };
       this.tokens.set(bucket, t);
     }
     if (t.left > 0 && nowMs < t.expiresMs) {
@@ -208,6 +216,7 @@ export class Meter {
     }
     t.bucketLeft = g.left;
     t.levelAtMs = nowMs;
+    t.fullAtMs = nowMs + ((rate.burst - g.left) / rate.perSecond) * 1000;
     if (g.granted === 0) {
       const waitMs = ((1 - g.left) / rate.perSecond) * 1000;
       t.left = 0;
@@ -224,17 +233,19 @@ export class Meter {
     if (this.owed.size > 0 && this.settleOwed()) this.recovered();
     for (const lease of this.leases.values()) {
       if (nowMs - lease.touchedMs < LEASE_IDLE_MS) continue;
-      try {
-        this.store.release(lease.counter, lease.left);
-      } catch {
-        continue; // the store is unavailable: keep the lease and give it back on a later sweep
+      if (lease.left > 0) {
+        try {
+          this.store.release(lease.counter, lease.left);
+        } catch {
+          continue; // the store is unavailable: keep the lease and give it back on a later sweep
+        }
       }
       this.leases.delete(lease.counter);
     }
-    // In degraded mode these hold the only bucket levels there are.
-    if (this.failingSinceMs !== null) return;
+    // In degraded mode a token lease holds the only level its bucket has: kept until full again.
+    const degraded = this.failingSinceMs !== null;
     for (const [bucket, t] of this.tokens) {
-      if (nowMs >= t.expiresMs && nowMs >= t.refusedUntilMs) this.tokens.delete(bucket);
+      if (nowMs >= t.expiresMs && nowMs >= t.refusedUntilMs && (!degraded || nowMs >= t.fullAtMs)) this.tokens.delete(bucket);
     }
   }
 

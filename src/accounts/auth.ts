@@ -5,7 +5,7 @@
 
 import type { ApiError } from '../api/errors.js';
 import { ERRORS } from '../api/errors.js';
-import { parseNetwork, type Network } from '../net/network.js';
+import { networksOf, type Network } from '../net/network.js';
 import { effectiveHardLimit, findKeyBySecret, getOrganisation, planOf, type ApiKey, type Organisation } from './accounts.js';
 import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
@@ -133,17 +133,12 @@ export class KeyCache {
     const org = getOrganisation(this.db, key.orgId);
     if (!org) return ERRORS.keyInvalid;
     const plan = planOf(this.plans, org);
-    const networks: Network[] = [];
-    for (const c of key.allowedCidrs) {
-      const n = parseNetwork(c);
-      if (n.ok) networks.push(n.network);
-    }
     return {
       key,
       org,
       plan,
       hardLimit: effectiveHardLimit(org, plan),
-      networks,
+      networks: networksOf(key.allowedCidrs),
       expiresMs: key.expires ? Date.parse(key.expires) : Infinity,
     };
   }

@@ -13,7 +13,7 @@ import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, rev
 import { bearerToken, type Caller, type KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Logger } from '../log.js';
-import { parseNetwork, type Network } from '../net/network.js';
+import { networksOf, networksWithin, type Network } from '../net/network.js';
 import type { RequestClient } from './client.js';
 import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
@@ -43,20 +43,10 @@ function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: 
 
 const expiryMs = (k: ApiKey): number => (k.expires ? Date.parse(k.expires) : Infinity);
 
-function networksOf(cidrs: readonly string[]): Network[] {
-  const out: Network[] = [];
-  for (const c of cidrs) {
-    const n = parseNetwork(c);
-    if (n.ok) out.push(n.network);
-  }
-  return out;
-}
-
-/** Every network of `inner` lies inside one of `outer` (no ranges: any source). */
+/** Every range of `inner` lies inside the caller's (no ranges: any source). */
 function rangesWithin(inner: readonly string[], outer: readonly Network[]): boolean {
   if (outer.length === 0) return true;
-  if (inner.length === 0) return false;
-  return networksOf(inner).every((n) => outer.some((o) => o.family === n.family && o.start <= n.start && n.end <= o.end));
+  return inner.length > 0 && networksWithin(networksOf(inner), outer);
 }
 
 /** The target holds nothing the caller does not: scopes, expiry and ranges. */

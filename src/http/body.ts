@@ -15,6 +15,12 @@ const DRAIN_BYTES = 8 * 1024 * 1024;
 /** The first allocation for a body that arrives in several chunks. */
 const FIRST_CHUNK = 16 * 1024;
 
+/** A body's states: being read, handed on, being discarded past the limit, given up. */
+const READING = 0;
+const DONE = 1;
+const DRAINING = 2;
+const CLOSED = 3;
+
 /** Bytes held by the bodies being received on this thread, against a budget. */
 export class BodyMemory {
   held = 0;
@@ -57,16 +63,15 @@ export function readBody(
 ): { abort(): void } {
   let body: Uint8Array | null = null;
   let length = 0;
-  /** 0 reading, 1 done, 2 draining past the limit, 3 closed. */
-  let state = 0;
+  let state = READING;
   let drained = 0;
   const release = (): void => {
     if (body !== null) memory.give(body.byteLength);
     body = null;
   };
   const close = (): void => {
-    const draining = state === 2;
-    state = 3;
+    const draining = state === DRAINING;
+    state = CLOSED;
     release();
     if (isAborted()) return;
     if (draining) h.tooLarge(true);
@@ -76,36 +81,36 @@ export function readBody(
     h.tooLarge(true);
     return { abort() {} };
   }
-  if (declared > limit) state = 2;
+  if (declared > limit) state = DRAINING;
   const timer = setTimeout(
     later(() => {
-      if (state === 0 || state === 2) close();
+      if (state === READING || state === DRAINING) close();
     }),
     timeoutMs,
   );
   timer.unref();
   res.onData(
     later((chunk: ArrayBuffer, isLast: boolean) => {
-      if (isAborted() || state === 1 || state === 3) {
+      if (isAborted() || state === DONE || state === CLOSED) {
         if (isAborted()) release();
         return;
       }
       const n = chunk.byteLength;
       if (n === 0 && !isLast) return; // uWS may call with nothing before the body comes
-      if (state === 0 && length + n > limit) {
+      if (state === READING && length + n > limit) {
         release();
         if (declared < 0) {
           // A chunked body has no known end to drain to: answer and close now.
-          state = 3;
+          state = CLOSED;
           clearTimeout(timer);
           return h.tooLarge(true);
         }
-        state = 2;
+        state = DRAINING;
       }
-      if (state === 2) {
+      if (state === DRAINING) {
         drained += n;
         if (isLast) {
-          state = 3;
+          state = CLOSED;
           clearTimeout(timer);
           h.tooLarge(false);
         } else if (drained > DRAIN_BYTES) {
@@ -116,7 +121,7 @@ export function readBody(
       }
       if (isLast && length === 0) {
         // The whole body in one chunk, the common case: one exact copy.
-        state = 1;
+        state = DONE;
         clearTimeout(timer);
         return h.done(chunk.slice(0));
       }
@@ -124,7 +129,7 @@ export function readBody(
         const cap = Math.min(declared >= 0 ? Math.max(declared, length + n) : limit, Math.max(length + n, FIRST_CHUNK, (body?.byteLength ?? 0) * 2));
         const grown = memory.take(cap) ? new Uint8Array(new ArrayBuffer(cap)) : null;
         if (grown === null) {
-          state = 3;
+          state = CLOSED;
           release();
           clearTimeout(timer);
           return h.busy();
@@ -136,7 +141,7 @@ export function readBody(
       body.set(new Uint8Array(chunk), length);
       length += n;
       if (!isLast) return;
-      state = 1;
+      state = DONE;
       clearTimeout(timer);
       const whole = (body.byteLength === length ? body.buffer : body.buffer.slice(0, length)) as ArrayBuffer;
       release();
@@ -146,7 +151,7 @@ export function readBody(
   // The client went away: give the memory back now, not at a next chunk that never comes.
   return {
     abort() {
-      state = 3;
+      state = CLOSED;
       clearTimeout(timer);
       release();
     },

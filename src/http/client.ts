@@ -33,19 +33,29 @@ function peerV4(bytes: Uint8Array): number {
 const groups = new Uint16Array(8);
 const parsed = new ParsedAddress();
 
-/** The IPv6 network of `prefix` bits holding the address text, as `text/prefix` (RFC 5952). */
-export function networkOf(text: string, prefix: number): string {
-  if (parseAddress(text, 0, text.length, parsed) !== IPV6) return text;
-  const g = new Uint16Array(8);
-  for (let i = 0; i < 4; i++) {
-    g[2 * i] = parsed.w[i] >>> 16;
-    g[2 * i + 1] = parsed.w[i] & 0xffff;
-  }
+/** groups[] as the network of `prefix` bits, written `text/prefix` (RFC 5952). */
+function maskedGroups(prefix: number): string {
   for (let i = 0; i < 8; i++) {
     const keep = Math.max(0, Math.min(16, prefix - 16 * i));
-    g[i] &= keep === 0 ? 0 : (0xffff << (16 - keep)) & 0xffff;
+    groups[i] &= (0xffff << (16 - keep)) & 0xffff;
   }
-  return `${formatIPv6Groups(g)}/${prefix}`;
+  return `${formatIPv6Groups(groups)}/${prefix}`;
+}
+
+/** The IPv6 network of `prefix` bits holding the address text (other text as it is). */
+export function networkOf(text: string, prefix: number): string {
+  if (parseAddress(text, 0, text.length, parsed) !== IPV6) return text;
+  for (let i = 0; i < 4; i++) {
+    groups[2 * i] = parsed.w[i] >>> 16;
+    groups[2 * i + 1] = parsed.w[i] & 0xffff;
+  }
+  return maskedGroups(prefix);
+}
+
+/** The IPv6 network of `prefix` bits holding a 16-byte peer. */
+function peerNetwork(bytes: Uint8Array, prefix: number): string {
+  for (let i = 0; i < 8; i++) groups[i] = (bytes[2 * i] << 8) | bytes[2 * i + 1];
+  return maskedGroups(prefix);
 }
 
 /** The peer address text of an uWS getRemoteAddress() buffer (4 or 16 bytes). */
@@ -89,8 +99,9 @@ export class RequestClient implements Client {
       const t = this.text();
       return t.includes(':') ? networkOf(t, this.ipv6Prefix) : t;
     }
-    const v4 = peerV4(this.peer());
-    return v4 >= 0 ? v4 : networkOf(this.text(), this.ipv6Prefix);
+    const peer = this.peer();
+    const v4 = peerV4(peer);
+    return v4 >= 0 ? v4 : peerNetwork(peer, this.ipv6Prefix);
   }
 
   /**

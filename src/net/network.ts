@@ -102,3 +102,18 @@ export function inNetworks(p: ParsedAddress, kind: AddressKind, networks: readon
   const v = addressBigInt(p);
   return networks.some((n) => n.family === family && v >= n.start && v <= n.end);
 }
+
+/** The networks of CIDR texts already validated (a key's allowed ranges); any that fail to parse are left out. */
+export function networksOf(cidrs: readonly string[]): Network[] {
+  const out: Network[] = [];
+  for (const c of cidrs) {
+    const n = parseNetwork(c);
+    if (n.ok) out.push(n.network);
+  }
+  return out;
+}
+
+/** Every network of `inner` lies inside one of `outer`. */
+export function networksWithin(inner: readonly Network[], outer: readonly Network[]): boolean {
+  return inner.every((n) => outer.some((o) => o.family === n.family && o.start <= n.start && n.end <= o.end));
+}
