@@ -6,8 +6,8 @@
 //      limits lifted) next to a fixed-body uWebSockets.js server (and one that also reads the
 //      peer address, as keyless accounting must), with wrk (if
 //      installed: it can show the ceiling) and autocannon; server CPU share; the ratios as
-//      medians of BENCH_RATIO_ROUNDS back-to-back rounds
-//   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s
+//      medians of BENCH_RATIO_ROUNDS back-to-back rounds; the same with a key on node:http
+//   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s, on each server
 //   5. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
@@ -32,6 +32,7 @@ import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
 import { importFeed } from '../src/feeds/import.js';
+import { loadNativeUws } from '../src/http/server/uws.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import { AddressBatch } from '../src/lookup/address-batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
@@ -323,6 +324,7 @@ async function lookups(dataDir: string): Promise<void> {
   const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
   const fixedPeer = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', READ_PEER: '1' }, /listening (\d+)/);
   const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  const onNode = await startIpsift(dataDir, { BATCH_WORKERS: '1', HTTP_SERVER: 'node' });
   const unlimited = await startIpsift(dataDir, { BATCH_WORKERS: '1', PLANS_FILE: unlimitedKeylessPlans() });
   const key = scaleKey(dataDir);
   try {
@@ -332,6 +334,7 @@ async function lookups(dataDir: string): Promise<void> {
       ['ipsift GET /{ip} keyless', ipsift, undefined],
       ['ipsift GET /{ip} scale key', ipsift, key],
       ['ipsift GET /{ip} keyless, keyless limits lifted', unlimited, undefined],
+      ['ipsift GET /{ip} scale key, HTTP_SERVER=node', onNode, key],
     ] as const) {
       await autocannonGet(server, paths.slice(0, 1000), k); // warm-up
       if (useWrk) out(show(`wrk        ${name}`, await wrk(server, 'random-get.lua', 5, CONNECTIONS, k)));
@@ -339,7 +342,7 @@ async function lookups(dataDir: string): Promise<void> {
     }
     if (useWrk) {
       // The machine is shared and noisy: short runs back to back, the median of each ratio.
-      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[] };
+      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[], node: [] as number[] };
       let errors = 0;
       for (let r = 0; r < RATIO_ROUNDS; r++) {
         const a = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
@@ -347,6 +350,7 @@ async function lookups(dataDir: string): Promise<void> {
         const b = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const c = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
         const u = await wrk(unlimited, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
+        const n = await wrk(onNode, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
         const a2 = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const ceiling = (a.rps + a2.rps) / 2;
         rounds.keyless.push(b.rps / ceiling);
@@ -355,7 +359,8 @@ async function lookups(dataDir: string): Promise<void> {
         rounds.keylessPeer.push(b.rps / p.rps);
         rounds.keyKeyless.push(c.rps / b.rps);
         rounds.unlimited.push(u.rps / ceiling);
-        errors += b.errors + c.errors + u.errors;
+        rounds.node.push(n.rps / c.rps);
+        errors += b.errors + c.errors + u.errors + n.errors;
       }
       const median = (xs: number[]): string => {
         const s = [...xs].sort((x, y) => x - y);
@@ -366,22 +371,28 @@ async function lookups(dataDir: string): Promise<void> {
         `ratios (wrk, medians of ${RATIO_ROUNDS} back-to-back rounds of 2 s; range in brackets): ` +
           `scale key / fixed-body ${median(rounds.key)} (${range(rounds.key)}), keyless / fixed-body ${median(rounds.keyless)} (${range(rounds.keyless)}), ` +
           `fixed-body reading the peer / fixed-body ${median(rounds.peer)} (${range(rounds.peer)}), keyless / fixed-body reading the peer ${median(rounds.keylessPeer)} (${range(rounds.keylessPeer)}), ` +
-          `scale key / keyless ${median(rounds.keyKeyless)}, keyless with the keyless limits lifted / fixed-body ${median(rounds.unlimited)} (${range(rounds.unlimited)}); ${errors} non-2xx`,
+          `scale key / keyless ${median(rounds.keyKeyless)}, keyless with the keyless limits lifted / fixed-body ${median(rounds.unlimited)} (${range(rounds.unlimited)}), ` +
+          `scale key on node:http / on uWS ${median(rounds.node)} (${range(rounds.node)}); ${errors} non-2xx`,
       );
     }
   } finally {
     await fixed.stop();
     await fixedPeer.stop();
     await ipsift.stop();
+    await onNode.stop();
     await unlimited.stop();
   }
 
-  const batchServer = await startIpsift(dataDir, { KEYLESS_TIER: 'max', BATCH_WORKERS: '2' });
+  for (const server of 'uws' in loadNativeUws() ? (['uws', 'node'] as const) : (['node'] as const)) await batches(dataDir, server, useWrk);
+}
+
+async function batches(dataDir: string, server: 'uws' | 'node', useWrk: boolean): Promise<void> {
+  const batchServer = await startIpsift(dataDir, { KEYLESS_TIER: 'max', BATCH_WORKERS: '2', HTTP_SERVER: server });
   try {
     if (useWrk) {
       // A few connections keep both workers busy; more would only fill the queue (429s).
       await wrk(batchServer, 'batch.lua', 1, BATCH_CONNECTIONS);
-      out(show(`wrk        ipsift POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections`, await wrk(batchServer, 'batch.lua', 2, BATCH_CONNECTIONS), 'IPs/s', 1000));
+      out(show(`wrk        ipsift POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, HTTP_SERVER=${server}`, await wrk(batchServer, 'batch.lua', 2, BATCH_CONNECTIONS), 'IPs/s', 1000));
     } else {
       const bodies = Array.from({ length: 32 }, (_, b) => JSON.stringify({ ips: randomAddresses(1000, 100 + b) }));
       let n = 0;
@@ -392,7 +403,7 @@ async function lookups(dataDir: string): Promise<void> {
         method: 'POST',
         requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[n++ % bodies.length] }) }],
       });
-      out(`autocannon ipsift POST /batch ×1000, max tier: ${Math.round(r.requests.average * 1000).toLocaleString('en')} IPs/s, non-2xx ${r.non2xx}`);
+      out(`autocannon ipsift POST /batch ×1000, max tier, HTTP_SERVER=${server}: ${Math.round(r.requests.average * 1000).toLocaleString('en')} IPs/s, non-2xx ${r.non2xx}`);
     }
   } finally {
     await batchServer.stop();

@@ -34,8 +34,10 @@ export interface Config {
   readonly trustedProxies: readonly Network[];
   /** Field tier of keyless answers (index into TIERS). The contract's default is basic. */
   readonly keylessTier: number;
-  /** Start even when uWebSockets.js fell back to its slow pure-JS server. */
-  readonly allowSlowHttp: boolean;
+  /** The HTTP server: auto takes uWebSockets.js where its binary loads, else node:http. */
+  readonly httpServer: ServerChoice;
+  /** How long an idle keep-alive connection stays open (node:http; uWS fixes its own at 10 s). */
+  readonly keepAliveTimeoutMs: number;
   /** On a data directory with no feeds and no builds, import the bundled demo feeds and build. */
   readonly demo: boolean;
   /** How often the serving build pointer is checked for a new build. */
@@ -85,7 +87,9 @@ export const DEFAULTS = Object.freeze({
   shutdownGraceS: 30,
   trustedProxies: '',
   keylessTier: 'basic',
-  allowSlowHttp: false,
+  httpServer: 'auto',
+  // Above the 60 s idle timeout of common load balancers, which then close first.
+  keepAliveTimeoutS: 75,
   demo: true,
   indexPollMs: 1000,
   plansFile: DEFAULT_PLANS_FILE,
@@ -121,6 +125,15 @@ function publicUrl(text: string): string {
     throw new ConfigError(`PUBLIC_URL must be http(s)://host[:port][/path] with no query, fragment or credentials, got ${JSON.stringify(text)}`);
   }
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
+}
+
+/** The HTTP servers (http/server/): `auto` takes uWS where its native binary loads. */
+export const SERVER_CHOICES = ['auto', 'uws', 'node'] as const;
+export type ServerChoice = (typeof SERVER_CHOICES)[number];
+
+function httpServer(text: string): ServerChoice {
+  if (!(SERVER_CHOICES as readonly string[]).includes(text)) throw new ConfigError(`HTTP_SERVER must be one of ${SERVER_CHOICES.join(', ')}, got ${JSON.stringify(text)}`);
+  return text as ServerChoice;
 }
 
 function publishAt(text: string): string {
@@ -181,7 +194,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,
     keylessTier: tierIndex(tierName),
-    allowSlowHttp: flag('IPSIFT_ALLOW_SLOW_HTTP', get('IPSIFT_ALLOW_SLOW_HTTP') ?? String(DEFAULTS.allowSlowHttp)),
+    httpServer: httpServer(get('HTTP_SERVER') ?? DEFAULTS.httpServer),
+    keepAliveTimeoutMs: integer('KEEP_ALIVE_TIMEOUT_S', get('KEEP_ALIVE_TIMEOUT_S') ?? String(DEFAULTS.keepAliveTimeoutS), 1, 3600) * 1000,
     demo: flag('DEMO', get('DEMO') ?? String(DEFAULTS.demo)),
     indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),

@@ -1,14 +1,14 @@
 // Composition: index holder + batch pool + lookup app + admin app, started and stopped as one.
 
 import path from 'node:path';
-import type { us_listen_socket } from 'uWebSockets.js';
 import { BatchPool } from './batch/pool.js';
 import type { Config } from './config.js';
 import { ensureDemo } from './demo.js';
 import { createAdminApp } from './http/admin.js';
 import type { Metrics } from './http/metrics.js';
-import { closeListen, createLookupApp, listen } from './http/server.js';
-import { SlowHttpError, uwsIsNative } from './http/uws.js';
+import { createLookupApp } from './http/server.js';
+import { openServer } from './http/server/open.js';
+import type { Listener } from './http/server/types.js';
 import { IndexHolder } from './index/loader.js';
 import { FORMAT_VERSION, formatVersionOf } from './index/format.js';
 import { runBuild } from './build/build.js';
@@ -68,11 +68,9 @@ function rebuildOlderFormat(dataDir: string, log: Logger): void {
 }
 
 export async function startService(config: Config, log: Logger): Promise<Service> {
-  if (!uwsIsNative()) {
-    if (!config.allowSlowHttp) throw new SlowHttpError();
-    log.warn('serving on the slow pure-JS fallback of uWebSockets.js (IPSIFT_ALLOW_SLOW_HTTP is set)');
-  }
   // Everything the command needs is checked before any work, each failure one line.
+  const http = await openServer(config.httpServer, { keepAliveTimeoutMs: config.keepAliveTimeoutMs });
+  if (http.fallbackReason) log.info('serving on node:http', { reason: http.fallbackReason });
   checkStartup(config);
   const plans = loadPlans(config.plansFile);
   const catalogue = loadCatalogue(config.catalogueFile);
@@ -108,31 +106,33 @@ export async function startService(config: Config, log: Logger): Promise<Service
   };
 
   const pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
-  const { app, metrics, client, routes } = createLookupApp(config, holder, pool, gate, log);
+  const { app, metrics, client, routes } = createLookupApp(http.server, config, holder, pool, gate, log);
   const accountApi = new AccountApi(control, gate, keys, log);
   accountApi.register(routes, metrics, client);
   new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => scheduler?.retryAfterS() ?? null).register(routes, metrics, client);
   scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
   const life = { draining: false };
-  const admin = createAdminApp(holder, pool, metrics, log, life);
-  const sockets: us_listen_socket[] = [];
+  const admin = createAdminApp(http.server, holder, pool, metrics, log, life);
+  const listeners: Listener[] = [];
   let closed = false;
   try {
-    const main = await listen(app, config.host, config.port);
-    sockets.push(main.socket);
-    const adm = await listen(admin, config.adminHost, config.adminPort);
-    sockets.push(adm.socket);
+    const main = await http.server.listen(app, config.host, config.port);
+    listeners.push(main);
+    const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
+    listeners.push(adm);
     log.info('listening', {
       url: `http://${config.host}:${main.port}`,
       admin: `http://${config.adminHost}:${adm.port}`,
+      http_server: http.server.kind,
+      keep_alive_timeout_s: http.keepAliveTimeoutMs / 1000,
       batch_workers: config.batchWorkers,
       build: holder.current?.buildId ?? null,
     });
     const close = async (): Promise<void> => {
       if (closed) return;
       closed = true;
-      for (const s of sockets.slice(life.draining ? 1 : 0)) closeListen(s);
+      for (const l of listeners) l.close();
       holder.close();
       await pool.close();
       await closeAccounts();
@@ -146,7 +146,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       accounting: store,
       async drain(graceMs: number) {
         life.draining = true;
-        closeListen(sockets[0]);
+        listeners[0].stop();
         const deadline = Date.now() + graceMs;
         const busy = (): boolean => metrics.inFlight > 0 || fileTransfers.transfers > 0;
         while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -158,7 +158,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       close,
     };
   } catch (e) {
-    for (const s of sockets) closeListen(s);
+    for (const l of listeners) l.close();
     holder.close();
     await pool.close();
     await closeAccounts();

@@ -59,8 +59,9 @@ export function plansFile(dir: string, doc?: unknown): string {
 }
 
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
+  // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on node:http).
   const config = loadConfig(
-    {},
+    { HTTP_SERVER: process.env.HTTP_SERVER },
     { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, publishAt: '', plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
   );
   return startService(config, log);

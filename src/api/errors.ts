@@ -5,7 +5,7 @@
 /** An error answer: status, status line and body, made once. */
 export interface ErrorAnswer {
   readonly status: number;
-  /** Status line for uWebSockets.js writeStatus. */
+  /** Status line for HttpResponse.writeStatus. */
   readonly statusLine: string;
   readonly body: Buffer;
 }
@@ -33,8 +33,10 @@ const REASONS: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   413: 'Payload Too Large',
   416: 'Range Not Satisfiable',
+  431: 'Request Header Fields Too Large',
   429: 'Too Many Requests',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
@@ -67,6 +69,10 @@ export const ERRORS = Object.freeze({
   lookupFailed: apiError(500, 'lookup failed'),
   notFound: apiError(404, 'not found'),
   methodNotAllowed: apiError(405, 'method not allowed'),
+  // Refused by the HTTP parser, before any route (node:http; uWS drops such requests).
+  malformedRequest: apiError(400, 'malformed request'),
+  requestTimeout: apiError(408, 'request head not received in time'),
+  headersTooLarge: apiError(431, 'request headers too large'),
 });
 
 function rcError(status: number, code: string): RcError {

@@ -7,7 +7,7 @@
 // not given); it may rotate only a key that holds no more than it does, and revoke only a
 // key whose scopes it holds.
 
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from './server/types.js';
 import { ERRORS, RC, type ApiError } from '../api/errors.js';
 import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
 import { bearerToken, type Caller, type KeyCache } from '../accounts/auth.js';

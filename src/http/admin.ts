@@ -1,13 +1,12 @@
 // Admin port: liveness, readiness (an index is loaded) and Prometheus metrics.
 
-import type { HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { HttpApp, HttpResponse, HttpServer } from './server/types.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
 import { writeJsonType } from './json-head.js';
 import { Metrics } from './metrics.js';
 import { RouteTable } from './routes.js';
 import type { Logger } from '../log.js';
-import { uWS } from './uws.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
@@ -18,15 +17,16 @@ export interface Lifecycle {
   draining: boolean;
 }
 
-export function createAdminApp(holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, life: Lifecycle = { draining: false }): TemplatedApp {
-  const app = uWS.App();
+export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, life: Lifecycle = { draining: false }): HttpApp {
+  const app = server.app();
   const routes = new RouteTable(app, log, new Metrics());
   routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
   routes.get('/readyz', (res) => {
     const s = holder.current;
-    if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down' });
-    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString() });
-    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded' });
+    const http_server = server.kind;
+    if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down', http_server });
+    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server });
+    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server });
   });
   routes.get('/metrics', (res) => {
     const s = holder.current;

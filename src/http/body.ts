@@ -8,7 +8,7 @@
 // (This uWS build forbids touching a response once it has ended, so a 413 cannot be sent
 // first and the connection closed later.)
 
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from './server/types.js';
 
 /** What a client may send past the limit before the connection is closed. */
 const DRAIN_BYTES = 8 * 1024 * 1024;

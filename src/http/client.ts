@@ -6,7 +6,7 @@
 // A keyless client is identified by its IPv4 address as a number (a cheap map key); its text
 // is made only when it is first seen or shown.
 
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from './server/types.js';
 import { IPV6, ParsedAddress, formatIPv4, formatIPv6Groups, parseAddress } from '../net/address.js';
 import type { Network } from '../net/network.js';
 import { clientAddress, forwardedOrigin } from './client-address.js';

@@ -4,7 +4,7 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse } from './server/types.js';
 import { RC, type RcCode, type RcError } from '../api/errors.js';
 import type { Caller } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';

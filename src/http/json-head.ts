@@ -14,10 +14,10 @@
 // slot rebuilds the template with a wider one. Every value is a number made here, so
 // nothing from a client reaches this text.
 
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from './server/types.js';
 import type { Rate } from '../accounts/plans.js';
 import type { Admission } from './gate.js';
-import { nativeString } from './uws.js';
+import { nativeString } from './server/bytes.js';
 
 const CONTENT_TYPE = nativeString('Content-Type');
 const JSON_TYPE = nativeString('application/json');

@@ -2,7 +2,7 @@
 // JSON document. Each counts its status for the metrics. Late answers (after an await or a
 // worker) go through `late`, which corks the writes and skips a response the client aborted.
 
-import type { HttpResponse } from 'uWebSockets.js';
+import type { HttpResponse } from './server/types.js';
 import { statusLine, type ErrorAnswer } from '../api/errors.js';
 import { writeJsonType } from './json-head.js';
 import type { Metrics } from './metrics.js';

@@ -4,7 +4,8 @@
 // with another method gets 405 and an `Allow` header rather than 404. Callbacks that run later
 // for a request (onData, onWritable, a worker's answer) are wrapped by `later`.
 
-import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { matchPattern, parsePattern, type Pattern } from './server/patterns.js';
+import type { HttpApp, HttpRequest, HttpResponse } from './server/types.js';
 import { ERRORS, type ErrorAnswer } from '../api/errors.js';
 import { IpsiftError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -18,8 +19,7 @@ export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
 export type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
 
 interface Route {
-  /** Path segments; ':name' matches one segment, a final '*' the rest. */
-  parts: string[];
+  pattern: Pattern;
   /** Parameters and wildcards: among matching routes the fewest wins (static beats dynamic). */
   dynamic: number;
   methods: Set<Method>;
@@ -39,7 +39,7 @@ export class RouteTable {
   private unlogged = 0;
 
   constructor(
-    private readonly app: TemplatedApp,
+    private readonly app: HttpApp,
     private readonly log: Logger,
     private readonly metrics: Metrics,
   ) {}
@@ -77,7 +77,7 @@ export class RouteTable {
 
   /**
    * Wraps a callback that runs after the handler returned, for the same response: an
-   * exception answers `internal` (or closes the connection) instead of escaping into uWS.
+   * exception answers `internal` (or closes the connection) instead of escaping into the server.
    */
   later<A extends unknown[]>(res: HttpResponse, internal: ErrorAnswer, fn: (...args: A) => unknown): (...args: A) => void {
     return (...args: A): void => {
@@ -124,11 +124,11 @@ export class RouteTable {
   }
 
   private record(method: Method, pattern: string): this {
-    const existing = this.routes.find((r) => r.parts.join('/') === pattern);
+    const existing = this.routes.find((r) => r.pattern.text === pattern);
     if (existing) existing.methods.add(method);
     else {
-      const parts = pattern.split('/');
-      this.routes.push({ parts, dynamic: parts.filter((p) => p.startsWith(':') || p === '*').length, methods: new Set([method]) });
+      const p = parsePattern(pattern);
+      this.routes.push({ pattern: p, dynamic: p.ranks.filter((rank) => rank > 0).length, methods: new Set([method]) });
     }
     return this;
   }
@@ -139,7 +139,7 @@ export class RouteTable {
     let best = Infinity;
     let methods: Method[] = [];
     for (const r of this.routes) {
-      if (r.dynamic > best || !matches(r.parts, segments)) continue;
+      if (r.dynamic > best || !matchPattern(r.pattern, segments)) continue;
       if (r.dynamic < best) {
         best = r.dynamic;
         methods = [];
@@ -148,14 +148,4 @@ export class RouteTable {
     }
     return methods;
   }
-}
-
-function matches(parts: string[], segments: string[]): boolean {
-  for (let i = 0; i < parts.length; i++) {
-    const p = parts[i];
-    if (p === '*' && i === parts.length - 1) return segments.length > i;
-    if (i >= segments.length) return false;
-    if (p.startsWith(':') ? segments[i] === '' : p !== segments[i]) return false;
-  }
-  return parts.length === segments.length;
 }

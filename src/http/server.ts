@@ -1,11 +1,11 @@
-// The lookup front end on uWebSockets.js: GET /{ip} and GET /myip answered inline on this
-// thread from the shared index; POST /batch streamed in and answered by a Piscina worker.
+// The lookup front end: GET /{ip} and GET /myip answered inline on this thread from the
+// shared index; POST /batch streamed in and answered by a Piscina worker.
 //
-// uWS discipline (STYLE.md): copy everything from HttpRequest before returning; answer
-// synchronously or register onAborted; every late write inside one cork; status, then
-// headers, then body; copy onData chunks; res never leaves this thread.
+// The boundary's discipline (server/types.ts, STYLE.md): copy everything from HttpRequest
+// before returning; answer synchronously or register onAborted; every late write inside one
+// cork; status, then headers, then body; copy onData chunks; res never leaves this thread.
 
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { HttpApp, HttpRequest, HttpResponse, HttpServer } from './server/types.js';
 import { ERRORS, statusLine } from '../api/errors.js';
 import { BatchPool, QueueFullError } from '../batch/pool.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
@@ -22,10 +22,9 @@ import { RequestClient } from './client.js';
 import { late, sendError, type Pending } from './reply.js';
 import { RouteTable } from './routes.js';
 import { Metrics } from './metrics.js';
-import { uWS } from './uws.js';
 
 export interface LookupApp {
-  app: TemplatedApp;
+  app: HttpApp;
   metrics: Metrics;
   /** This thread's request client, for the other APIs registered on the app. */
   client: RequestClient;
@@ -83,7 +82,7 @@ class SingleLookup {
     const n = writeAnswer(this.out, 0, text, start, end, p, index, record, a.tier);
     this.metrics.lookups++;
     this.head.writeOk(res, a, this.gate.used(a), nowMs);
-    // uWS copies what it cannot send at once, so the buffer is free again on return.
+    // The server copies what it cannot send at once, so the buffer is free again on return.
     res.end((this.views[n] ??= this.out.subarray(0, n)));
   }
 }
@@ -102,8 +101,8 @@ function isAddressPath(url: string): boolean {
   return url.length > 1 && url.indexOf('/', 1) < 0 && url !== '/myip' && url !== '/batch';
 }
 
-export function createLookupApp(config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
-  const app = uWS.App();
+export function createLookupApp(server: HttpServer, config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
+  const app = server.app();
   const metrics = new Metrics();
   const head = new JsonHead();
   const single = new SingleLookup(holder, gate, metrics, head);
@@ -215,7 +214,7 @@ class BatchRoute {
   /** `prepaid`: the budget is already taken from the allowance (a re-run at the limit). */
   private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, prepaid = false): void {
     const serving = this.holder.current;
-    // uWS copies what it cannot send at once, so the slot is free again once answered.
+    // The server copies what it cannot send at once, so the slot is free again once answered.
     const slot = this.pool.takeSlot();
     const task = {
       body,
@@ -266,17 +265,4 @@ class BatchRoute {
       })
       .finally(() => this.pool.releaseSlot(slot));
   }
-}
-
-export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
-  return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => {
-      if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
-      resolve({ socket, port: uWS.us_socket_local_port(socket) });
-    });
-  });
-}
-
-export function closeListen(socket: us_listen_socket): void {
-  uWS.us_listen_socket_close(socket);
 }

@@ -1,0 +1,45 @@
+// uWebSockets.js behind the boundary: its apps are HttpApps as they are (types.ts has its
+// shape), so the hot path calls uWS directly. Its native binary is loaded by hand: the
+// package's own entry falls back, with a console warning, to a pure-JS server that is slow
+// and broken (it hangs lookups and crashes on /readyz), where ipsift uses node:http instead.
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type * as UWS from 'uWebSockets.js';
+import type { HttpApp, HttpServer, Listener } from './types.js';
+
+type Native = typeof UWS;
+
+/** The native addon for this runtime's ABI (NODE_MODULE_VERSION), or why it cannot load. */
+export function loadNativeUws(abi = process.versions.modules): { uws: Native } | { reason: string } {
+  try {
+    const require = createRequire(import.meta.url);
+    const dir = path.dirname(require.resolve('uWebSockets.js/package.json'));
+    const file = path.join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${abi}.node`);
+    return { uws: require(file) as Native };
+  } catch (e) {
+    const first = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+    return { reason: `the uWebSockets.js build has no working binary for this runtime (ABI ${abi}): ${first}` };
+  }
+}
+
+export function uwsServer(uws: Native): HttpServer {
+  return {
+    kind: 'uws',
+    // uWS's TemplatedApp has every method HttpApp names, with wider argument types.
+    app: () => uws.App() as unknown as HttpApp,
+    listen: (app, host, port) =>
+      new Promise<Listener>((resolve, reject) => {
+        (app as unknown as UWS.TemplatedApp).listen(host, port, (socket) => {
+          if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+          let open = true;
+          const stop = (): void => {
+            if (open) uws.us_listen_socket_close(socket);
+            open = false;
+          };
+          // Open connections close with the process (uWS holds no event-loop reference for them).
+          resolve({ port: uws.us_socket_local_port(socket), stop, close: stop });
+        });
+      }),
+  };
+}

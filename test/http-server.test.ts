@@ -1,0 +1,159 @@
+// The HTTP boundary (src/http/server/): which server is chosen, and the protocol points the
+// node:http server gets right for proxies and old clients (issue #12): HTTP/1.0 answered,
+// malformed requests refused at once with 400, conflicting Content-Length refused, the idle
+// keep-alive timeout configurable and above 60 s by default.
+
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { DEFAULTS, loadConfig, ConfigError } from '../src/config.js';
+import { openServer, UWS_KEEP_ALIVE_TIMEOUT_MS } from '../src/http/server/open.js';
+import { loadNativeUws } from '../src/http/server/uws.js';
+import type { Service } from '../src/service.js';
+import { get, publishedDataDir, raw, responses, startTestService } from './helpers.js';
+
+/** An ABI no uWS build has (its binary cannot load). */
+const NO_SUCH_ABI = '1';
+
+describe('choosing the HTTP server', () => {
+  test('auto takes uWS where its binary loads, node:http otherwise, and says why', async () => {
+    const native = 'uws' in loadNativeUws();
+    const here = await openServer('auto', { keepAliveTimeoutMs: 75_000 });
+    assert.equal(here.server.kind, native ? 'uws' : 'node');
+    if (native) assert.equal(here.keepAliveTimeoutMs, UWS_KEEP_ALIVE_TIMEOUT_MS);
+    const elsewhere = await openServer('auto', { keepAliveTimeoutMs: 75_000 }, NO_SUCH_ABI);
+    assert.equal(elsewhere.server.kind, 'node');
+    assert.equal(elsewhere.keepAliveTimeoutMs, 75_000);
+    assert.match(elsewhere.fallbackReason!, /no working binary for this runtime \(ABI 1\)/);
+  });
+
+  test('HTTP_SERVER=uws where its binary cannot load is one line naming the way out', async () => {
+    await assert.rejects(openServer('uws', { keepAliveTimeoutMs: 75_000 }, NO_SUCH_ABI), (e: unknown) => {
+      assert.ok(e instanceof ConfigError);
+      assert.match(e.message, /^HTTP_SERVER=uws: the uWebSockets.js build has no working binary .*; set HTTP_SERVER=node \(or auto\)$/);
+      assert.ok(!e.message.includes('\n'));
+      return true;
+    });
+    assert.equal((await openServer('node', { keepAliveTimeoutMs: 75_000 })).server.kind, 'node');
+  });
+
+  test('the idle keep-alive timeout defaults above common load balancers\' 60 s', () => {
+    assert.ok(DEFAULTS.keepAliveTimeoutS > 60);
+    assert.equal(loadConfig({}).keepAliveTimeoutMs, DEFAULTS.keepAliveTimeoutS * 1000);
+    assert.equal(loadConfig({ KEEP_ALIVE_TIMEOUT_S: '300' }).keepAliveTimeoutMs, 300_000);
+    assert.throws(() => loadConfig({ KEEP_ALIVE_TIMEOUT_S: '0' }), /KEEP_ALIVE_TIMEOUT_S must be an integer 1\.\.3600/);
+  });
+});
+
+/** Opens a connection, sends `bytes`, and resolves with what came back and when the server closed it. */
+function exchange(port: number, bytes: string, waitMs: number): Promise<{ text: string; closedAfterMs: number | null }> {
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    let text = '';
+    let closed: number | null = null;
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    socket.on('data', (c) => (text += c.toString('latin1')));
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      closed = Date.now() - t0;
+      clearTimeout(timer);
+      resolve({ text, closedAfterMs: closed });
+    });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ text, closedAfterMs: closed });
+    }, waitMs);
+  });
+}
+
+describe('node:http: what proxies and old clients send', () => {
+  let svc: Service;
+
+  before(async () => {
+    const d = await publishedDataDir([]);
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, httpServer: 'node', keepAliveTimeoutMs: 2000 });
+  });
+  after(() => svc?.close());
+
+  test('readiness names the server', async () => {
+    const r = await get(svc.adminPort, '/readyz');
+    assert.equal(r.json.http_server, 'node');
+  });
+
+  test('an HTTP/1.0 request is answered, and the connection closed after it', async () => {
+    const r = await exchange(svc.port, 'GET /81.7.3.9 HTTP/1.0\r\n\r\n', 2000);
+    const [reply] = responses(r.text);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(JSON.parse(reply.body), { ip: '81.7.3.9', is_vpn: true });
+    assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000);
+    const body = '{"ips":["81.7.3.9","nope"]}';
+    const batch = await exchange(svc.port, `POST /batch HTTP/1.0\r\nContent-Length: ${body.length}\r\n\r\n${body}`, 2000);
+    const [b] = responses(batch.text);
+    assert.equal(b.status, 200);
+    assert.deepEqual(Object.keys(JSON.parse(b.body).errors), ['nope']);
+  });
+
+  test('malformed requests are 400 at once, in the catalogue\'s words, and the connection closed', async () => {
+    const cases = {
+      'no Host': 'GET /81.7.3.9 HTTP/1.1\r\n\r\n',
+      'bare LF line ends': 'GET /81.7.3.9 HTTP/1.1\nHost: t\n\n',
+      'obs-fold': 'GET /81.7.3.9 HTTP/1.1\r\nHost: t\r\nX-A: a\r\n b\r\n\r\n',
+      'two different Content-Lengths': 'POST /batch HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef',
+      'Content-Length with Transfer-Encoding: chunked': 'POST /batch HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      'no request line': 'GARBAGE\r\n\r\n',
+    };
+    for (const [name, bytes] of Object.entries(cases)) {
+      const r = await exchange(svc.port, bytes, 3000);
+      const [reply] = responses(r.text);
+      assert.equal(reply?.status, 400, `${name}: ${JSON.stringify(r.text.slice(0, 80))}`);
+      assert.equal(reply.body, '{"error":"malformed request"}', name);
+      assert.match(reply.head, /\r\nConnection: close/i, name);
+      assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000, `${name}: closed after ${r.closedAfterMs} ms`);
+    }
+  });
+
+  test('headers past the limit are 431', async () => {
+    const r = await exchange(svc.port, `GET /81.7.3.9 HTTP/1.1\r\nHost: t\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 3000);
+    const [reply] = responses(r.text);
+    assert.equal(reply.status, 431);
+    assert.equal(reply.body, '{"error":"request headers too large"}');
+  });
+
+  test('an idle keep-alive connection lasts KEEP_ALIVE_TIMEOUT_S, is announced, then closes', async () => {
+    const r = await exchange(svc.port, 'GET /not-an-ip HTTP/1.1\r\nHost: t\r\n\r\n', 6000);
+    const [reply] = responses(r.text);
+    assert.equal(reply.status, 400);
+    assert.match(reply.head, /\r\nKeep-Alive: timeout=2(\r\n|$)/);
+    assert.ok(r.closedAfterMs !== null && r.closedAfterMs >= 1900 && r.closedAfterMs < 4500, `closed after ${r.closedAfterMs} ms`);
+  });
+
+  test('bytes that break framing behind a request never interleave with its answer', async () => {
+    // Garbage pipelined behind a database request: its answer comes whole, then the connection ends.
+    const behind = await exchange(svc.port, 'GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGARBAGE\r\n\r\n', 3000);
+    assert.deepEqual(responses(behind.text).map((r) => [r.status, r.body]), [[401, '{"rc":"UNAUTHORIZED"}']]);
+    assert.ok(behind.closedAfterMs !== null && behind.closedAfterMs < 1000);
+    // A chunked batch body with a bad chunk size can never finish: dropped at once, its memory given back.
+    const broken = await exchange(svc.port, 'POST /batch HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"ips\r\nzz\r\n', 3000);
+    assert.equal(broken.text, '');
+    assert.ok(broken.closedAfterMs !== null && broken.closedAfterMs < 1000);
+    assert.equal(svc.metrics.bodyMemory!.held, 0);
+    assert.equal(svc.metrics.inFlight, 0);
+  });
+
+  test('a client gone in the middle of a body gives its memory back at once', async () => {
+    const s = net.connect(svc.port, '127.0.0.1');
+    s.on('error', () => undefined);
+    s.write('POST /batch HTTP/1.1\r\nHost: t\r\nContent-Length: 524288\r\n\r\n{"ips":[');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(svc.metrics.bodyMemory!.held > 0);
+    s.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(svc.metrics.bodyMemory!.held, 0);
+    assert.equal(svc.metrics.inFlight, 0);
+  });
+
+  test('pipelined requests are answered in order, the last one after an asynchronous answer', async () => {
+    const stream = await raw(svc.port, 'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n', 2000);
+    assert.deepEqual(responses(stream).map((r) => r.status), [400, 401, 404]);
+  });
+});
