@@ -148,10 +148,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
         life.draining = true;
         listeners[0].stop();
         const deadline = Date.now() + graceMs;
-        const busy = (): boolean => metrics.inFlight > 0 || fileTransfers.transfers > 0;
+        // Batches and downloads in flight, and answers the server still holds unsent.
+        const busy = (): boolean => metrics.inFlight > 0 || fileTransfers.transfers > 0 || listeners[0].unsent() > 0;
         while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
         const clean = !busy();
-        if (!clean) log.warn('shutdown grace period over: cutting off what is still in flight', { batches: metrics.inFlight, downloads: fileTransfers.transfers });
+        if (!clean) log.warn('shutdown grace period over: cutting off what is still in flight', { batches: metrics.inFlight, downloads: fileTransfers.transfers, unsent: listeners[0].unsent() });
         await close();
         return clean;
       },

@@ -19,7 +19,7 @@ export interface BatchPoolOptions {
   maxQueue: number;
   /** Further attempts after a worker failure (default 2). */
   retries?: number;
-  /** The worker script (default: workers/batch.js). */
+  /** The worker script (default: workers/batch-entry.cjs, which imports workers/batch.js). */
   worker?: string;
   /**
    * How long one batch may take, queueing, retries and all (default 10 s; a batch of 1000
@@ -48,7 +48,7 @@ export const OUTPUT_SLOT_BYTES = 1 << 20;
 const REFILL_FIRST_MS = 50;
 const REFILL_MAX_MS = 5_000;
 
-export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch.js');
+export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch-entry.cjs');
 
 export class BatchPool {
   private readonly pool: Piscina<BatchTask | typeof WARM_UP, ArrayBufferView | number>;

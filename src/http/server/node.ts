@@ -125,7 +125,17 @@ class NodeResponse implements HttpResponse {
   constructor(
     private readonly req: http.IncomingMessage,
     private readonly res: http.ServerResponse,
+    unsent: { count: number },
   ) {
+    // Counted until node has handed the whole response to the kernel ('finish'), or it ends cut.
+    unsent.count++;
+    let counted = true;
+    const sent = (): void => {
+      if (counted) unsent.count--;
+      counted = false;
+    };
+    res.once('finish', sent);
+    res.once('close', sent);
     const connection = connectionOf(req.socket);
     connection.open++;
     connection.last = req;
@@ -262,6 +272,8 @@ interface NodeRoute {
 }
 
 class NodeApp implements HttpApp {
+  /** Responses of this app not yet handed to the kernel whole. */
+  readonly unsent = { count: 0 };
   private readonly byMethod = new Map<string, NodeRoute[]>();
   private readonly anyMethod: NodeRoute[] = [];
 
@@ -284,7 +296,7 @@ class NodeApp implements HttpApp {
 
   dispatch(req: http.IncomingMessage, res: http.ServerResponse): void {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (answered here, in the catalogue's words).
-    if (req.httpVersionMinor === 1 && req.headers.host === undefined) return refuse(req, res, ERRORS.malformedRequest);
+    if (req.httpVersionMinor === 1 && req.headers.host === undefined) return refuse(req, res, ERRORS.malformedRequest, this.unsent);
     let target = req.url ?? '/';
     if (!target.startsWith('/')) {
       // absolute-form (RFC 9112 §3.2.2): route its path and query
@@ -292,7 +304,7 @@ class NodeApp implements HttpApp {
         const u = new URL(target);
         target = u.pathname + u.search;
       } catch {
-        return refuse(req, res, ERRORS.malformedRequest);
+        return refuse(req, res, ERRORS.malformedRequest, this.unsent);
       }
     }
     const q = target.indexOf('?');
@@ -300,8 +312,8 @@ class NodeApp implements HttpApp {
     const segments = path.split('/');
     const params: string[] = [];
     const route = find(this.byMethod.get(req.method ?? ''), segments, params) ?? find(this.anyMethod, segments, params);
-    if (route === null) return refuse(req, res, ERRORS.notFound);
-    route.handler(new NodeResponse(req, res), new NodeRequest(req, path, q < 0 ? undefined : target.slice(q + 1), params));
+    if (route === null) return refuse(req, res, ERRORS.notFound, this.unsent);
+    route.handler(new NodeResponse(req, res, this.unsent), new NodeRequest(req, path, q < 0 ? undefined : target.slice(q + 1), params));
   }
 }
 
@@ -315,8 +327,8 @@ function find(routes: NodeRoute[] | undefined, segments: string[], params: strin
 }
 
 /** Answers a request no route may take, in its turn among pipelined ones, and closes the connection. */
-function refuse(req: http.IncomingMessage, res: http.ServerResponse, e: ErrorAnswer): void {
-  new NodeResponse(req, res).writeStatus(e.statusLine).writeHeader('Content-Type', 'application/json').end(e.body, true);
+function refuse(req: http.IncomingMessage, res: http.ServerResponse, e: ErrorAnswer, unsent: { count: number }): void {
+  new NodeResponse(req, res, unsent).writeStatus(e.statusLine).writeHeader('Content-Type', 'application/json').end(e.body, true);
 }
 
 /** Answers bytes the parser refused (nothing else is being answered) and closes the connection. */
@@ -370,6 +382,7 @@ export function nodeServer(o: ServerOptions): HttpServer {
               server.close();
               server.closeAllConnections();
             },
+            unsent: () => (app as NodeApp).unsent.count,
           });
         });
       }),

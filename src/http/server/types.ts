@@ -78,6 +78,11 @@ export interface Listener {
   stop(): void;
   /** Stops listening and drops every connection. */
   close(): void;
+  /**
+   * Responses begun and not yet handed to the kernel whole (0 where the server cannot tell):
+   * a graceful shutdown waits for them, or closing would cut what is still buffered.
+   */
+  unsent(): number;
 }
 
 /** The servers behind the boundary. */

@@ -38,7 +38,8 @@ export function uwsServer(uws: Native): HttpServer {
             open = false;
           };
           // Open connections close with the process (uWS holds no event-loop reference for them).
-          resolve({ port: uws.us_socket_local_port(socket), stop, close: stop });
+          // uWS does not tell when what it buffered has been sent.
+          resolve({ port: uws.us_socket_local_port(socket), stop, close: stop, unsent: () => 0 });
         });
       }),
   };
