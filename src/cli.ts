@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // `ipsift`: serve, import feeds, build. Every command takes --help; listings take --json.
 
+import { unknownProvidersLine } from './model/providers.js';
+import { explainAddress } from './build/explain.js';
+import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
@@ -32,6 +35,7 @@ Commands:
   build                 build the serving index from all imported feeds and publish it
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
+  explain <ip>          every feed that covers an address, and the rule that decided each category
   org create|list|show|plan|limit     organisations, plans and overage limits
   key create|list|show|revoke|rotate  API keys
   usage <org-id>        requests in the current window against quota and overage limit
@@ -62,10 +66,12 @@ Formats:
                       address), category, and the category's detail columns (provider,
                       confidence, method, first_seen, last_seen, hits, hits_days_pct, providers_num)
 ${FEED_FORMATS.map((f) => `  ${f.name.padEnd(20)}${f.summary}${f.defaultCategory ? ` (default category ${f.defaultCategory})` : ''}`).join('\n')}
-  auto                the format the content shows; an error when it is ambiguous
+  auto                the default: the format the content shows (a named layout; else a CSV
+                      whose header names a network column, in any spelling; else a list)
 
 Options:
-  --format <format>      default: csv for *.csv files, else list
+  --format <format>      default auto; a format named here must match the file (no format
+                         stamps its category or provider on a file of another kind)
   --skip-invalid         skip malformed lines (counted in the report) instead of failing
   --name <name>          stored feed name (default: from the file name)
   --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
@@ -79,6 +85,11 @@ Options:
   --not <categories>     comma-separated categories this file's networks are known not to
                          be in (Apple's relay egress: --not vpn); wins over lower- and
                          equal-priority feeds' claims on those networks
+  --evidence <kind>      what the file is (default list); the kind's band comes before
+                         --priority and bounds what it may claim (README, "Evidence"):
+${EVIDENCE_KINDS.map((k) => `                           ${k.padEnd(12)}${EVIDENCE[k].summary}`).join('\n')}
+  --allow-large-blocks   take networks of a /8 (IPv4) or /16 (IPv6) or more, or in
+                         special-purpose blocks (6to4, NAT64, private …); refused otherwise
   --json                 print the result as JSON`,
   'feed list': `Usage: ipsift feed list [--json]`,
   'feed remove': `Usage: ipsift feed remove <name> [--json]`,
@@ -89,6 +100,13 @@ holding the serving index, prints counts and timings, and publishes it (running 
 switch to it within INDEX_POLL_MS) unless --no-publish is given.`,
   builds: `Usage: ipsift builds [--json]
        ipsift builds use <id>`,
+  explain: `Usage: ipsift explain <ip> [--json]
+
+Lists every imported feed range that covers the address, per category, in the order the build
+resolves them (evidence band, then priority, then the more specific network, then a "not"
+on ties, then the newer last_seen, the fuller detail, the greater detail text), the winner
+first, and the rule that made it win. Read from the feeds imported now: a build made since
+answers the same.`,
 };
 
 const DETAIL_OPTIONS: Record<string, DetailField> = {
@@ -133,6 +151,8 @@ function feedImport(args: string[]): void {
     'skip-invalid': { type: 'boolean' },
     priority: { type: 'string' },
     not: { type: 'string' },
+    evidence: { type: 'string' },
+    'allow-large-blocks': { type: 'boolean' },
   };
   for (const o of Object.keys(DETAIL_OPTIONS)) options[o] = { type: 'string' };
   const { values, positionals } = parse(args, options);
@@ -159,13 +179,16 @@ function feedImport(args: string[]): void {
     skipInvalid: values['skip-invalid'] === true,
     priority: priorityText === undefined ? undefined : Number(priorityText),
     not: typeof values.not === 'string' ? values.not.split(',').map((c) => c.trim()) : undefined,
+    evidence: values.evidence as string | undefined,
+    allowLargeBlocks: values['allow-large-blocks'] === true,
   });
   print(values.json as boolean, r, () => {
     const cats = Object.entries(r.byCategory)
       .map(([c, n]) => `${c} ${n}`)
       .join(', ');
     const skipped = r.skipped ? `; skipped ${r.skipped} invalid line(s), e.g. ${r.skippedExamples[0]}` : '';
-    return `imported feed ${r.name} (${r.format}): ${r.rows} networks (${cats}) → ${r.file}${skipped}`;
+    const notes = r.notes.map((n) => `; ${n}`).join('');
+    return `imported feed ${r.name} (${r.format}, evidence ${r.evidence}): ${r.rows} networks (${cats}) → ${r.file}${skipped}${notes}`;
   });
 }
 
@@ -173,7 +196,7 @@ function feedList(args: string[]): void {
   const { values } = parse(args);
   if (values.help) return print(false, null, () => HELP['feed list']);
   const feeds = listFeeds(loadConfig(process.env).dataDir);
-  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes\tpriority ${f.priority}`).join('\n') : 'no feeds imported'));
+  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes\tevidence ${f.evidence}\tpriority ${f.priority}`).join('\n') : 'no feeds imported'));
 }
 
 function feedRemove(args: string[]): void {
@@ -202,6 +225,7 @@ function build(args: string[]): void {
       `  ranges IPv4: ${ranges(manifest.ranges.v4)}`,
       `  ranges IPv6: ${ranges(manifest.ranges.v6)}`,
       `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.bytes} bytes`,
+      ...(manifest.unknown_providers.length ? [`  ${unknownProvidersLine(manifest.unknown_providers)}`] : []),
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
         .join(', ')}; total ${total} ms`,
@@ -242,6 +266,24 @@ async function builds(args: string[]): Promise<void> {
   );
 }
 
+function explain(args: string[]): void {
+  const { values, positionals } = parse(args);
+  if (values.help) return print(false, null, () => HELP.explain);
+  if (positionals.length !== 1) throw new UsageError('explain takes exactly one address');
+  const e = explainAddress(loadConfig(process.env).dataDir, positionals[0]);
+  if (e === null) throw new UsageError(`not an IP address: ${JSON.stringify(positionals[0])}`);
+  print(values.json as boolean, e, () => {
+    const lines = [`${e.ip}${e.bogon ? ': a bogon, answered without a lookup (every flag false)' : ''}`];
+    const cats = Object.entries(e.categories);
+    if (cats.length === 0) lines.push('  no feed covers it: every flag false');
+    for (const [category, c] of cats) {
+      lines.push(`  ${category}: ${c.answer === null ? `not ${category}` : `is_${category} ${JSON.stringify(c.answer)}`} — ${c.rule}`);
+      for (const k of c.claims) lines.push(`      ${k.feed}\t${k.evidence}\tpriority ${k.priority}\t${k.network}\t${k.detail === null ? `not ${category}` : JSON.stringify(k.detail)}`);
+    }
+    return lines.join('\n');
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', sub, ...rest] = argv;
   try {
@@ -261,6 +303,9 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case 'builds':
         await builds(sub === undefined ? rest : [sub, ...rest]);
+        return 0;
+      case 'explain':
+        explain(sub === undefined ? rest : [sub, ...rest]);
         return 0;
       case 'org':
       case 'key':

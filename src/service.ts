@@ -113,7 +113,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
   scheduler?.start();
   const life = { draining: false };
-  const admin = createAdminApp(http.server, holder, pool, metrics, log, life);
+  const admin = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life);
   const listeners: Listener[] = [];
   let closed = false;
   try {

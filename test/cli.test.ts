@@ -98,7 +98,7 @@ describe('ipsift command line', () => {
       '--not vpn,tor is stored with the feed',
     );
     const listed = await cli(['feed', 'list'], { DATA_DIR: dataDir });
-    assert.match(listed.stdout, /egress\t\d+ bytes\tpriority 1/);
+    assert.match(listed.stdout, /egress\t\d+ bytes\tevidence list\tpriority 1/);
     const bad = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', 'high'], { DATA_DIR: dataDir });
     assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, 'ipsift: --priority must be an integer']);
   });

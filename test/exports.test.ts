@@ -152,7 +152,7 @@ describe('database exports', () => {
     const dataDir = tempDir();
     const feed = path.join(dataDir, 'wide.csv');
     fs.writeFileSync(feed, 'network,category,provider\n2000::/3,hosting,Wide\n::/64,hosting,Zero\n81.7.3.0/24,vpn,ExampleVPN\n');
-    importFeed({ dataDir, file: feed, name: 'wide' });
+    importFeed({ dataDir, file: feed, name: 'wide', allowLargeBlocks: true });
     const build = runBuild({ dataDir });
     const reader = await maxmind.open<Record<string, unknown>>(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.mmdb'));
     assert.equal(reader.get('2a01:4f8::1')?.is_hosting, true);

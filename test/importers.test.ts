@@ -98,7 +98,7 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
     const apple = imported('172.224.224.0/27,GB,GB-EN,London\n', { format: 'auto', category: 'relay', details: { provider: 'Apple iCloud Private Relay' } }, 'egress.csv');
     assert.deepEqual(apple.r.byCategory, { relay: 1 });
     const ipcatRows = imported('3.0.0.0,3.1.255.255,Amazon AWS,http://www.amazon.com/aws/\n', { format: 'auto' }, 'datacenters.csv');
-    assert.deepEqual([ipcatRows.r.format, ipcatRows.rows[0].detail], ['ipcat', '{"provider":"Amazon AWS"}']);
+    assert.deepEqual([ipcatRows.r.format, ipcatRows.rows[0].detail], ['ipcat', '{"provider":"Amazon Web Services"}']); // the registry's display name
     const m = imported('ip,hostname,first_seen,last_seen\n31.171.153.66,al-tia-wg-001.relays.mullvad.net,2024-11-24 11:01:35,2025-05-27 21:21:42\n', { format: 'auto' }, 'm.csv');
     assert.equal(m.r.format, 'mullvad-csv');
     assert.deepEqual(JSON.parse(m.rows[0].detail), { provider: 'Mullvad', last_seen: '2025-05-27', method: 'server_list' });
@@ -165,9 +165,10 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       dir,
       'sources.json',
       JSON.stringify([
-        { name: 'dc', path: 'aggregate-dc.txt', format: 'list', category: 'hosting' },
+        // Aggregators that claim whole /8s: taken only when the sources file says so.
+        { name: 'dc', path: 'aggregate-dc.txt', format: 'list', category: 'hosting', allow_large_blocks: true },
         { name: 'aws', path: 'aws.json', priority: 1 },
-        { name: 'vpn', path: 'merged-vpn.txt', format: 'list', category: 'vpn' },
+        { name: 'vpn', path: 'merged-vpn.txt', format: 'list', category: 'vpn', allow_large_blocks: true },
         { name: 'relay', path: 'egress.csv', format: 'geofeed', category: 'relay', provider: 'Apple iCloud Private Relay', priority: 1, not: ['vpn'] },
       ]),
     );
@@ -230,7 +231,7 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
 
   test('cidr,hostmin,hostmax,vendor CSV, arrays of {ip} objects and spys.me lists', () => {
     const cv = imported('"cidr","hostmin","hostmax","vendor"\n"1.178.1.0/24","1.178.1.0","1.178.1.255","AWS"\n', { format: 'auto' }, 'dc.csv');
-    assert.deepEqual([cv.r.format, cv.rows[0].detail], ['cidr-vendor', '{"provider":"AWS"}']);
+    assert.deepEqual([cv.r.format, cv.rows[0].detail], ['cidr-vendor', '{"provider":"Amazon Web Services"}']); // the registry's display name
     const io = imported(JSON.stringify([{ ip: '1.161.163.82', country: 'TW' }, { ip: '2a0b:f4c2::1' }]), { format: 'auto', category: 'tor' }, 'geo.json');
     assert.deepEqual([io.r.format, io.r.byCategory], ['ip-objects', { tor: 2 }]);
     const sp = imported('Proxy list (#2) updated at Fri\nSupport by donations:\nIP address:Port CountryCode-Anonymity\n\n170.239.207.241:999 CO-N-S! + \n42.2.156.79:80 HK-A + \n\nFree open HTTP/HTTPS proxy list\n', { format: 'auto' }, 'p.txt');
@@ -239,8 +240,10 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
 
   test('a Markdown server table (PIA watch): the Server IP column', () => {
     const md = '# PIA\n\n| Region Name | Country | Protocol | Server IP | CN |\n|-------------|---------|----------|-----------|----|\n| Venezuela | VE | meta | 95.181.237.51 | venezuela402 |\n| Venezuela | VE | meta | 95.181.237.38 | venezuela406 |\n';
-    const t = imported(md, { format: 'auto', details: { provider: 'Private Internet Access' } }, 'Readme.md');
+    const t = imported(md, { format: 'auto', category: 'vpn', details: { provider: 'Private Internet Access' } }, 'Readme.md');
     assert.deepEqual([t.r.format, t.r.rows, t.r.byCategory], ['markdown-table', 2, { vpn: 2 }]);
+    // The table does not say its servers are VPN servers: the category is the user's to give.
+    assert.throws(() => imported(md, { format: 'auto' }, 'Readme.md'), /a markdown-table needs --category/);
   });
 
   test('auto detection refuses JSON it does not know', () => {
@@ -265,7 +268,7 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       ['proxy/clarketm__proxy-list/proxy-list.txt', { format: 'auto' }, 'dcproxy'],
       ['datacenter/jhassine__server-ip-addresses/data/datacenters.csv', { format: 'auto' }, 'hosting'],
       ['tor/doodad-labs__tor-nodes/active/geo-location.json', { format: 'auto', category: 'tor' }, 'tor'],
-      ['vpn/scriptzteam__PrivateInternetAccessWatch/Readme.md', { format: 'auto', details: { provider: 'Private Internet Access' } }, 'vpn'],
+      ['vpn/scriptzteam__PrivateInternetAccessWatch/Readme.md', { format: 'auto', category: 'vpn', details: { provider: 'Private Internet Access' } }, 'vpn'],
       ['cloud/berthubert__googerteller/goog.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/google-cloud-ip-ranges.json', { format: 'auto' }, 'hosting'],
       ['cloud/femueller__cloud-ip-ranges/digitalocean.csv', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'hosting'],
@@ -289,5 +292,51 @@ ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
       assert.equal(r.skipped, 0, rel);
       assert.ok(r.rows > 0 && (r.byCategory as Record<string, number>)[category] > 0, `${rel}: ${JSON.stringify(r.byCategory)}`);
     }
+  });
+});
+
+describe('imports that guess right', () => {
+  const nordCsv = 'IP,First Seen,Last Seen\n185.202.220.17,2026-10-01 08:00:00,2026-11-20 09:30:00\n2a0d:5600:24:a::1,2026-10-02,2026-11-21\n';
+
+  test('a NordVPN CSV (IP, First Seen, Last Seen) imports by content with only --category and --provider', () => {
+    const { r, rows } = imported(nordCsv, { category: 'vpn', details: { provider: 'NordVPN' } }, 'nordvpn.csv');
+    assert.deepEqual([r.format, r.rows, r.byCategory], ['csv', 2, { vpn: 2 }]);
+    // A timestamp's day is the date; vpn details keep no first_seen, and the report says so.
+    assert.deepEqual(JSON.parse(rows[0].detail), { provider: 'NordVPN', last_seen: '2026-11-20' });
+    assert.deepEqual(r.notes, ['first_seen left out: vpn details have no first_seen']);
+    // Without a category the refusal says what to give.
+    assert.throws(() => imported(nordCsv, {}, 'nordvpn.csv'), /:2: no category: give a category column or --category/);
+  });
+
+  test('a format asked for by name never stamps its category or provider on a file of another kind', () => {
+    for (const format of ['tor-csv', 'mullvad-csv', 'tor-exit-addresses', 'aws']) {
+      assert.throws(
+        () => imported(nordCsv, { format }, 'nordvpn.csv'),
+        new RegExp(`not a ${format} file \\(.*\\): the file starts "IP,First Seen,Last Seen"; it reads as csv$`),
+        format,
+      );
+    }
+  });
+
+  test('header names match in any case and spelling; the address column may be ip, address, cidr or prefix', () => {
+    const { r, rows } = imported('Prefix,Category,Provider,Last-Seen\n81.7.3.0/24,vpn,ExampleVPN,2026-11-01\n', {}, 'any.csv');
+    assert.equal(r.format, 'csv');
+    assert.deepEqual(JSON.parse(rows[0].detail), { provider: 'ExampleVPN', last_seen: '2026-11-01' });
+    assert.throws(() => imported('host,category\nx,vpn\n', {}, 'h.csv'), /unknown column "host": columns are network \(or ip, address, cidr, prefix\), category, provider/);
+  });
+
+  test("a MISP warning list of another cloud, a Tor bulk exit list and a bare IPv6 VPN list import by content", () => {
+    const oci = imported(JSON.stringify({ name: 'List of known Oracle Cloud Infrastructure (OCI) IP address ranges', description: 'OCI', list: ['129.146.0.0/21', '2603:c020::/35'] }), {}, 'list.json');
+    assert.deepEqual([oci.r.format, oci.r.byCategory], ['misp', { hosting: 2 }]);
+    const tor = imported('185.220.101.1\n185.220.101.2\n', { category: 'tor' }, 'torbulkexitlist');
+    assert.deepEqual([tor.r.format, tor.r.byCategory], ['list', { tor: 2 }]);
+    assert.deepEqual(JSON.parse(tor.rows[0].detail), {}, 'no provider the file does not state');
+    const v6 = imported('2a07:b944::2:1\n2a07:b944::2:2\n', { category: 'vpn', details: { provider: 'Mullvad' } }, 'ipv6.txt');
+    assert.deepEqual([v6.r.format, v6.r.byCategory], ['list', { vpn: 2 }]);
+  });
+
+  test('a list without a category names the categories and the file', () => {
+    assert.throws(() => imported('81.7.3.1\n', {}, 'l.txt'), /a list needs --category: the file names no category for some rows; give --category \(vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy\)/);
+    assert.throws(() => imported('{"what": [1, 2]}', {}, 'x.json'), /JSON in no known layout: give --format; the file starts "\{\\"what\\": \[1, 2\]\}"; no format reads it by itself/);
   });
 });

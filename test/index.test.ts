@@ -191,8 +191,8 @@ describe('range index', () => {
   before(async () => {
     // Split across two feeds so the build has to merge files.
     const half = Math.floor(ranges.length / 2);
-    importFeed({ dataDir, file: writeFile(dataDir, 'a.csv', toCsv(ranges.slice(0, half))) });
-    importFeed({ dataDir, file: writeFile(dataDir, 'b.csv', toCsv(ranges.slice(half))) });
+    importFeed({ dataDir, file: writeFile(dataDir, 'a.csv', toCsv(ranges.slice(0, half))), allowLargeBlocks: true });
+    importFeed({ dataDir, file: writeFile(dataDir, 'b.csv', toCsv(ranges.slice(half))), allowLargeBlocks: true });
     const { id } = runBuild({ dataDir });
     index = (await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE))).index;
   });
@@ -211,7 +211,7 @@ describe('range index', () => {
   test('the same feeds build a byte-identical index, whatever the order of rows and files', () => {
     const other = tempDir();
     const shuffled = [...ranges].reverse();
-    importFeed({ dataDir: other, file: writeFile(other, 'z.csv', toCsv(shuffled)) });
+    importFeed({ dataDir: other, file: writeFile(other, 'z.csv', toCsv(shuffled)), allowLargeBlocks: true });
     const first = runBuild({ dataDir: other });
     const second = runBuild({ dataDir: other });
     assert.notEqual(first.id, second.id);
@@ -264,7 +264,7 @@ describe('range index with feed priorities and "not" sources', () => {
     }
     const reference: RefRange[] = [];
     for (const f of feeds) {
-      importFeed({ dataDir, file: writeFile(dataDir, `${f.name}.csv`, toCsv(f.ranges)), priority: f.priority, not: f.not });
+      importFeed({ dataDir, file: writeFile(dataDir, `${f.name}.csv`, toCsv(f.ranges)), priority: f.priority, not: f.not, allowLargeBlocks: true });
       for (const r of f.ranges) {
         reference.push({ ...r, priority: f.priority });
         for (const category of f.not) reference.push({ ...r, category, priority: f.priority, not: true, detail: {}, text: '' });

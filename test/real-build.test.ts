@@ -8,20 +8,26 @@ import { before, describe, test } from 'node:test';
 import { listToken } from '../src/feeds/formats.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
-import { parseNetwork } from '../src/net/network.js';
+import { formatBigIPv4, formatBigIPv6, parseNetwork } from '../src/net/network.js';
+import { NOT_IN_CATEGORY, readFeed, type StoredRange } from '../src/feeds/store.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
-import { REAL, importRealData, providerOf, walk } from '../scripts/real-data.js';
+import { REAL, importRealData, providerOf } from '../scripts/real-data.js';
+import { providerNamed } from '../src/model/providers.js';
 import { answerOf, buildIndex, tempDir } from './helpers.js';
 
 const present = fs.existsSync(REAL);
+/** IPv4 keys above every IPv6 one, so one list of bigint ranges holds both families. */
+const V4_BASE = 1n << 128n;
 
 describe('a build of the real data', { skip: !present && `${REAL} is not present` }, () => {
   let index: RangeIndex;
   const p = new ParsedAddress();
   const answer = (ip: string): Record<string, unknown> => answerOf(index, ip);
-  /** Addresses (first of each network) listed in a real file, read as a plain list. */
+  /** Addresses (first of each network) listed in a real file, read as a plain list (a Markdown table: its IPv4 cells). */
   const addresses = (rel: string): string[] =>
-    fs
+    rel.endsWith('.md')
+      ? [...new Set(fs.readFileSync(path.join(REAL, rel), 'utf8').match(/(?<=\|\s*)\d{1,3}(\.\d{1,3}){3}(?=\s*\|)/g) ?? [])]
+      : fs
       .readFileSync(path.join(REAL, rel), 'utf8')
       .split(/\r?\n/)
       .map(listToken)
@@ -29,18 +35,27 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
       .map((t) => t.split('/')[0].split('-')[0])
       .filter((ip) => parseAddress(ip, 0, ip.length, p) !== NOT_ADDRESS);
 
+  let dataDir = '';
+  let sources: Awaited<ReturnType<typeof importRealData>>['sources'] = [];
+  let reports: Awaited<ReturnType<typeof importRealData>>['reports'] = [];
+
   before(async () => {
-    const dataDir = tempDir();
-    const { reports } = await importRealData(dataDir);
-    assert.ok(reports.every((r) => r.ok && r.skipped === 0), JSON.stringify(reports.filter((r) => !r.ok || r.skipped)));
+    dataDir = tempDir();
+    ({ sources, reports } = await importRealData(dataDir));
     index = await buildIndex(dataDir);
   });
 
-  test('every address of every VPN provider’s server list answers is_vpn with that provider', () => {
-    const lists = walk(path.join(REAL, 'vpn'))
-      .map((f) => path.relative(REAL, f))
-      .filter((rel) => /\.(txt|csv)$/.test(rel) && providerOf(rel) !== undefined);
-    assert.ok(lists.length >= 20, `${lists.length} lists`);
+  test('every file imports; the only rows refused are claims no provider can make, Vultr’s 2002::/16 among them', () => {
+    assert.ok(reports.every((r) => r.ok), JSON.stringify(reports.filter((r) => !r.ok)));
+    const refused = reports.flatMap((r, k) => r.skippedExamples.map((e) => [sources[k].rel, e] as const));
+    for (const [rel, reason] of refused) assert.match(reason, /: (a \/(8|16) or larger|in 2002::\/16|in 64:ff9b)/, rel);
+    assert.ok(refused.some(([rel, reason]) => rel.includes('vultr') && reason.includes('2002::/16: a /16 or larger')), JSON.stringify(refused));
+    assert.equal(answer('2002:c000:204::1').is_hosting, false);
+  });
+
+  test('every address of every VPN provider’s server list, PIA’s table included, answers is_vpn with that provider', () => {
+    const lists = sources.filter((s) => s.evidence === 'server_list' && /\.(txt|csv|md)$/.test(s.rel)).map((s) => s.rel);
+    assert.ok(lists.length >= 20 && lists.some((rel) => rel.endsWith('Readme.md')), `${lists.length} lists`);
     let checked = 0;
     for (const file of lists) {
       const provider = providerOf(file);
@@ -54,6 +69,83 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
       }
     }
     assert.ok(checked > 40_000, `only ${checked}`);
+  });
+
+  test('public resolvers are not VPNs', () => {
+    for (const ip of ['8.8.8.8', '8.8.4.4', '1.1.1.1', '1.0.0.1', '9.9.9.9', '149.112.112.112', '208.67.222.222', '2001:4860:4860::8888', '2606:4700:4700::1111', '2620:fe::fe']) {
+      assert.equal(answer(ip).is_vpn, false, `${ip}: ${JSON.stringify(answer(ip))}`);
+    }
+  });
+
+  test('held out: ≥ 98 % of random addresses of the cloud owners’ own space that no VPN server list holds answer is_vpn false', () => {
+    // The server lists' networks, to leave out the addresses a provider rents inside a cloud.
+    const servers: [bigint, bigint][] = [];
+    const owners: StoredRange[] = [];
+    for (const s of sources) {
+      if (s.evidence !== 'server_list' && !(s.evidence === 'owner' && /^(cloud|cdn)\//.test(s.rel))) continue;
+      for (const r of readFeed(path.join(dataDir, 'feeds', `${s.name}.feed`))) {
+        if (r.detail === NOT_IN_CATEGORY) continue;
+        if (s.evidence === 'server_list') servers.push([BigInt(r.start) + (r.family === 6 ? 0n : V4_BASE), BigInt(r.end) + (r.family === 6 ? 0n : V4_BASE)]);
+        else owners.push(r);
+      }
+    }
+    let seed = 20261122;
+    const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    let sampled = 0;
+    let vpn = 0;
+    const wrong: string[] = [];
+    while (sampled < 3000) {
+      const r = owners[Math.floor(random() * owners.length)];
+      const size = BigInt(r.end) - BigInt(r.start) + 1n;
+      const at = BigInt(r.start) + (BigInt(Math.floor(random() * 2 ** 31)) * BigInt(Math.floor(random() * 2 ** 31))) % size;
+      const key = at + (r.family === 6 ? 0n : V4_BASE);
+      if (servers.some(([a, b]) => a <= key && key <= b)) continue;
+      const ip = r.family === 4 ? formatBigIPv4(at) : formatBigIPv6(at);
+      if (parseAddress(ip, 0, ip.length, p) === NOT_ADDRESS || (r.family === 4 ? isBogonV4(p.v4) : isBogonV6(p.w))) continue;
+      sampled++;
+      if (answer(ip).is_vpn === true) {
+        vpn++;
+        if (wrong.length < 10) wrong.push(`${ip} ${JSON.stringify(answer(ip).vpn)}`);
+      }
+    }
+    assert.ok(vpn / sampled <= 0.02, `${vpn} of ${sampled} answer is_vpn: ${wrong.join('; ')}`);
+  });
+
+  test("every network of an owner's own file answers is_hosting or is_cdn with that owner's one display name", () => {
+    let checked = 0;
+    const owners = new Set<string>();
+    for (const s of sources) {
+      if (s.evidence !== 'owner' || !/^(cloud|cdn)\//.test(s.rel)) continue;
+      for (const r of readFeed(path.join(dataDir, 'feeds', `${s.name}.feed`))) {
+        if (r.detail === NOT_IN_CATEGORY) continue;
+        const stated = (JSON.parse(r.detail) as { provider?: string }).provider;
+        const owner = stated === undefined ? undefined : providerNamed(stated);
+        assert.ok(owner && owner.name === stated, `${s.rel}: provider ${stated} is not a registry display name`);
+        owners.add(owner.name);
+        const ip = r.family === 4 ? formatBigIPv4(BigInt(r.start)) : formatBigIPv6(BigInt(r.start));
+        const a = answer(ip);
+        const given = ((a[r.category] as { provider?: string }) ?? {}).provider;
+        assert.equal(a[`is_${r.category}`], true, `${s.rel} ${ip}`);
+        assert.equal(given && providerNamed(given)?.owner, owner.owner, `${s.rel} ${ip}: ${given} for ${stated}`);
+        checked++;
+      }
+    }
+    for (const name of ['Amazon Web Services', 'Google Cloud', 'Google', 'Microsoft Azure', 'Oracle Cloud', 'DigitalOcean', 'Linode', 'Cloudflare', 'Akamai', 'Fastly', 'Zscaler']) {
+      assert.ok(owners.has(name), `no owner file names ${name}: ${[...owners].join(', ')}`);
+    }
+    assert.ok(checked > 50_000, `only ${checked}`);
+  });
+
+  test('third-party per-provider lists answer their provider by its one name: bunny.net, StackPath, OVH', () => {
+    for (const [rel, category, name] of [
+      ['cdn/MISP__misp-warninglists/lists/bunny-net/list.json', 'cdn', 'bunny.net'],
+      ['cdn/MISP__misp-warninglists/lists/stackpath/list.json', 'cdn', 'StackPath'],
+      ['cloud/MISP__misp-warninglists/lists/ovh-cluster/list.json', 'hosting', 'OVH'],
+    ]) {
+      const { list } = JSON.parse(fs.readFileSync(path.join(REAL, rel), 'utf8')) as { list: string[] };
+      assert.ok(list.length > 100, rel);
+      for (const net of list) assert.equal((answer(net.split('/')[0])[category] as { provider?: string }).provider, name, `${rel} ${net}`);
+    }
   });
 
   test('every Tor exit answers is_tor; Cloudflare ranges is_cdn', () => {

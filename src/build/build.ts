@@ -6,6 +6,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
+import { providerNamed } from '../model/providers.js';
+import { effectivePriority } from '../feeds/evidence.js';
 import { detailsText, flagMask } from '../model/projection.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/store.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, publishBuild } from './builds.js';
@@ -30,6 +32,10 @@ export interface BuildManifest {
   published: boolean;
   feeds: { name: string; bytes: number; sha256: string }[];
   ranges: { v4: Partial<Record<Category, number>>; v6: Partial<Record<Category, number>> };
+  /** Addresses answered in each category once overlaps are resolved, as decimal text. */
+  addresses: { v4: Partial<Record<Category, string>>; v6: Partial<Record<Category, string>> };
+  /** Provider names in the feeds that the registry (model/providers.ts) does not know. */
+  unknown_providers: string[];
   index: IndexStats & { file: string; sha256: string };
   /** Database exports: id → entries and artifact sizes (details in exports/exports.json). */
   exports: Record<string, { entries: number; bytes: Record<string, number> }>;
@@ -82,6 +88,18 @@ class DetailTable {
   }
 }
 
+/** The provider names of every detail that the registry does not know, sorted. */
+function unknownProviders(details: readonly DetailTable[]): string[] {
+  const unknown = new Set<string>();
+  for (const table of details) {
+    for (const text of table.texts.slice(1)) {
+      const provider = (JSON.parse(text) as { provider?: string }).provider;
+      if (provider !== undefined && !providerNamed(provider)) unknown.add(provider);
+    }
+  }
+  return [...unknown].sort();
+}
+
 function emptyRangeSet(): RangeSet {
   return { start: [], end: [], priority: [], rank: [], detail: [] };
 }
@@ -110,7 +128,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       const set = e.family === 4 ? v4[k] : v6[k];
       set.start.push(e.start);
       set.end.push(e.end);
-      set.priority.push(feed.priority);
+      set.priority.push(effectivePriority(feed.evidence, feed.priority));
       set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(e.detail));
     }
   }
@@ -208,6 +226,13 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     }
     const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
       Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
+    // Addresses each category answers for, after overlaps are resolved (IPv6 as decimal text).
+    const addresses = (segs: Segments[]): Partial<Record<Category, string>> =>
+      Object.fromEntries(
+        CATEGORIES.map((cat, k) => [cat, segs[k].start.reduce((n: bigint, start: number | bigint, i: number) => n + BigInt(segs[k].end[i]) - BigInt(start) + 1n, 0n)] as const)
+          .filter(([, n]) => n !== 0n)
+          .map(([cat, n]) => [cat, n.toString()]),
+      );
     const publish = options.publish ?? true;
     manifest = {
       id,
@@ -215,6 +240,8 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       published: publish,
       feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
       ranges: { v4: count(v4), v6: count(v6) },
+      addresses: { v4: addresses(seg4), v6: addresses(seg6) },
+      unknown_providers: unknownProviders(details),
       index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
       exports: exportsSummary,
       timings_ms: timings,

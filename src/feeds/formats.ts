@@ -125,7 +125,15 @@ const misp: FeedFormatDef = {
     const doc = parseJson(text);
     if (!isObject(doc) || !Array.isArray(doc.list)) throw new FormatError(0, 'a MISP warning list needs a list array');
     const name = `${String(doc.name ?? '')} ${String(doc.description ?? '')}`;
-    const category = /private relay|icloud/i.test(name) ? 'relay' : /\bvpn/i.test(name) ? 'vpn' : /\b(cdn|cloudflare|fastly|akamai|stackpath)/i.test(name) ? 'cdn' : undefined;
+    const category = /private relay|icloud/i.test(name)
+      ? 'relay'
+      : /\bvpn/i.test(name)
+        ? 'vpn'
+        : /\b(cdn|cloudflare|fastly|akamai|stackpath|bunny)/i.test(name)
+          ? 'cdn'
+          : /\b(cloud|aws|amazon|azure|gcp|oci|ovh|hosting|datacenter|data center)\b/i.test(name)
+            ? 'hosting'
+            : undefined;
     const lines = new Lines(text);
     return doc.list.map((v) => ({ line: typeof v === 'string' ? lines.of(v) : 0, network: String(v), category }));
   },
@@ -433,8 +441,8 @@ const spys: FeedFormatDef = {
 
 const markdownTable: FeedFormatDef = {
   name: 'markdown-table',
-  summary: 'a Markdown table with a "Server IP" (or "IP") column, e.g. the PIA server watch: the category and provider you give (default vpn)',
-  defaultCategory: 'vpn',
+  // No default category: a table of servers does not say what they serve.
+  summary: 'a Markdown table with a "Server IP" (or "IP") column, e.g. the PIA server watch: the category and provider you give',
   detect: (text) => /^\|.*\b(Server IP|IP)\b.*\|\s*$/m.test(text) && /^\|[-| :]+\|\s*$/m.test(text),
   rows({ text }) {
     const lines = text.split(/\r?\n/);

@@ -1,6 +1,6 @@
 // The sources a deployment imports before each build, configured once in a JSON file:
 // [{name, path | url, format, category, fallback_category, provider, details,
-// skip_invalid, priority, not}]. Paths are
+// skip_invalid, priority, not, evidence, allow_large_blocks}]. Paths are
 // relative to the file. A URL is fetched (streamed, with a timeout) into
 // DATA_DIR/sources/<name>; when a fetch fails the last good copy is used, and the report
 // says so.
@@ -26,6 +26,8 @@ export interface Source {
   /** See ImportOptions. */
   priority?: number;
   not?: string[];
+  evidence?: string;
+  allowLargeBlocks?: boolean;
 }
 
 export interface SourceReport {
@@ -33,6 +35,8 @@ export interface SourceReport {
   ok: boolean;
   rows: number;
   skipped: number;
+  /** The first few reasons for skipped lines. */
+  skippedExamples: string[];
   /** For URLs: 'fetched', or 'stale' when the last good copy was used. */
   fetch?: 'fetched' | 'stale';
   error?: string;
@@ -84,6 +88,8 @@ export function loadSources(file: string): Source[] {
       skipInvalid: raw.skip_invalid === true,
       priority: raw.priority as number | undefined,
       not: raw.not as string[] | undefined,
+      evidence: typeof raw.evidence === 'string' ? raw.evidence : undefined,
+      allowLargeBlocks: raw.allow_large_blocks === true,
     };
   });
 }
@@ -105,7 +111,7 @@ async function fetchTo(url: string, target: string): Promise<void> {
 export async function importSources(dataDir: string, sources: readonly Source[]): Promise<SourceReport[]> {
   const reports: SourceReport[] = [];
   for (const s of sources) {
-    const report: SourceReport = { name: s.name, ok: false, rows: 0, skipped: 0 };
+    const report: SourceReport = { name: s.name, ok: false, rows: 0, skipped: 0, skippedExamples: [] };
     let file = s.path;
     if (s.url) {
       const dir = path.join(dataDir, 'sources');
@@ -135,8 +141,10 @@ export async function importSources(dataDir: string, sources: readonly Source[])
         skipInvalid: s.skipInvalid,
         priority: s.priority,
         not: s.not,
+        evidence: s.evidence,
+        allowLargeBlocks: s.allowLargeBlocks,
       });
-      reports.push({ ...report, ok: true, rows: r.rows, skipped: r.skipped, byCategory: r.byCategory });
+      reports.push({ ...report, ok: true, rows: r.rows, skipped: r.skipped, skippedExamples: r.skippedExamples, byCategory: r.byCategory });
     } catch (e) {
       if (!(e instanceof FeedImportError)) throw e;
       reports.push({ ...report, error: e.message });

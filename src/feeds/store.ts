@@ -1,13 +1,14 @@
 // Imported feeds, normalised: one file per feed under $DATA_DIR/feeds, one range per line:
 //   <family>\t<first, hex>\t<last, hex>\t<category>\t<detail JSON, canonical field order>
 // The detail NOT_IN_CATEGORY marks a range the source says is not in the category (see the
-// build's overlap rules). The header carries the feed's priority.
+// build's overlap rules). The header carries the feed's priority and evidence kind.
 // Written whole to a temporary file and renamed, so a feed is there completely or not at all.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { isCategory, type Category } from '../model/categories.js';
 import type { Family } from '../net/network.js';
+import { DEFAULT_EVIDENCE, isEvidenceKind, type EvidenceKind } from './evidence.js';
 
 export interface FeedEntry {
   family: Family;
@@ -31,8 +32,10 @@ export interface FeedInfo {
   name: string;
   file: string;
   bytes: number;
-  /** Inside a category, ranges of a higher-priority feed win over a lower one's (default 0). */
+  /** Inside a category and evidence band, ranges of a higher-priority feed win (default 0). */
   priority: number;
+  /** What kind of evidence the feed is (evidence.ts): its band comes before priority. */
+  evidence: EvidenceKind;
 }
 
 /** The detail of a range the feed says is not in its category. */
@@ -42,6 +45,7 @@ export const MAX_PRIORITY = 100;
 
 const HEADER = '# ipsift feed 1';
 const PRIORITY_LINE = /^# priority: (-?\d+)$/m;
+const EVIDENCE_LINE = /^# evidence: ([a-z_]+)$/m;
 const FEED_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function feedsDir(dataDir: string): string {
@@ -66,14 +70,14 @@ function hex(v: bigint, family: Family): string {
   return v.toString(16).padStart(family === 4 ? 8 : 32, '0');
 }
 
-export function writeFeed(dataDir: string, name: string, source: string, entries: readonly FeedEntry[], priority = 0): FeedInfo {
+export function writeFeed(dataDir: string, name: string, source: string, entries: readonly FeedEntry[], priority = 0, evidence: EvidenceKind = DEFAULT_EVIDENCE): FeedInfo {
   const dir = feedsDir(dataDir);
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, `${name}.feed`);
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w', 0o644);
   try {
-    let chunk = `${HEADER}\n# priority: ${priority}\n# source: ${path.basename(source).replace(/[\x00-\x1f]/g, '?')}\n`;
+    let chunk = `${HEADER}\n# priority: ${priority}\n# evidence: ${evidence}\n# source: ${path.basename(source).replace(/[\x00-\x1f]/g, '?')}\n`;
     for (const e of entries) {
       chunk += `${e.family}\t${hex(e.start, e.family)}\t${hex(e.end, e.family)}\t${e.category}\t${e.detail}\n`;
       if (chunk.length > 1 << 20) {
@@ -87,17 +91,18 @@ export function writeFeed(dataDir: string, name: string, source: string, entries
     fs.closeSync(fd);
   }
   fs.renameSync(tmp, file);
-  return { name, file, bytes: fs.statSync(file).size, priority };
+  return { name, file, bytes: fs.statSync(file).size, priority, evidence };
 }
 
-/** The priority from a feed's header (feeds written before priorities have 0). */
-function readPriority(file: string): number {
+/** Priority and evidence from a feed's header (feeds written before them: 0, a list). */
+function readHeader(file: string): { priority: number; evidence: EvidenceKind } {
   const fd = fs.openSync(file, 'r');
   try {
     const head = Buffer.alloc(512);
-    const n = fs.readSync(fd, head, 0, head.length, 0);
-    const m = PRIORITY_LINE.exec(head.toString('latin1', 0, n));
-    return m ? Number(m[1]) : 0;
+    const text = head.toString('latin1', 0, fs.readSync(fd, head, 0, head.length, 0));
+    const p = PRIORITY_LINE.exec(text);
+    const e = EVIDENCE_LINE.exec(text);
+    return { priority: p ? Number(p[1]) : 0, evidence: e && isEvidenceKind(e[1]) ? e[1] : DEFAULT_EVIDENCE };
   } finally {
     fs.closeSync(fd);
   }
@@ -113,7 +118,7 @@ export function listFeeds(dataDir: string): FeedInfo[] {
     .sort()
     .map((f) => {
       const file = path.join(dir, f);
-      return { name: f.slice(0, -'.feed'.length), file, bytes: fs.statSync(file).size, priority: readPriority(file) };
+      return { name: f.slice(0, -'.feed'.length), file, bytes: fs.statSync(file).size, ...readHeader(file) };
     });
 }
 

@@ -1,4 +1,5 @@
-// Admin port: liveness, readiness (an index is loaded) and Prometheus metrics.
+// Admin port: liveness, readiness (an index is loaded), Prometheus metrics, and why an
+// address answers as it does (explain-api.ts).
 
 import type { HttpApp, HttpResponse, HttpServer } from './server/types.js';
 import type { BatchPool } from '../batch/pool.js';
@@ -7,6 +8,7 @@ import { writeJsonType } from './json-head.js';
 import { Metrics } from './metrics.js';
 import { RouteTable } from './routes.js';
 import type { Logger } from '../log.js';
+import { registerExplain } from './explain-api.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
@@ -17,9 +19,11 @@ export interface Lifecycle {
   draining: boolean;
 }
 
-export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, life: Lifecycle = { draining: false }): HttpApp {
+export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, dataDir: string, life: Lifecycle = { draining: false }): HttpApp {
   const app = server.app();
-  const routes = new RouteTable(app, log, new Metrics());
+  const adminMetrics = new Metrics();
+  const routes = new RouteTable(app, log, adminMetrics);
+  registerExplain(routes, holder, dataDir, adminMetrics);
   routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
   routes.get('/readyz', (res) => {
     const s = holder.current;

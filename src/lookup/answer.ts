@@ -1,6 +1,6 @@
 // One answer: {"ip":"<normalised>" + the precomputed fragment of (record, tier).
 
-import { IPV6, MAX_ADDRESS_LENGTH, writeNormalised, type ParsedAddress } from '../net/address.js';
+import { IPV6, MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, parseAddress, writeNormalised } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import type { RangeIndex } from '../index/range-index.js';
 
@@ -39,3 +39,17 @@ export function writeAnswerRest(out: Buffer, pos: number, index: RangeIndex, rec
   return index.copyFragment(record, tier, out, pos);
 }
 
+
+const parsedForJson = new ParsedAddress();
+
+/**
+ * The answer for an address text as an object (tools and reports, not the hot path): what
+ * GET /{ip} answers at that tier; null when the text is not an address.
+ */
+export function answerObject(index: RangeIndex, text: string, tier: number): Record<string, unknown> | null {
+  const p = parsedForJson;
+  if (parseAddress(text, 0, text.length, p) === NOT_ADDRESS) return null;
+  const record = recordOf(index, p);
+  const out = Buffer.alloc(answerBytes(index, record, tier));
+  return JSON.parse(out.toString('utf8', 0, writeAnswer(out, 0, text, 0, text.length, p, index, record, tier))) as Record<string, unknown>;
+}
