@@ -284,8 +284,22 @@ function explain(args: string[]): void {
   });
 }
 
+/**
+ * Runtime warnings as JSON log lines, not free text among them. node:sqlite's "experimental"
+ * notice is dropped: ipsift chose that driver on purpose (accounts/sqlite.ts).
+ */
+function structuredWarnings(): void {
+  const log = jsonLogger();
+  process.removeAllListeners('warning');
+  process.on('warning', (w) => {
+    if (w.name === 'ExperimentalWarning' && /SQLite/.test(w.message)) return;
+    log.warn('runtime warning', { name: w.name, message: w.message });
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', sub, ...rest] = argv;
+  structuredWarnings();
   try {
     switch (cmd) {
       case 'serve':

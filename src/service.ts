@@ -70,7 +70,6 @@ function rebuildOlderFormat(dataDir: string, log: Logger): void {
 export async function startService(config: Config, log: Logger): Promise<Service> {
   // Everything the command needs is checked before any work, each failure one line.
   const http = await openServer(config.httpServer, { keepAliveTimeoutMs: config.keepAliveTimeoutMs });
-  if (http.fallbackReason) log.info('serving on node:http', { reason: http.fallbackReason });
   checkStartup(config);
   const plans = loadPlans(config.plansFile);
   const catalogue = loadCatalogue(config.catalogueFile);
@@ -125,6 +124,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
       url: `http://${config.host}:${main.port}`,
       admin: `http://${config.adminHost}:${adm.port}`,
       http_server: http.server.kind,
+      // Why auto did not take uWS, where it did not.
+      ...(http.fallbackReason ? { http_server_reason: http.fallbackReason } : {}),
       keep_alive_timeout_s: http.keepAliveTimeoutMs / 1000,
       batch_workers: config.batchWorkers,
       build: holder.current?.buildId ?? null,

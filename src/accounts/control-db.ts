@@ -4,10 +4,10 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite, sqliteCode, type SqlDatabase } from './sqlite.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 
-export type ControlDb = Database.Database;
+export type ControlDb = SqlDatabase;
 
 export const CONTROL_DB_FILE = 'control.sqlite';
 
@@ -94,8 +94,7 @@ export function openControlDb(dataDir: string): ControlDb {
     return open(file);
   } catch (e) {
     if (e instanceof IpsiftError) throw e;
-    const code = (e as { code?: string }).code ?? '';
-    if (/^SQLITE_(NOTADB|CORRUPT|CANTOPEN|IOERR)/.test(code)) throw new ControlDbError(file, e);
+    if (/^SQLITE_(NOTADB|CORRUPT|CANTOPEN|IOERR)/.test(sqliteCode(e))) throw new ControlDbError(file, e);
     throw e;
   }
 }
@@ -104,7 +103,7 @@ function open(file: string): ControlDb {
   // Organisations, keys and download history (client addresses): readable by the owner only.
   const created = !fs.existsSync(file);
   if (created) fs.closeSync(fs.openSync(file, 'a', 0o600));
-  const db = new Database(file);
+  const db = openSqlite(file);
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {
     try {
       fs.chmodSync(f, 0o600);
@@ -112,24 +111,24 @@ function open(file: string): ControlDb {
       // not there (yet), or another user's
     }
   }
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
-  db.pragma('synchronous = NORMAL');
+  // busy_timeout first: setting WAL mode itself may wait for another process's lock.
+  db.exec('PRAGMA busy_timeout = 5000');
+  db.exec('PRAGMA journal_mode = WAL');
+  db.exec('PRAGMA foreign_keys = ON');
+  db.exec('PRAGMA synchronous = NORMAL');
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
-  const migrate = db.transaction(() => {
+  db.transaction(() => {
     const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
     if (current > MIGRATIONS.length) throw new IpsiftError('STORE_NEWER', `${file}: control database is at schema ${current}, newer than this ipsift (${MIGRATIONS.length}); run the newer ipsift`);
     for (let v = current + 1; v <= MIGRATIONS.length; v++) {
       db.exec(MIGRATIONS[v - 1]);
       db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());
     }
-  });
-  migrate.immediate();
+  }, true);
   return db;
 }
 
 /** A number that changes whenever another connection commits (PRAGMA data_version). */
 export function dataVersion(db: ControlDb): number {
-  return db.pragma('data_version', { simple: true }) as number;
+  return db.dataVersion();
 }

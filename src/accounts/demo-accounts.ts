@@ -35,7 +35,7 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
         }
       }
     }
-  })();
+  });
   const file = path.join(dataDir, DEMO_KEYS_FILE);
   fs.writeFileSync(file, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);
