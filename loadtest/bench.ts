@@ -13,7 +13,8 @@
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
 // BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
 // BENCH_DIR (default $TMPDIR/ipsift-bench),
-// BENCH_ONLY=in-process (build and in-process figures only).
+// BENCH_ONLY=in-process (build and in-process figures only), BENCH_ONLY=lookups (and the HTTP
+// lookup and batch figures).
 
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -323,6 +324,7 @@ async function lookups(dataDir: string): Promise<void> {
 
   const fixed = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0' }, /listening (\d+)/);
   const fixedPeer = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', READ_PEER: '1' }, /listening (\d+)/);
+  const fixedNode = await startProcess([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', HTTP_SERVER: 'node' }, /listening (\d+)/);
   const ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
   const onNode = await startIpsift(dataDir, { BATCH_WORKERS: '1', HTTP_SERVER: 'node' });
   const unlimited = await startIpsift(dataDir, { BATCH_WORKERS: '1', PLANS_FILE: unlimitedKeylessPlans() });
@@ -334,6 +336,7 @@ async function lookups(dataDir: string): Promise<void> {
       ['ipsift GET /{ip} keyless', ipsift, undefined],
       ['ipsift GET /{ip} scale key', ipsift, key],
       ['ipsift GET /{ip} keyless, keyless limits lifted', unlimited, undefined],
+      ['fixed-body node:http', fixedNode, undefined],
       ['ipsift GET /{ip} scale key, HTTP_SERVER=node', onNode, key],
     ] as const) {
       await autocannonGet(server, paths.slice(0, 1000), k); // warm-up
@@ -342,7 +345,7 @@ async function lookups(dataDir: string): Promise<void> {
     }
     if (useWrk) {
       // The machine is shared and noisy: short runs back to back, the median of each ratio.
-      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[], node: [] as number[] };
+      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[], node: [] as number[], nodeCeiling: [] as number[] };
       let errors = 0;
       for (let r = 0; r < RATIO_ROUNDS; r++) {
         const a = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
@@ -351,6 +354,7 @@ async function lookups(dataDir: string): Promise<void> {
         const c = await wrk(ipsift, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
         const u = await wrk(unlimited, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const n = await wrk(onNode, 'random-get.lua', 9 + r, CONNECTIONS, key, 2);
+        const fn = await wrk(fixedNode, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const a2 = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
         const ceiling = (a.rps + a2.rps) / 2;
         rounds.keyless.push(b.rps / ceiling);
@@ -360,6 +364,7 @@ async function lookups(dataDir: string): Promise<void> {
         rounds.keyKeyless.push(c.rps / b.rps);
         rounds.unlimited.push(u.rps / ceiling);
         rounds.node.push(n.rps / c.rps);
+        rounds.nodeCeiling.push(n.rps / fn.rps);
         errors += b.errors + c.errors + u.errors + n.errors;
       }
       const median = (xs: number[]): string => {
@@ -372,12 +377,14 @@ async function lookups(dataDir: string): Promise<void> {
           `scale key / fixed-body ${median(rounds.key)} (${range(rounds.key)}), keyless / fixed-body ${median(rounds.keyless)} (${range(rounds.keyless)}), ` +
           `fixed-body reading the peer / fixed-body ${median(rounds.peer)} (${range(rounds.peer)}), keyless / fixed-body reading the peer ${median(rounds.keylessPeer)} (${range(rounds.keylessPeer)}), ` +
           `scale key / keyless ${median(rounds.keyKeyless)}, keyless with the keyless limits lifted / fixed-body ${median(rounds.unlimited)} (${range(rounds.unlimited)}), ` +
-          `scale key on node:http / on uWS ${median(rounds.node)} (${range(rounds.node)}); ${errors} non-2xx`,
+          `scale key on node:http / on uWS ${median(rounds.node)} (${range(rounds.node)}), ` +
+          `scale key on node:http / fixed-body node:http ${median(rounds.nodeCeiling)} (${range(rounds.nodeCeiling)}); ${errors} non-2xx`,
       );
     }
   } finally {
     await fixed.stop();
     await fixedPeer.stop();
+    await fixedNode.stop();
     await ipsift.stop();
     await onNode.stop();
     await unlimited.stop();
@@ -475,7 +482,8 @@ async function downloads(dataDir: string): Promise<void> {
 out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`);
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
-if (process.env.BENCH_ONLY !== 'in-process') {
+if (process.env.BENCH_ONLY === 'lookups') await lookups(dataDir);
+else if (process.env.BENCH_ONLY !== 'in-process') {
   await lookups(dataDir);
   await memory(dataDir);
   await downloads(dataDir);
