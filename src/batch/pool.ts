@@ -150,9 +150,9 @@ export class BatchPool {
   async close(): Promise<void> {
     this.closing = true;
     if (this.refillTimer) clearTimeout(this.refillTimer);
-    // Terminating a worker while it still loads its module (Node 20's require of ESM, which
-    // Piscina uses) is a fatal V8 error that takes the whole process down: let every worker
-    // finish starting first (a warm-up task each answers once it has), for 2 s at most.
+    // Let workers that are still starting finish first (a warm-up task each answers once it
+    // has), for 2 s at most, so that none is stopped half-loaded. (The CommonJS entry,
+    // workers/batch-entry.cts, already keeps such a stop from being Node 20's fatal abort.)
     const started = Promise.allSettled(Array.from({ length: this.size }, () => this.pool.run(WARM_UP)));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([started, new Promise((r) => (timer = setTimeout(r, 2000)))]);
