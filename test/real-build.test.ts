@@ -9,15 +9,14 @@ import { listToken } from '../src/feeds/formats.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
 import { formatBigIPv4, formatBigIPv6, parseNetwork } from '../src/net/network.js';
-import { NOT_IN_CATEGORY, readFeed, type StoredRange } from '../src/feeds/store.js';
+import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/store.js';
+import { qualityOf } from '../scripts/quality.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { REAL, importRealData, providerOf } from '../scripts/real-data.js';
 import { providerNamed } from '../src/model/providers.js';
 import { answerOf, buildIndex, tempDir } from './helpers.js';
 
 const present = fs.existsSync(REAL);
-/** IPv4 keys above every IPv6 one, so one list of bigint ranges holds both families. */
-const V4_BASE = 1n << 128n;
 
 describe('a build of the real data', { skip: !present && `${REAL} is not present` }, () => {
   let index: RangeIndex;
@@ -71,44 +70,14 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
     assert.ok(checked > 40_000, `only ${checked}`);
   });
 
-  test('public resolvers are not VPNs', () => {
-    for (const ip of ['8.8.8.8', '8.8.4.4', '1.1.1.1', '1.0.0.1', '9.9.9.9', '149.112.112.112', '208.67.222.222', '2001:4860:4860::8888', '2606:4700:4700::1111', '2620:fe::fe']) {
-      assert.equal(answer(ip).is_vpn, false, `${ip}: ${JSON.stringify(answer(ip))}`);
-    }
-  });
-
-  test('held out: ≥ 98 % of random addresses of the cloud owners’ own space that no VPN server list holds answer is_vpn false', () => {
-    // The server lists' networks, to leave out the addresses a provider rents inside a cloud.
-    const servers: [bigint, bigint][] = [];
-    const owners: StoredRange[] = [];
-    for (const s of sources) {
-      if (s.evidence !== 'server_list' && !(s.evidence === 'owner' && /^(cloud|cdn)\//.test(s.rel))) continue;
-      for (const r of readFeed(path.join(dataDir, 'feeds', `${s.name}.feed`))) {
-        if (r.detail === NOT_IN_CATEGORY) continue;
-        if (s.evidence === 'server_list') servers.push([BigInt(r.start) + (r.family === 6 ? 0n : V4_BASE), BigInt(r.end) + (r.family === 6 ? 0n : V4_BASE)]);
-        else owners.push(r);
-      }
-    }
-    let seed = 20261122;
-    const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    let sampled = 0;
-    let vpn = 0;
-    const wrong: string[] = [];
-    while (sampled < 3000) {
-      const r = owners[Math.floor(random() * owners.length)];
-      const size = BigInt(r.end) - BigInt(r.start) + 1n;
-      const at = BigInt(r.start) + (BigInt(Math.floor(random() * 2 ** 31)) * BigInt(Math.floor(random() * 2 ** 31))) % size;
-      const key = at + (r.family === 6 ? 0n : V4_BASE);
-      if (servers.some(([a, b]) => a <= key && key <= b)) continue;
-      const ip = r.family === 4 ? formatBigIPv4(at) : formatBigIPv6(at);
-      if (parseAddress(ip, 0, ip.length, p) === NOT_ADDRESS || (r.family === 4 ? isBogonV4(p.v4) : isBogonV6(p.w))) continue;
-      sampled++;
-      if (answer(ip).is_vpn === true) {
-        vpn++;
-        if (wrong.length < 10) wrong.push(`${ip} ${JSON.stringify(answer(ip).vpn)}`);
-      }
-    }
-    assert.ok(vpn / sampled <= 0.02, `${vpn} of ${sampled} answer is_vpn: ${wrong.join('; ')}`);
+  test('the quality report holds: no public resolver is a VPN; held out, ≤ 2 % of owner space answers is_vpn; every server list answers its provider', () => {
+    const q = qualityOf(index, dataDir, sources);
+    assert.equal(q.resolvers.length, 10);
+    assert.deepEqual(q.resolvers.filter((r) => r.is_vpn), []);
+    assert.equal(q.ownerSpace.sampled, 3000);
+    assert.ok(q.ownerSpace.vpn / q.ownerSpace.sampled <= 0.02, `${q.ownerSpace.vpn} of ${q.ownerSpace.sampled} answer is_vpn: ${q.ownerSpace.examples.join('; ')}`);
+    assert.ok(q.providers.length >= 11, JSON.stringify(q.providers));
+    for (const pr of q.providers) assert.equal(pr.answered, pr.listed, pr.provider);
   });
 
   test("every network of an owner's own file answers is_hosting or is_cdn with that owner's one display name", () => {

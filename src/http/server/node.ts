@@ -15,6 +15,8 @@ import type { Bytes, Handler, HttpApp, HttpRequest, HttpResponse, HttpServer, Li
 /** A request's head must arrive within this long (slow-header clients). */
 const HEADERS_TIMEOUT_MS = 20_000;
 const EMPTY = Buffer.alloc(0);
+/** The most of a body chunk one tryEnd hands node (see tryEnd). */
+const MAX_TAKE = 64 * 1024;
 const NO_BYTES = new ArrayBuffer(0);
 
 class NodeRequest implements HttpRequest {
@@ -76,8 +78,8 @@ function peerBytes(text: string | undefined): ArrayBuffer {
     const v = peer.v4;
     return new Uint8Array([v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255]).buffer;
   }
-  const out = new Uint8Array(16);
-  if (kind === IPV6) for (let i = 0; i < 4; i++) new DataView(out.buffer).setUint32(4 * i, peer.w[i]);
+  const out = new DataView(new ArrayBuffer(16));
+  if (kind === IPV6) for (let i = 0; i < 4; i++) out.setUint32(4 * i, peer.w[i]);
   return out.buffer;
 }
 
@@ -213,8 +215,11 @@ class NodeResponse implements HttpResponse {
   tryEnd(chunk: Uint8Array, totalSize: number): [boolean, boolean] {
     if (this.done) return [false, true];
     if (!this.started) this.start(totalSize);
-    const taken = this.res.write(copyOf(chunk));
-    this.offset += chunk.byteLength;
+    // Node keeps what the socket cannot take yet: take at most MAX_TAKE per call, so that a
+    // reader who stops reading holds that much here, not a whole chunk (uWS keeps nothing).
+    const part = chunk.byteLength > MAX_TAKE ? chunk.subarray(0, MAX_TAKE) : chunk;
+    const taken = this.res.write(copyOf(part)) && part === chunk;
+    this.offset += part.byteLength;
     if (this.offset < totalSize) return [taken, false];
     this.done = true;
     this.res.end();
@@ -230,13 +235,17 @@ class NodeResponse implements HttpResponse {
     this.writable = handler;
     if (!this.drainHooked) {
       this.drainHooked = true;
-      this.res.on('drain', () => {
-        const h = this.writable;
-        this.writable = null;
-        if (h && !h(this.offset)) this.writable = h;
-      });
+      this.res.on('drain', () => this.fireWritable());
     }
+    // Nothing waits in node's buffer (a partial take the socket swallowed): no 'drain' will come.
+    if (!this.res.writableNeedDrain) setImmediate(() => this.fireWritable());
     return this;
+  }
+
+  private fireWritable(): void {
+    const h = this.writable;
+    this.writable = null;
+    if (h && !h(this.offset)) this.writable = h;
   }
 
   onAborted(handler: () => void): this {
