@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
-import { PROVIDERS, displayName, providerNamed } from '../src/model/providers.js';
+import { PROVIDERS, providerNamed } from '../src/model/providers.js';
 import { answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 
 describe('provider registry', () => {
@@ -25,10 +25,9 @@ describe('provider registry', () => {
       ['protonvpn', 'ProtonVPN'],
       ['icloud-private-relay', 'Apple iCloud Private Relay'],
     ];
-    for (const [text, name] of cases) assert.equal(displayName(text), name, text);
+    for (const [text, name] of cases) assert.equal(providerNamed(text)?.name, name, text);
     // Unknown names are not guessed.
     assert.equal(providerNamed('Vercel Aws'), undefined);
-    assert.equal(displayName('Vercel Aws'), 'Vercel Aws');
     // Google and Google Cloud are one owner's.
     assert.equal(providerNamed('goog')!.owner, providerNamed('gcp')!.owner);
   });

@@ -81,11 +81,6 @@ export function providerNamed(text: string): Provider | undefined {
   return BY_KEY.get(keyOf(text));
 }
 
-/** The display name of a source's provider name: the registry's, or the text as written. */
-export function displayName(text: string): string {
-  return providerNamed(text)?.name ?? text;
-}
-
 /** "N provider names …: a, b, c and N-3 more" for reports (empty when there are none). */
 export function unknownProvidersLine(names: readonly string[], shown = 10): string {
   if (names.length === 0) return '';
