@@ -8,7 +8,9 @@
 //      installed: it can show the ceiling) and autocannon; server CPU share; the ratios as
 //      medians of BENCH_RATIO_ROUNDS back-to-back rounds; the same with a key on node:http
 //   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s, on each server
-//   5. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
+//   5. per runtime and server (loadtest/runtimes.ts): keyed GET /{ip} against that server's own
+//      fixed-body ceiling, and batches, on this Node and the runtimes .ci/run caches
+//   6. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
 // BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
@@ -16,23 +18,17 @@
 // BENCH_ONLY=in-process (build and in-process figures only), BENCH_ONLY=lookups (and the HTTP
 // lookup and batch figures).
 
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { publishExports, readExportsManifest } from '../src/catalogue/publish.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { loadPlans } from '../src/accounts/plans.js';
-import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
-import { importFeed } from '../src/feeds/import.js';
+import { INDEX_FILE, buildDir, readCurrentBuildId } from '../src/build/builds.js';
 import { loadNativeUws } from '../src/http/server/uws.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import { AddressBatch } from '../src/lookup/address-batch.js';
@@ -40,57 +36,15 @@ import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { MAX_BATCH_ADDRESSES, answerBatch } from '../src/lookup/batch.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, parseAddress } from '../src/net/address.js';
-import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
+import { prng } from '../scripts/gen-feeds.js';
 import { lookupAll } from './lookup-all.js';
+import { benchRuntimes } from './runtimes.js';
+import { CONNECTIONS, ROOT, prepareBuild, SECONDS, cpuSeconds, exec, haveWrk, median, out, range, scaleKey, show, startIpsift, startProcess, unlimitedKeylessPlans, wrk, type LoadResult, type Server } from './kit.js';
 
-const exec = promisify(execFile);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const RANGES = Number(process.env.BENCH_RANGES ?? 1_000_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+
 const RATIO_ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
-const DIR = process.env.BENCH_DIR ?? path.join(os.tmpdir(), 'ipsift-bench');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function out(line: string): void {
-  process.stdout.write(line + '\n');
-}
-
-async function prepareBuild(): Promise<string> {
-  const dataDir = path.join(DIR, `data-${RANGES}`);
-  if (readCurrentBuildId(dataDir)) {
-    out(`build: reusing ${dataDir} (delete it to rebuild)`);
-  } else {
-    fs.mkdirSync(dataDir, { recursive: true });
-    const csv = path.join(DIR, `feed-${RANGES}.csv`);
-    let t = performance.now();
-    writeFeedCsv(csv, { ranges: RANGES, seed: 7 });
-    out(`feed: ${RANGES} synthetic ranges generated in ${Math.round(performance.now() - t)} ms`);
-    t = performance.now();
-    importFeed({ dataDir, file: csv, name: 'synthetic' });
-    out(`feed: imported in ${Math.round(performance.now() - t)} ms`);
-  }
-  const t = performance.now();
-  const { id, manifest } = runBuild({ dataDir });
-  // Each run builds anew (the build time is a figure); keep only this run's build on disk.
-  for (const old of listBuilds(dataDir)) if (old !== id) fs.rmSync(buildDir(dataDir, old), { recursive: true, force: true });
-  const i = manifest.index;
-  out(
-    `build: ${RANGES} ranges → ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${(i.bytes / 2 ** 20).toFixed(1)} MiB index ` +
-      `in ${((performance.now() - t) / 1000).toFixed(2)} s (${Object.entries(manifest.timings_ms)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ')} ms)`,
-  );
-  const exportsMs = manifest.timings_ms.exports ?? 0;
-  const indexMs = Object.values(manifest.timings_ms).reduce((a, b) => a + b, 0) - exportsMs;
-  const sizes = Object.entries(manifest.exports)
-    .map(([db, e]) => `${db} ${Object.entries(e.bytes).map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`).join(' ')}`)
-    .join('; ');
-  out(`build: index ${(indexMs / 1000).toFixed(2)} s, then ${(exportsMs / 1000).toFixed(2)} s more until every export was written (large builds export on other threads while the index is written), together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`);
-  out(`exports: ${sizes}`);
-  return dataDir;
-}
 
 function randomAddresses(n: number, seed: number): string[] {
   const rnd = prng(seed);
@@ -168,128 +122,9 @@ async function lookupThreads(shared: SharedArrayBuffer, addresses: string[], n: 
   }
 }
 
-interface Server {
-  child: ChildProcess;
-  port: number;
-  stop(): Promise<void>;
-}
-
-function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<Server> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    const onData = (c: Buffer): void => {
-      log += c;
-      const m = ready.exec(log);
-      if (m) {
-        resolve({
-          child,
-          port: Number(m[1]),
-          stop: () =>
-            new Promise((r) => {
-              child.once('exit', () => r());
-              child.kill('SIGKILL');
-            }),
-        });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`exited ${code}: ${log}`)));
-  });
-}
-
-/**
- * Limits far above what the bench can reach, so every request is answered and accounted
- * (rate leases and allowance leases are taken as in production, just never refused).
- */
-function benchPlans(): string {
-  const rate = { per_second: 1e9, burst: 1e9 };
-  const file = path.join(DIR, 'bench-plans.json');
-  const plans = ['free', 'starter', 'scale', 'max'].map((tier) => ({ key: tier, tier, quota: 1e12, rate, hard_limit: null }));
-  fs.writeFileSync(file, JSON.stringify({ keyless: { daily_cap: 1e12, rate }, plans }));
-  return file;
-}
-
-/** benchPlans() with the keyless limits lifted, as a private deployment may configure them. */
-function unlimitedKeylessPlans(): string {
-  const file = path.join(DIR, 'bench-plans-unlimited-keyless.json');
-  const doc = JSON.parse(fs.readFileSync(benchPlans(), 'utf8')) as { keyless: unknown };
-  doc.keyless = { daily_cap: null, rate: null };
-  fs.writeFileSync(file, JSON.stringify(doc));
-  return file;
-}
-
-/** A scale-plan organisation with one key in the bench's data directory. */
-function scaleKey(dataDir: string): string {
-  const db = openControlDb(dataDir);
-  try {
-    const org = createOrganisation(db, loadPlans(benchPlans()), 'bench', 'scale');
-    return createKey(db, { orgId: org.id, name: 'bench' }).secret;
-  } finally {
-    db.close();
-  }
-}
-
-function startIpsift(dataDir: string, env: Record<string, string>): Promise<Server> {
-  return startProcess(
-    [path.join(ROOT, 'dist/src/cli.js'), 'serve'],
-    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), ...env },
-    /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
-  );
-}
-
-function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
-}
-
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0) / 1024;
-}
-
-interface LoadResult {
-  rps: number;
-  p50: string;
-  p99: string;
-  cpu: number;
-  errors: number;
-}
-
-async function haveWrk(): Promise<boolean> {
-  try {
-    await exec('wrk', ['--version']).catch((e: { stdout?: string }) => {
-      if (!String(e.stdout ?? '').includes('wrk')) throw e;
-    });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string, seconds = SECONDS): Promise<LoadResult> {
-  const before = cpuSeconds(server.child.pid!);
-  const t = performance.now();
-  const { stdout } = await exec('wrk', [
-    '-t1',
-    `-c${connections}`,
-    `-d${seconds}s`,
-    '--latency',
-    '-s',
-    path.join(ROOT, 'loadtest', script),
-    `http://127.0.0.1:${server.port}`,
-    '--',
-    String(seed),
-    ...(key ? [key] : []),
-  ]);
-  const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0);
-  const p50 = /\s50%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
-  const p99 = /\s99%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
-  const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
-  return { rps, p50, p99, cpu, errors };
 }
 
 async function autocannonGet(server: Server, paths: string[], key?: string): Promise<LoadResult> {
@@ -311,10 +146,6 @@ async function autocannonGet(server: Server, paths: string[], key?: string): Pro
     cpu,
     errors: result.non2xx + result.errors,
   };
-}
-
-function show(label: string, r: LoadResult, unit = 'req/s', scale = 1): string {
-  return `${label}: ${Math.round(r.rps * scale).toLocaleString('en')} ${unit}, p50 ${r.p50}, p99 ${r.p99}, server CPU ${(r.cpu * 100).toFixed(0)}% of a core, non-2xx ${r.errors}`;
 }
 
 async function lookups(dataDir: string): Promise<void> {
@@ -367,11 +198,6 @@ async function lookups(dataDir: string): Promise<void> {
         rounds.nodeCeiling.push(n.rps / fn.rps);
         errors += b.errors + c.errors + u.errors + n.errors;
       }
-      const median = (xs: number[]): string => {
-        const s = [...xs].sort((x, y) => x - y);
-        return ((s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2).toFixed(2);
-      };
-      const range = (xs: number[]): string => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
       out(
         `ratios (wrk, medians of ${RATIO_ROUNDS} back-to-back rounds of 2 s; range in brackets): ` +
           `scale key / fixed-body ${median(rounds.key)} (${range(rounds.key)}), keyless / fixed-body ${median(rounds.keyless)} (${range(rounds.keyless)}), ` +
@@ -485,6 +311,7 @@ await inProcess(dataDir);
 if (process.env.BENCH_ONLY === 'lookups') await lookups(dataDir);
 else if (process.env.BENCH_ONLY !== 'in-process') {
   await lookups(dataDir);
+  await benchRuntimes(dataDir, scaleKey(dataDir));
   await memory(dataDir);
   await downloads(dataDir);
   // The long fuzz run and the memory attacks (#11), each in its own process.

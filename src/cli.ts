@@ -44,7 +44,7 @@ Commands:
   sources import        import every source of the sources file (SOURCES_FILE)
 
 Every command takes --help. Configuration comes from the environment (see README):
-DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, node),
+DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun, node),
 KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE,
 MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB, BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX,
 ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO, INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE,

@@ -127,8 +127,8 @@ function publicUrl(text: string): string {
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
 
-/** The HTTP servers (http/server/): `auto` takes uWS where its native binary loads. */
-export const SERVER_CHOICES = ['auto', 'uws', 'node'] as const;
+/** The HTTP servers (http/server/): `auto` takes uWS where its native binary loads, Bun.serve on Bun. */
+export const SERVER_CHOICES = ['auto', 'uws', 'bun', 'node'] as const;
 export type ServerChoice = (typeof SERVER_CHOICES)[number];
 
 function httpServer(text: string): ServerChoice {

@@ -30,10 +30,13 @@ import { PublishScheduler } from './catalogue/scheduler.js';
 import { Gate } from './http/gate.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import type { Logger } from './log.js';
+import type { ServerKind } from './http/server/types.js';
 
 export interface Service {
   readonly port: number;
   readonly adminPort: number;
+  /** The HTTP server behind both ports. */
+  readonly httpServer: ServerKind;
   readonly holder: IndexHolder;
   readonly pool: BatchPool;
   readonly metrics: Metrics;
@@ -141,6 +144,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     return {
       port: main.port,
       adminPort: adm.port,
+      httpServer: http.server.kind,
       holder,
       pool,
       metrics,

@@ -71,7 +71,7 @@ describe('ipsift command line', () => {
   test('an unknown HTTP_SERVER is one line naming the choices', async () => {
     const r = await cli(['serve'], { DATA_DIR: tempDir(), HTTP_SERVER: 'apache', PORT: '0', ADMIN_PORT: '0', DEMO: '0' });
     assert.equal(r.code, 1);
-    assert.equal(r.stderr.trim(), 'ipsift: HTTP_SERVER must be one of auto, uws, node, got "apache"');
+    assert.equal(r.stderr.trim(), 'ipsift: HTTP_SERVER must be one of auto, uws, bun, node, got "apache"');
   });
 
   test('feed import, build and builds report what they did', async () => {

@@ -170,6 +170,11 @@ describe('database catalogue, downloads and files', () => {
     const escape = `/files/../control.sqlite${url.search}`;
     for (const p of [tampered, otherFile, expired, escape, '/files/vpn_v1/x?expires=9999999999&name=x&sig=x']) {
       const r = await get(svc.port, p);
+      if (p === escape && svc.httpServer === 'bun') {
+        // Bun.serve resolves dot segments before routing: the path is /control.sqlite, not a file route.
+        assert.deepEqual([r.status, r.json], [400, { error: 'not a valid IP address' }]);
+        continue;
+      }
       assert.equal(r.status, 403, p);
       assert.deepEqual(r.json, { rc: 'FORBIDDEN' });
     }

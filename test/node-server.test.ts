@@ -1,13 +1,13 @@
 // One suite per boundary, run against every server behind it: the HTTP suites, which run on
-// the default server (uWS where it loads) in their own files, run here again on node:http.
-// Servers started in this process (helpers.startTestService) and `ipsift serve` children both
-// take HTTP_SERVER from the environment. Where uWS does not load (Node 22/24), the default
-// already is node:http and this file has nothing to add.
+// the runtime's default server (uWS where it loads, Bun.serve on Bun) in their own files, run
+// here again on node:http. Servers started in this process (helpers.startTestService) and
+// `ipsift serve` children both take HTTP_SERVER from the environment. Where node:http already
+// is the default (Node 22/24), this file has nothing to add.
 
 import { test } from 'node:test';
-import { loadNativeUws } from '../src/http/server/uws.js';
+import { openServer } from '../src/http/server/open.js';
 
-if ('uws' in loadNativeUws()) {
+if ((await openServer('auto', { keepAliveTimeoutMs: 1000 })).server.kind !== 'node') {
   process.env.HTTP_SERVER = 'node';
   await import('./http.test.js');
   await import('./hardening.test.js');
@@ -19,5 +19,5 @@ if ('uws' in loadNativeUws()) {
   await import('./resilience.test.js');
   await import('./s3.test.js');
 } else {
-  test('the HTTP suites on node:http', { skip: 'uWS does not load on this runtime: every suite already ran on node:http' }, () => {});
+  test('the HTTP suites on node:http', { skip: 'node:http is this runtime\'s default server: every suite already ran on it' }, () => {});
 }

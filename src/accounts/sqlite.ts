@@ -31,6 +31,8 @@ interface RawStatement {
   run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
   get(...params: unknown[]): unknown;
   all(...params: unknown[]): unknown[];
+  /** bun:sqlite's: a database closes only once its statements are finalized. */
+  finalize?(): void;
 }
 interface RawDatabase {
   prepare(sql: string): RawStatement;
@@ -61,6 +63,7 @@ const plain = (row: unknown): unknown => (row && typeof row === 'object' && Obje
 /** A driver's database behind the interface; statements are cached by text. */
 class Sqlite implements SqlDatabase {
   private readonly statements = new Map<string, SqlStatement>();
+  private readonly raw: RawStatement[] = [];
   private depth = 0;
 
   constructor(
@@ -74,6 +77,7 @@ class Sqlite implements SqlDatabase {
     let s = this.statements.get(sql);
     if (s === undefined) {
       const raw = this.db.prepare(sql);
+      this.raw.push(raw);
       const bind = this.prefixNames ? prefixed : (p: unknown[]) => p;
       s = {
         run: (...p) => raw.run(...bind(p)),
@@ -111,6 +115,9 @@ class Sqlite implements SqlDatabase {
   }
 
   close(): void {
+    // bun:sqlite keeps a database with live statements open (and its WAL beside it) after close().
+    for (const r of this.raw) r.finalize?.();
+    this.raw.length = 0;
     this.statements.clear();
     this.db.close();
   }

@@ -393,6 +393,14 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     if (head) res.writeHeader('Content-Length', String(total));
     return void (head ? res.endWithoutBody() : res.end());
   }
+  if (res.endWithFile !== undefined) {
+    // The server sends the file itself (Bun.serve: from the kernel, with its Content-Length).
+    fs.closeSync(fd);
+    res.writeStatus(status);
+    common(res);
+    if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+    return void res.endWithFile(ok.file, start, total);
+  }
 
   const p: Pending = { aborted: false };
   let closed = false;

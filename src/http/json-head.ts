@@ -40,6 +40,15 @@ function digitsOf(v: number): number {
 /** The largest number a slot of `width` digits holds. */
 const widest = (width: number): number => 10 ** width - 1;
 
+/** The per-request numbers: tokens left (whole, within the burst), seconds until the bucket is full, units used. */
+function numbersOf(rate: Rate, remainingTokens: number, used: number): { remaining: number; reset: number; used: number } {
+  const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));
+  return { remaining, reset: Math.ceil((rate.burst - remaining) / rate.perSecond), used: Math.max(0, Math.floor(used)) };
+}
+
+/** Seconds to the end of the allowance window. */
+const windowSeconds = (a: Admission, nowMs: number): number => Math.max(0, Math.ceil((a.window.endMs - nowMs) / 1000));
+
 /** What precedes the Content-Type value in the template, for writeOk. */
 const OK_OPENING = '200 OK\r\nContent-Type: ';
 
@@ -65,10 +74,17 @@ export class JsonHead {
   private usedMax = -1;
   private windowAt = 0;
 
+  /** Header names and values for servers that take them as text (writeFields), reused. */
+  private readonly fields: string[] = [];
+
   /** Content-Type: application/json, plus the quota headers when `rate` is given. */
   write(res: HttpResponse, rate: Rate | null, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
     if (rate === null) {
       writeJsonType(res);
+      return;
+    }
+    if (res.writeFields !== undefined) {
+      res.writeFields(null, this.fieldsOf(rate, remainingTokens, a, used, nowMs));
       return;
     }
     this.fill(rate, remainingTokens, a, used, nowMs);
@@ -84,15 +100,30 @@ export class JsonHead {
       writeJsonType(res);
       return;
     }
+    if (res.writeFields !== undefined) {
+      res.writeFields('200 OK', this.fieldsOf(a.rate, a.decision.remaining, a, used, nowMs));
+      return;
+    }
     this.fill(a.rate, a.decision.remaining, a, used, nowMs);
     res.writeStatus(this.okView);
   }
 
+  /** The same headers as names and values (a server that takes text would parse the bytes back). */
+  private fieldsOf(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): string[] {
+    const n = numbersOf(rate, remainingTokens, used);
+    const f = this.fields;
+    f.length = 0;
+    f.push('Content-Type', 'application/json', 'RateLimit-Limit', String(rate.burst), 'RateLimit-Remaining', String(n.remaining), 'RateLimit-Reset', String(n.reset));
+    if (a !== null) {
+      f.push('X-Allowance-Quota', String(a.quota), 'X-Allowance-Used', String(n.used), 'X-Allowance-Reset', String(windowSeconds(a, nowMs)));
+      if (a.limit !== null) f.push('X-Allowance-Hard-Limit', String(a.limit));
+    }
+    return f;
+  }
+
   /** Brings the template to the plan shape and writes the per-request numbers into it. */
   private fill(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
-    const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));
-    const reset = Math.ceil((rate.burst - remaining) / rate.perSecond);
-    const usedNow = Math.max(0, Math.floor(used));
+    const { remaining, reset, used: usedNow } = numbersOf(rate, remainingTokens, used);
     const allowance = a !== null;
     if (
       rate !== this.rate ||
@@ -108,7 +139,7 @@ export class JsonHead {
     this.slot(this.resetAt, this.resetWidth, reset);
     if (allowance) {
       this.slot(this.usedAt, this.usedWidth, usedNow);
-      this.slot(this.windowAt, RESET_DIGITS, Math.max(0, Math.ceil((a.window.endMs - nowMs) / 1000)));
+      this.slot(this.windowAt, RESET_DIGITS, windowSeconds(a, nowMs));
     }
   }
 

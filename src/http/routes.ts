@@ -4,7 +4,7 @@
 // with another method gets 405 and an `Allow` header rather than 404. Callbacks that run later
 // for a request (onData, onWritable, a worker's answer) are wrapped by `later`.
 
-import { matchPattern, parsePattern, type Pattern } from './server/patterns.js';
+import { matchPath, parsePattern, type Pattern } from './server/patterns.js';
 import type { HttpApp, HttpRequest, HttpResponse } from './server/types.js';
 import { ERRORS, type ErrorAnswer } from '../api/errors.js';
 import { IpsiftError } from '../errors.js';
@@ -135,11 +135,10 @@ export class RouteTable {
 
   /** The methods the path takes, for `Allow` (empty: no such path). */
   allowed(url: string): Method[] {
-    const segments = url.split('/');
     let best = Infinity;
     let methods: Method[] = [];
     for (const r of this.routes) {
-      if (r.dynamic > best || !matchPattern(r.pattern, segments)) continue;
+      if (r.dynamic > best || !matchPath(r.pattern, url)) continue;
       if (r.dynamic < best) {
         best = r.dynamic;
         methods = [];

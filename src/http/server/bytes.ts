@@ -20,3 +20,9 @@ export function textOf(b: string | ArrayBuffer | Uint8Array): string {
   }
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
 }
+
+/** A received chunk as an ArrayBuffer of its own bytes (the chunk's buffer may be shared). */
+export function arrayBufferOf(b: Uint8Array): ArrayBuffer {
+  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) return b.buffer as ArrayBuffer;
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+}

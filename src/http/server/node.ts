@@ -7,10 +7,11 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ERRORS, type ErrorAnswer } from '../../api/errors.js';
-import { IPV4, IPV4_MAPPED, IPV6, ParsedAddress, parseAddress } from '../../net/address.js';
-import { textOf } from './bytes.js';
-import { compareSpecificity, matchPattern, parsePattern, type Pattern } from './patterns.js';
-import type { Bytes, Handler, HttpApp, HttpRequest, HttpResponse, HttpServer, Listener, ServerOptions } from './types.js';
+import { arrayBufferOf, textOf } from './bytes.js';
+import { peerBytes } from './peer.js';
+import { Router, lowerMethod } from './router.js';
+import { TextResponse } from './text-response.js';
+import type { Bytes, HttpRequest, HttpResponse, HttpServer, Listener, ServerOptions } from './types.js';
 
 /** A request's head must arrive within this long (slow-header clients). */
 const HEADERS_TIMEOUT_MS = 20_000;
@@ -18,6 +19,7 @@ const EMPTY = Buffer.alloc(0);
 /** The most of a body chunk one tryEnd hands node (see tryEnd). */
 const MAX_TAKE = 64 * 1024;
 const NO_BYTES = new ArrayBuffer(0);
+const NO_PARAMS: readonly string[] = [];
 
 class NodeRequest implements HttpRequest {
   constructor(
@@ -28,10 +30,7 @@ class NodeRequest implements HttpRequest {
   ) {}
 
   getHeader(lowerCaseName: Bytes): string {
-    const name = textOf(lowerCaseName);
-    const raw = this.req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i].length === name.length && raw[i].toLowerCase() === name) return raw[i + 1];
-    return '';
+    return rawHeader(this.req, textOf(lowerCaseName)) ?? '';
   }
 
   forEach(cb: (name: string, value: string) => void): void {
@@ -48,7 +47,7 @@ class NodeRequest implements HttpRequest {
   }
 
   getMethod(): string {
-    return (this.req.method ?? '').toLowerCase();
+    return lowerMethod(this.req.method ?? '');
   }
 
   getParameter(index: number): string | undefined {
@@ -60,27 +59,6 @@ class NodeRequest implements HttpRequest {
 function copyOf(b: Bytes): Buffer {
   if (typeof b === 'string') return Buffer.from(b, 'utf8');
   return Buffer.from(b instanceof ArrayBuffer ? new Uint8Array(b) : b);
-}
-
-/** A request chunk as an ArrayBuffer of its own bytes. */
-function arrayBufferOf(b: Buffer): ArrayBuffer {
-  if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength) return b.buffer as ArrayBuffer;
-  return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
-}
-
-const peer = new ParsedAddress();
-
-/** A socket's remote address as uWS gives it: 4 bytes for IPv4 (mapped too), else 16. */
-function peerBytes(text: string | undefined): ArrayBuffer {
-  const t = text ?? '';
-  const kind = parseAddress(t, 0, t.length, peer);
-  if (kind === IPV4 || kind === IPV4_MAPPED) {
-    const v = peer.v4;
-    return new Uint8Array([v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255]).buffer;
-  }
-  const out = new DataView(new ArrayBuffer(16));
-  if (kind === IPV6) for (let i = 0; i < 4; i++) out.setUint32(4 * i, peer.w[i]);
-  return out.buffer;
 }
 
 /**
@@ -98,101 +76,60 @@ interface Connection {
   /** Set by a parse error while a response was open: end the connection once it is done. */
   endWhenDone: boolean;
 }
-const connections = new WeakMap<Duplex, Connection>();
+/** Kept on the socket itself: a property read is cheaper per request than a WeakMap. */
+const CONNECTION = Symbol('ipsift.connection');
+type Socket = Duplex & { [CONNECTION]?: Connection };
 
-function connectionOf(socket: Duplex): Connection {
-  let c = connections.get(socket);
-  if (c === undefined) connections.set(socket, (c = { open: 0, closing: false, last: null, endWhenDone: false }));
+function connectionOf(socket: Socket): Connection {
+  let c = socket[CONNECTION];
+  if (c === undefined) socket[CONNECTION] = c = { open: 0, closing: false, last: null, endWhenDone: false };
   return c;
 }
 
-/** Whether the request asks to close the connection after its answer. */
-function asksClose(req: http.IncomingMessage): boolean {
-  const c = (req.headers.connection ?? '').toLowerCase();
-  return c.includes('close') || (req.httpVersionMinor === 0 && !c.includes('keep-alive'));
+/** A header's first value from the raw list (reading req.headers would build an object per request). */
+function rawHeader(req: http.IncomingMessage, lowerCaseName: string): string | undefined {
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === lowerCaseName.length && raw[i].toLowerCase() === lowerCaseName) return raw[i + 1];
+  return undefined;
 }
 
-class NodeResponse implements HttpResponse {
-  private status = 200;
-  private reason = 'OK';
-  /** Header names and values, alternating (writeHead's flat form). */
-  private readonly head: string[] = [];
+class NodeResponse extends TextResponse implements HttpResponse {
   private started = false;
-  private done = false;
-  private offset = 0;
-  private aborted: (() => void) | null = null;
-  private writable: ((offset: number) => boolean) | null = null;
   private drainHooked = false;
+  private readonly connection: Connection;
 
   constructor(
     private readonly req: http.IncomingMessage,
     private readonly res: http.ServerResponse,
-    unsent: { count: number },
+    private readonly unsent: { count: number },
   ) {
-    // Counted until node has handed the whole response to the kernel ('finish'), or it ends cut.
+    super();
+    // Counted until node has handed the whole response to the kernel, or it ends cut: 'close'
+    // follows 'finish' in both cases.
     unsent.count++;
-    let counted = true;
-    const sent = (): void => {
-      if (counted) unsent.count--;
-      counted = false;
-    };
-    res.once('finish', sent);
-    res.once('close', sent);
-    const connection = connectionOf(req.socket);
+    const connection = (this.connection = connectionOf(req.socket));
     connection.open++;
     connection.last = req;
-    if (asksClose(req)) connection.closing = true;
-    res.once('close', () => {
-      if (--connection.open === 0 && connection.endWhenDone) req.socket.end();
-      if (this.done) return;
-      this.done = true;
-      const h = this.aborted;
-      this.aborted = null;
-      h?.();
-    });
+    // node's parser decided from the version and Connection header whether this one closes.
+    if (!res.shouldKeepAlive) connection.closing = true;
+    res.on('close', this.closed); // emitted once; `on` spares the wrapper `once` makes per response
   }
 
-  /** Adds "Name: value" lines of text[from..] (CRLF-separated) to the head. */
-  private addLines(lines: string[], from: number): void {
-    for (let i = from; i < lines.length; i++) {
-      const line = lines[i];
-      const colon = line.indexOf(':');
-      this.head.push(line.slice(0, colon), line.slice(colon + 1).trim());
-    }
-  }
-
-  writeStatus(status: Bytes): this {
-    const lines = textOf(status).split('\r\n');
-    const space = lines[0].indexOf(' ');
-    this.status = Number(space < 0 ? lines[0] : lines[0].slice(0, space));
-    this.reason = space < 0 ? '' : lines[0].slice(space + 1);
-    this.addLines(lines, 1);
-    return this;
-  }
-
-  writeHeader(name: Bytes, value: Bytes): this {
-    const v = textOf(value);
-    if (v.includes('\r\n')) {
-      const lines = v.split('\r\n');
-      this.head.push(textOf(name), lines[0].trim());
-      this.addLines(lines, 1);
-    } else this.head.push(textOf(name), v);
-    return this;
-  }
+  private readonly closed = (): void => {
+    this.unsent.count--;
+    if (--this.connection.open === 0 && this.connection.endWhenDone) this.req.socket.end();
+    this.gone();
+  };
 
   private start(length: number | null, close = false): void {
+    const h = this.head;
     if (close) {
-      this.head.push('Connection', 'close');
-      connectionOf(this.req.socket).closing = true;
+      h.fields.push('Connection', 'close');
+      this.connection.closing = true;
     }
-    if (length !== null && !this.hasHeader('content-length')) this.head.push('Content-Length', String(length));
-    this.res.writeHead(this.status, this.reason, this.head);
+    if (length !== null && !h.has('content-length')) h.fields.push('Content-Length', String(length));
+    this.res.writeHead(h.status, h.reason, h.fields);
     this.started = true;
-  }
-
-  private hasHeader(lowerCaseName: string): boolean {
-    for (let i = 0; i < this.head.length; i += 2) if (this.head[i].toLowerCase() === lowerCaseName) return true;
-    return false;
   }
 
   end(body?: Bytes, closeConnection?: boolean): this {
@@ -226,13 +163,8 @@ class NodeResponse implements HttpResponse {
     return [true, true];
   }
 
-  getWriteOffset(): number {
-    // Node keeps what it could not send yet, so everything handed over counts as taken.
-    return this.offset;
-  }
-
   onWritable(handler: (offset: number) => boolean): this {
-    this.writable = handler;
+    this.waitWritable(handler);
     if (!this.drainHooked) {
       this.drainHooked = true;
       this.res.on('drain', () => this.fireWritable());
@@ -240,12 +172,6 @@ class NodeResponse implements HttpResponse {
     // Nothing waits in node's buffer (a partial take the socket swallowed): no 'drain' will come.
     if (!this.res.writableNeedDrain) setImmediate(() => this.fireWritable());
     return this;
-  }
-
-  private fireWritable(): void {
-    const h = this.writable;
-    this.writable = null;
-    if (h && !h(this.offset)) this.writable = h;
   }
 
   onAborted(handler: () => void): this {
@@ -259,12 +185,6 @@ class NodeResponse implements HttpResponse {
     return this;
   }
 
-  cork(cb: () => void): this {
-    // writeHead and end(body) already leave in one write.
-    cb();
-    return this;
-  }
-
   close(): this {
     this.req.socket.destroy();
     return this;
@@ -275,37 +195,14 @@ class NodeResponse implements HttpResponse {
   }
 }
 
-interface NodeRoute {
-  pattern: Pattern;
-  handler: Handler;
-}
-
-class NodeApp implements HttpApp {
+class NodeApp extends Router {
   /** Responses of this app not yet handed to the kernel whole. */
   readonly unsent = { count: 0 };
-  private readonly byMethod = new Map<string, NodeRoute[]>();
-  private readonly anyMethod: NodeRoute[] = [];
-
-  get = (pattern: string, handler: Handler): this => this.add('GET', pattern, handler);
-  post = (pattern: string, handler: Handler): this => this.add('POST', pattern, handler);
-  del = (pattern: string, handler: Handler): this => this.add('DELETE', pattern, handler);
-  head = (pattern: string, handler: Handler): this => this.add('HEAD', pattern, handler);
-  any = (pattern: string, handler: Handler): this => this.add('*', pattern, handler);
-
-  private add(method: string, text: string, handler: Handler): this {
-    let list = this.anyMethod;
-    if (method !== '*') {
-      list = this.byMethod.get(method) ?? [];
-      this.byMethod.set(method, list);
-    }
-    list.push({ pattern: parsePattern(text), handler });
-    list.sort((a, b) => compareSpecificity(a.pattern, b.pattern));
-    return this;
-  }
+  private readonly params: string[] = [];
 
   dispatch(req: http.IncomingMessage, res: http.ServerResponse): void {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (answered here, in the catalogue's words).
-    if (req.httpVersionMinor === 1 && req.headers.host === undefined) return refuse(req, res, ERRORS.malformedRequest, this.unsent);
+    if (req.httpVersionMinor === 1 && rawHeader(req, 'host') === undefined) return refuse(req, res, ERRORS.malformedRequest, this.unsent);
     let target = req.url ?? '/';
     if (!target.startsWith('/')) {
       // absolute-form (RFC 9112 §3.2.2): route its path and query
@@ -318,21 +215,11 @@ class NodeApp implements HttpApp {
     }
     const q = target.indexOf('?');
     const path = q < 0 ? target : target.slice(0, q);
-    const segments = path.split('/');
-    const params: string[] = [];
-    const route = find(this.byMethod.get(req.method ?? ''), segments, params) ?? find(this.anyMethod, segments, params);
-    if (route === null) return refuse(req, res, ERRORS.notFound, this.unsent);
-    route.handler(new NodeResponse(req, res, this.unsent), new NodeRequest(req, path, q < 0 ? undefined : target.slice(q + 1), params));
+    const handler = this.find(req.method ?? '', path, this.params);
+    if (handler === null) return refuse(req, res, ERRORS.notFound, this.unsent);
+    const params = this.params.length === 0 ? NO_PARAMS : this.params.slice();
+    handler(new NodeResponse(req, res, this.unsent), new NodeRequest(req, path, q < 0 ? undefined : target.slice(q + 1), params));
   }
-}
-
-function find(routes: NodeRoute[] | undefined, segments: string[], params: string[]): NodeRoute | null {
-  if (routes === undefined) return null;
-  for (const r of routes) {
-    params.length = 0;
-    if (matchPattern(r.pattern, segments, params)) return r;
-  }
-  return null;
 }
 
 /** Answers a request no route may take, in its turn among pipelined ones, and closes the connection. */
@@ -372,7 +259,7 @@ export function nodeServer(o: ServerOptions): HttpServer {
           (req, res) => (app as NodeApp).dispatch(req, res),
         );
         server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-          const c = connections.get(socket);
+          const c = (socket as Socket)[CONNECTION];
           // The client is gone (a reset, or the end of its stream in a body), or its request can
           // never finish (bad framing in its body): drop the connection; onAborted runs.
           if (GONE.has(err.code ?? '') || (c?.last && !c.last.complete)) return void socket.destroy();

@@ -14,19 +14,28 @@ export function parsePattern(text: string): Pattern {
   return { text, parts, ranks: parts.map((p, i) => (p === '*' && i === parts.length - 1 ? 2 : p.startsWith(':') ? 1 : 0)) };
 }
 
-/** Whether the path's segments match; `params` (when given) receives the ':name' segments. */
-export function matchPattern(p: Pattern, segments: readonly string[], params?: string[]): boolean {
+/**
+ * Whether the path ('/'-separated, from its leading '/') matches; `params` (when given)
+ * receives the ':name' segments. Walks the text: splitting it would cost an array per request.
+ */
+export function matchPath(p: Pattern, path: string, params?: string[]): boolean {
   const parts = p.parts;
+  /** Where segment i starts; -1 when the path has no segment i. */
+  let start = 0;
   for (let i = 0; i < parts.length; i++) {
     const rank = p.ranks[i];
-    if (rank === 2) return segments.length > i;
-    if (i >= segments.length) return false;
+    if (rank === 2) return start >= 0;
+    if (start < 0) return false;
+    let end = path.indexOf('/', start);
+    const next = end < 0 ? -1 : end + 1;
+    if (end < 0) end = path.length;
     if (rank === 1) {
-      if (segments[i] === '') return false;
-      params?.push(segments[i]);
-    } else if (parts[i] !== segments[i]) return false;
+      if (end === start) return false;
+      params?.push(path.slice(start, end));
+    } else if (end - start !== parts[i].length || !path.startsWith(parts[i], start)) return false;
+    start = next;
   }
-  return parts.length === segments.length;
+  return start < 0;
 }
 
 /** Negative when a is more specific than b (to sort routes so that the first match wins). */

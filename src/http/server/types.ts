@@ -19,8 +19,10 @@ export type Bytes = string | ArrayBuffer | Uint8Array;
 export interface HttpRequest {
   /** The first value of a header (lower-case name), or '' when absent. */
   getHeader(lowerCaseName: Bytes): string;
-  /** Every header line in order, names in lower case. */
+  /** Every header line in order, names in lower case (repeats joined where joinsRepeatedHeaders). */
   forEach(cb: (name: string, value: string) => void): void;
+  /** Set where the server hands a header that came more than once as one value joined with ", " (Bun.serve). */
+  readonly joinsRepeatedHeaders?: boolean;
   /** The path, undecoded, without the query. */
   getUrl(): string;
   /** The raw query after '?' (undefined or '' when there is none). */
@@ -34,6 +36,12 @@ export interface HttpRequest {
 export interface HttpResponse {
   writeStatus(status: Bytes): HttpResponse;
   writeHeader(name: Bytes, value: Bytes): HttpResponse;
+  /**
+   * Where the server takes headers as text (node:http, Bun.serve): a status line ("200 OK", or
+   * null to keep the one written) and header names and values, alternating, copied before the
+   * call returns. Cheaper there than bytes it would have to parse back.
+   */
+  writeFields?(status: string | null, fields: readonly string[]): HttpResponse;
   /** Sends the body with its Content-Length; closes the connection after it when asked. */
   end(body?: Bytes, closeConnection?: boolean): HttpResponse;
   /** Ends a response that has no body (HEAD, 304). */
@@ -43,6 +51,12 @@ export interface HttpResponse {
    * whole, send again from getWriteOffset() once onWritable calls back.
    */
   tryEnd(chunk: Uint8Array, totalSize: number): [boolean, boolean];
+  /**
+   * Where the server has it (Bun.serve): sends bytes [start, start + length) of a file as the
+   * whole body, with its Content-Length, from the kernel. Servers without it take the file
+   * through tryEnd.
+   */
+  endWithFile?(file: string, start: number, length: number): HttpResponse;
   /** Body bytes taken so far. */
   getWriteOffset(): number;
   /** Called when the connection can take more (return true when the handler is done with it). */
@@ -86,7 +100,7 @@ export interface Listener {
 }
 
 /** The servers behind the boundary. */
-export type ServerKind = 'uws' | 'node';
+export type ServerKind = 'uws' | 'bun' | 'node';
 
 /** Settings a server applies where it can (uWS fixes its own timeouts). */
 export interface ServerOptions {
