@@ -2,9 +2,9 @@
 // gzipped as one member whenever it fills; concatenated members are one valid gzip file
 // (RFC 1952 §2.2) that gunzip, zcat, Python's gzip and Node's zlib read whole.
 
-import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { Checksummer, type Checksums } from './checksums.js';
+import { ArtifactFile } from './artifact-file.js';
+import type { Checksums } from './checksums.js';
 import type { Cell } from '../catalogue/databases.js';
 
 const MEMBER_BYTES = 4 << 20;
@@ -25,15 +25,13 @@ function writeDecimal(b: Buffer, at: number, v: number): number {
 }
 
 export class CsvGzWriter {
-  private readonly fd: number;
-  private readonly sums = new Checksummer();
+  private readonly out: ArtifactFile;
   private readonly buf = Buffer.allocUnsafe(MEMBER_BYTES + (1 << 16));
   private at = 0;
-  private bytes = 0;
   rows = 0;
 
   constructor(file: string, header: readonly string[]) {
-    this.fd = fs.openSync(file, 'w');
+    this.out = new ArtifactFile(file);
     this.line(header.map(csvField).join(','), '\n');
     this.rows = 0;
   }
@@ -68,15 +66,12 @@ export class CsvGzWriter {
   private flush(): void {
     if (this.at === 0) return;
     const gz = zlib.gzipSync(this.buf.subarray(0, this.at), { level: GZIP_LEVEL });
-    fs.writeSync(this.fd, gz);
-    this.sums.update(gz);
-    this.bytes += gz.length;
+    this.out.write(gz);
     this.at = 0;
   }
 
   finish(): { bytes: number; rows: number; checksums: Checksums } {
     this.flush();
-    fs.closeSync(this.fd);
-    return { bytes: this.bytes, rows: this.rows, checksums: this.sums.digest() };
+    return { ...this.out.close(), rows: this.rows };
   }
 }

@@ -5,7 +5,8 @@
 // (8 bytes a node); the file is written in one pass that also computes its checksums.
 
 import fs from 'node:fs';
-import { Checksummer, type Checksums } from './checksums.js';
+import { ArtifactFile, writeFully } from './artifact-file.js';
+import type { Checksums } from './checksums.js';
 import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { MmdbEncoder, Uint, encodeStandalone, type MmdbValue } from './mmdb-data.js';
 
@@ -85,7 +86,7 @@ export class MmdbWriter {
   /** Writes the encoded data gathered so far to the temporary file. */
   private spill(): void {
     const chunk = this.encoder.flush();
-    if (chunk.length) fs.writeSync(this.dataFd, chunk);
+    if (chunk.length) writeFully(this.dataFd, chunk);
   }
 
   /** Sets the slot of the network (the top `length` bits of w0..w3) to `slot`. */
@@ -154,12 +155,9 @@ export class MmdbWriter {
     const recordSize = Math.max(fit, this.options.minRecordSize ?? 24);
     if (maxValue >= 2 ** 32) throw new Error('MMDB too large for 32-bit records');
 
-    const out = fs.openSync(this.file, 'w');
-    const sums = new Checksummer();
-    const write = (b: Buffer): void => {
-      fs.writeSync(out, b);
-      sums.update(b);
-    };
+    const out = new ArtifactFile(this.file);
+    const write = (b: Buffer): void => out.write(b);
+    let written: { bytes: number; checksums: Checksums } | null = null;
     try {
       const nodeBytes = recordSize / 4;
       const chunkNodes = 65536;
@@ -224,10 +222,11 @@ export class MmdbWriter {
           record_size: new Uint(16, recordSize),
         }),
       );
+      written = out.close();
     } finally {
-      fs.closeSync(out);
+      if (written === null) out.close();
       fs.rmSync(this.dataFile, { force: true });
     }
-    return { bytes: fs.statSync(this.file).size, nodeCount, recordSize, networks: this.networks, checksums: sums.digest() };
+    return { ...written, nodeCount, recordSize, networks: this.networks };
   }
 }
