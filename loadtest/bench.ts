@@ -10,13 +10,16 @@
 //   4. POST /batch of 1000 random addresses, max-tier answers, in IPs/s, on each server
 //   5. per runtime and server (loadtest/runtimes.ts): keyed GET /{ip} against that server's own
 //      fixed-body ceiling, and batches, on this Node and the runtimes .ci/run caches
-//   6. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
+//   6. front-end threads (loadtest/threads.ts): keyed GET /{ip} req/s and server CPU per
+//      request, and batch IPs/s, at 1 thread and at N, in alternating rounds
+//   7. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
 // BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
 // BENCH_DIR (default $TMPDIR/ipsift-bench),
 // BENCH_ONLY=in-process (build and in-process figures only), BENCH_ONLY=lookups (and the HTTP
-// lookup and batch figures).
+// lookup and batch figures), BENCH_ONLY=threads (build and the thread table), BENCH_THREADS
+// (thread counts to compare, default 1 and the cores).
 
 import fs from 'node:fs';
 import nodeHttp from 'node:http';
@@ -39,6 +42,7 @@ import { NOT_ADDRESS, ParsedAddress, formatIPv4, formatIPv6Words, parseAddress }
 import { prng } from '../scripts/gen-feeds.js';
 import { lookupAll } from './lookup-all.js';
 import { benchRuntimes } from './runtimes.js';
+import { benchThreads } from './threads.js';
 import { CONNECTIONS, ROOT, prepareBuild, SECONDS, cpuSeconds, exec, haveWrk, median, out, range, scaleKey, show, startIpsift, startProcess, unlimitedKeylessPlans, wrk, type LoadResult, type Server } from './kit.js';
 
 
@@ -309,8 +313,10 @@ out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new 
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
 if (process.env.BENCH_ONLY === 'lookups') await lookups(dataDir);
+else if (process.env.BENCH_ONLY === 'threads') await benchThreads(dataDir, scaleKey(dataDir));
 else if (process.env.BENCH_ONLY !== 'in-process') {
   await lookups(dataDir);
+  await benchThreads(dataDir, scaleKey(dataDir));
   await benchRuntimes(dataDir, scaleKey(dataDir));
   await memory(dataDir);
   await downloads(dataDir);

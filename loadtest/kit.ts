@@ -90,10 +90,11 @@ export function scaleKey(dataDir: string): string {
   }
 }
 
+/** `ipsift serve` on the bench's data: one front-end thread (per-core figures) unless env says otherwise. */
 export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath): Promise<Server> {
   return startProcess(
     [path.join(ROOT, 'dist/src/cli.js'), 'serve'],
-    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), ...env },
+    { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), FRONTEND_THREADS: '1', ...env },
     /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
     runtime,
   );

@@ -130,7 +130,8 @@ async function serve(): Promise<void> {
   const stop = (signal: string): void => {
     if (stopping) {
       log.warn('second signal: exiting at once', { signal });
-      process.exit(1);
+      void service.closeThreads().finally(() => process.exit(1));
+      return;
     }
     stopping = true;
     log.info('stopping: draining requests in flight', { signal, grace_s: config.shutdownGraceMs / 1000 });

@@ -14,6 +14,11 @@ export interface Config {
   readonly adminHost: string;
   readonly adminPort: number;
   readonly dataDir: string;
+  /**
+   * Threads answering the public port, each with the whole lookup app; null: as many as the
+   * machine has cores, where the HTTP server can share a port between threads (else 1).
+   */
+  readonly frontendThreads: number | null;
   /** Piscina workers answering POST /batch. */
   readonly batchWorkers: number;
   /** Batches that may wait for a worker; one more answers 429 with Retry-After. */
@@ -77,7 +82,7 @@ export const DEFAULTS = Object.freeze({
   adminHost: '127.0.0.1',
   adminPort: 8081,
   dataDir: './data',
-  batchWorkers: Math.max(1, Math.min(4, os.availableParallelism())),
+  batchWorkers: os.availableParallelism(),
   batchQueue: 64,
   maxBatchBodyBytes: DEFAULT_MAX_BATCH_BODY_BYTES,
   batchBodyMemoryMib: 64,
@@ -179,7 +184,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     adminHost: get('ADMIN_HOST') ?? DEFAULTS.adminHost,
     adminPort: integer('ADMIN_PORT', get('ADMIN_PORT') ?? String(DEFAULTS.adminPort), 0, 65535),
     dataDir: path.resolve(get('DATA_DIR') ?? DEFAULTS.dataDir),
-    batchWorkers: integer('BATCH_WORKERS', get('BATCH_WORKERS') ?? String(DEFAULTS.batchWorkers), 1, 64),
+    frontendThreads: get('FRONTEND_THREADS') === undefined ? null : integer('FRONTEND_THREADS', get('FRONTEND_THREADS')!, 1, 256),
+    batchWorkers: integer('BATCH_WORKERS', get('BATCH_WORKERS') ?? String(DEFAULTS.batchWorkers), 1, 256),
     batchQueue: integer('BATCH_QUEUE', get('BATCH_QUEUE') ?? String(DEFAULTS.batchQueue), 0, 100000),
     maxBatchBodyBytes: integer(
       'MAX_BATCH_BODY_BYTES',

@@ -1,42 +1,43 @@
 // Composition: index holder + batch pool + lookup app + admin app, started and stopped as one.
 
+import os from 'node:os';
 import path from 'node:path';
 import { BatchPool } from './batch/pool.js';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { ensureDemo } from './demo.js';
-import { createAdminApp } from './http/admin.js';
+import { createAdminApp, type Lifecycle } from './http/admin.js';
 import type { Metrics } from './http/metrics.js';
-import { createLookupApp } from './http/server.js';
 import { openServer } from './http/server/open.js';
-import type { Listener } from './http/server/types.js';
+import type { HttpServer, Listener } from './http/server/types.js';
 import { IndexHolder } from './index/loader.js';
 import { FORMAT_VERSION, formatVersionOf } from './index/format.js';
 import { runBuild } from './build/build.js';
 import { INDEX_FILE, buildDir, readCurrentBuildId } from './build/builds.js';
 import { listFeeds } from './feeds/store.js';
-import { KeyCache } from './accounts/auth.js';
 import { openControlDb } from './accounts/control-db.js';
 import { ensureDemoAccounts } from './accounts/demo-accounts.js';
 import { loadPlans } from './accounts/plans.js';
-import { Meter } from './accounting/meter.js';
 import { AccountingStore } from './accounting/store.js';
 import { Pruner, bucketRefillMs } from './accounting/pruner.js';
-import { AccountApi } from './http/account-api.js';
-import { DatabaseApi, fileTransfers } from './http/database-api.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './catalogue/demo-publication.js';
 import { openStore } from './store/open-store.js';
 import { PublishScheduler } from './catalogue/scheduler.js';
-import { Gate } from './http/gate.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import type { Logger } from './log.js';
 import type { ServerKind } from './http/server/types.js';
+import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
+import { FrontEndThreads } from './frontend/threads.js';
 
 export interface Service {
   readonly port: number;
   readonly adminPort: number;
   /** The HTTP server behind both ports. */
   readonly httpServer: ServerKind;
+  /** Threads answering the public port. */
+  readonly frontendThreads: number;
+  /** Those threads, where there are several. */
+  readonly threads: FrontEndThreads | null;
   readonly holder: IndexHolder;
   readonly pool: BatchPool;
   readonly metrics: Metrics;
@@ -49,6 +50,11 @@ export interface Service {
    */
   drain(graceMs: number): Promise<boolean>;
   close(): Promise<void>;
+  /**
+   * Before an immediate exit: front-end threads close their connections (a worker thread
+   * whose uWS sockets are open when the process exits aborts it). Waits a second at most.
+   */
+  closeThreads(): Promise<void>;
 }
 
 /**
@@ -88,88 +94,113 @@ export async function startService(config: Config, log: Logger): Promise<Service
   holder.watch(config.indexPollMs);
   if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
 
+  // The control database, the accounting store (checked once, here) and the object store of
+  // the main thread: for the demo, the pruner and the scheduler. Each front end opens its own.
   const control = openControlDb(config.dataDir);
   const store = new AccountingStore(config.dataDir, true);
-  const meter = new Meter(store, config.accountingGraceMs, log);
-  const keys = new KeyCache(control, plans);
-  const gate = new Gate(keys, meter, plans, config.keylessTier);
   const pruner = new Pruner(store, bucketRefillMs(plans), log);
-  const { store: objects, local: files } = await openStore(config);
-  if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
-  if (config.demo) await ensureDemoPublication(control, objects, config.dataDir, log);
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
     pruner.stop();
-    keys.close();
-    meter.close();
     await store.close();
     control.close();
   };
-
-  const pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
-  const { app, metrics, client, routes } = createLookupApp(http.server, config, holder, pool, gate, log);
-  const accountApi = new AccountApi(control, gate, keys, log);
-  accountApi.register(routes, metrics, client);
-  new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => scheduler?.retryAfterS() ?? null).register(routes, metrics, client);
-  scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
-  scheduler?.start();
-  const life = { draining: false };
-  const admin = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life);
+  let pool: BatchPool | null = null;
   const listeners: Listener[] = [];
-  let closed = false;
+  let front: FrontEnd | null = null;
+  let threads: FrontEndThreads | null = null;
+  const stopAll = async (): Promise<void> => {
+    for (const l of listeners) l.close();
+    await front?.close();
+    await threads?.close();
+    holder.close();
+    await pool?.close();
+    await closeAccounts();
+  };
   try {
-    const main = await http.server.listen(app, config.host, config.port);
-    listeners.push(main);
+    const { store: objects } = await openStore(config);
+    if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
+    if (config.demo) await ensureDemoPublication(control, objects, config.dataDir, log);
+    scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+    scheduler?.start();
+
+    pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
+    const threadCount = frontEndThreads(config, http.server, log);
+    const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null };
+    if (threadCount === 1) front = await startFrontEnd({ ...setup, server: http.server, accounting: store, port: config.port, sharedPort: false });
+    else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
+    const port = front?.port ?? threads!.port;
+    const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
+    const life: Lifecycle = { draining: false };
+    const admin = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {
-      url: `http://${config.host}:${main.port}`,
+      url: `http://${config.host}:${port}`,
       admin: `http://${config.adminHost}:${adm.port}`,
       http_server: http.server.kind,
       // Why auto did not take uWS, where it did not.
       ...(http.fallbackReason ? { http_server_reason: http.fallbackReason } : {}),
       keep_alive_timeout_s: http.keepAliveTimeoutMs / 1000,
+      frontend_threads: threadCount,
       batch_workers: config.batchWorkers,
       build: holder.current?.buildId ?? null,
     });
+    let closed = false;
     const close = async (): Promise<void> => {
       if (closed) return;
       closed = true;
-      for (const l of listeners) l.close();
-      holder.close();
-      await pool.close();
-      await closeAccounts();
+      await stopAll();
     };
+    const servicePool = pool;
     return {
-      port: main.port,
+      port,
       adminPort: adm.port,
       httpServer: http.server.kind,
+      frontendThreads: threadCount,
+      threads,
       holder,
-      pool,
-      metrics,
+      pool: servicePool,
+      get metrics() {
+        return metrics();
+      },
       accounting: store,
       async drain(graceMs: number) {
         life.draining = true;
-        listeners[0].stop();
-        const deadline = Date.now() + graceMs;
-        // Batches and downloads in flight, and answers the server still holds unsent.
-        const busy = (): boolean => metrics.inFlight > 0 || fileTransfers.transfers > 0 || listeners[0].unsent() > 0;
-        while (busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-        const clean = !busy();
-        if (!clean) log.warn('shutdown grace period over: cutting off what is still in flight', { batches: metrics.inFlight, downloads: fileTransfers.transfers, unsent: listeners[0].unsent() });
+        let clean: boolean;
+        if (threads) clean = await threads.drain(graceMs);
+        else {
+          const f = front!;
+          f.listener.stop();
+          const deadline = Date.now() + graceMs;
+          while (f.busy() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+          const busy = f.busy();
+          if (busy) log.warn('shutdown grace period over: cutting off what is still in flight', busy);
+          clean = busy === null;
+        }
         await close();
         return clean;
       },
       close,
+      closeThreads: async () => void (await threads?.close(1000)),
     };
   } catch (e) {
-    for (const l of listeners) l.close();
-    holder.close();
-    await pool.close();
-    await closeAccounts();
+    await stopAll();
     throw e;
   }
+}
+
+/**
+ * FRONTEND_THREADS, or by default one per core where the HTTP server can share the port
+ * between threads (a single thread, said in the log, where it cannot).
+ */
+function frontEndThreads(config: Config, server: HttpServer, log: Logger): number {
+  const wanted = config.frontendThreads ?? os.availableParallelism();
+  if (wanted === 1 || server.cannotSharePort === null) return wanted;
+  if (config.frontendThreads !== null) throw new ConfigError(`FRONTEND_THREADS=${wanted}: ${server.cannotSharePort}; set FRONTEND_THREADS=1 or HTTP_SERVER=auto`);
+  log.warn('one front-end thread', { reason: server.cannotSharePort });
+  return 1;
 }
 
 /** The store settings as environment, for the scheduler's child processes. */

@@ -61,3 +61,19 @@ export async function checkPortFree(name: string, host: string, port: number): P
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
   });
 }
+
+/**
+ * A port free on host now, for threads that must all listen on one port when PORT is 0:
+ * uSockets sets SO_REUSEPORT only on a port it is given, so the first thread cannot take an
+ * ephemeral one and share it.
+ */
+export function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port: 0, exclusive: true }, () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}

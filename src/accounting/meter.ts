@@ -1,8 +1,9 @@
 // Per-thread leases on the shared counters of store.ts: requests spend from memory, and a
 // thread goes to LMDB only when its lease runs out. Allowance is reserved before it is
 // spent, so no answered lookup is ever uncounted; a killed process can only over-count, by
-// what its leases held unused (≤ LEASE_MAX + 1 per counter). Idle leases go back within
-// LEASE_IDLE_MS, so usage reads exact once traffic pauses.
+// what its threads' leases held unused (≤ LEASE_MAX + 1 per counter and thread). Idle leases
+// go back within 1.5 × LEASE_IDLE_MS (idle that long, then the next sweep), so usage reads
+// exact once traffic pauses.
 //
 // Degraded mode: when the store cannot be written (a full disk, an I/O error), lookups go on
 // being answered for `graceMs`, counted in memory against the last counter value known and

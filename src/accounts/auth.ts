@@ -83,14 +83,22 @@ export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
   private version: number;
   private readonly poller: NodeJS.Timeout;
+  /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
+  private readonly peers: BroadcastChannel | null;
 
   constructor(
     private readonly db: ControlDb,
     private readonly plans: Plans,
+    dataDir?: string,
   ) {
     this.version = dataVersion(db);
     this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
     this.poller.unref();
+    this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
+    if (this.peers) {
+      this.peers.onmessage = () => this.cache.clear();
+      (this.peers as { unref?(): void }).unref?.();
+    }
   }
 
   private poll(): void {
@@ -106,9 +114,10 @@ export class KeyCache {
     return this.cache.size;
   }
 
-  /** Forget everything now (this process changed the database itself). */
+  /** Forget everything now, on every thread (this process changed the database itself). */
   invalidate(): void {
     this.cache.clear();
+    this.peers?.postMessage(0);
   }
 
   /** The caller for a presented secret, or the 401 it earns. */
@@ -145,5 +154,6 @@ export class KeyCache {
 
   close(): void {
     clearInterval(this.poller);
+    this.peers?.close();
   }
 }

@@ -13,6 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { WARM_UP, type BatchTask } from './protocol.js';
+import type { BatchRunner } from './runner.js';
+import { OutputSlots } from './slots.js';
 
 export interface BatchPoolOptions {
   workers: number;
@@ -42,15 +44,12 @@ export class QueueFullError extends Error {
   }
 }
 
-/** Room for the outcome of a typical full batch of max-tier answers (larger ones get a fresh buffer). */
-export const OUTPUT_SLOT_BYTES = 1 << 20;
-
 const REFILL_FIRST_MS = 50;
 const REFILL_MAX_MS = 5_000;
 
 export const WORKER_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/batch-entry.cjs');
 
-export class BatchPool {
+export class BatchPool implements BatchRunner {
   private readonly pool: Piscina<BatchTask | typeof WARM_UP, ArrayBufferView | number>;
   private readonly size: number;
   private readonly maxQueue: number;
@@ -62,14 +61,12 @@ export class BatchPool {
   private closing = false;
   private refillTimer: NodeJS.Timeout | null = null;
   private refillDelayMs = REFILL_FIRST_MS;
-  private readonly freeSlots: SharedArrayBuffer[] = [];
-  private slotCount = 0;
-  private readonly maxSlots: number;
+  private readonly slots: OutputSlots;
 
   constructor(options: BatchPoolOptions) {
     this.size = options.workers;
     // Enough for every worker's running batch and the next one waiting for it.
-    this.maxSlots = 2 * options.workers + 2;
+    this.slots = new OutputSlots(2 * options.workers + 2);
     this.maxQueue = options.maxQueue;
     this.retries = options.retries ?? 2;
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -91,6 +88,11 @@ export class BatchPool {
 
   get queued(): number {
     return this.pool.queueSize;
+  }
+
+  /** Batches running and waiting at most: the workers' and the queue's. */
+  get capacity(): number {
+    return this.maxQueue + this.size;
   }
 
   /** True when a new batch would have to wait behind maxQueue others. */
@@ -130,21 +132,12 @@ export class BatchPool {
     }
   }
 
-  /**
-   * Shared memory a batch's outcome can be written into (BatchTask.out), reused between
-   * batches; null when every slot is in use. Give it back with releaseSlot once the answer
-   * has been sent.
-   */
   takeSlot(): SharedArrayBuffer | null {
-    const free = this.freeSlots.pop();
-    if (free) return free;
-    if (this.slotCount >= this.maxSlots) return null;
-    this.slotCount++;
-    return new SharedArrayBuffer(OUTPUT_SLOT_BYTES);
+    return this.slots.take();
   }
 
   releaseSlot(slot: SharedArrayBuffer | null): void {
-    if (slot) this.freeSlots.push(slot);
+    this.slots.release(slot);
   }
 
   async close(): Promise<void> {

@@ -85,8 +85,21 @@ export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
 
 export class PublishScheduler {
   private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private nextMs = 0;
+  /** [running (1/0), next attempt (ms)], in shared memory: front-end threads read it too. */
+  readonly state = new Float64Array(new SharedArrayBuffer(16));
+
+  private get running(): boolean {
+    return this.state[0] === 1;
+  }
+  private set running(on: boolean) {
+    this.state[0] = on ? 1 : 0;
+  }
+  private get nextMs(): number {
+    return this.state[1];
+  }
+  private set nextMs(ms: number) {
+    this.state[1] = ms;
+  }
 
   constructor(
     private readonly at: string,
@@ -118,8 +131,7 @@ export class PublishScheduler {
 
   /** Seconds until a missing daily publication may be there: the next attempt, or a minute while one runs. */
   retryAfterS(nowMs = Date.now()): number {
-    const ms = this.running ? RUNNING_RETRY_MS : this.nextMs - nowMs;
-    return Math.max(1, Math.ceil(ms / 1000));
+    return retryAfterOf(this.state, nowMs);
   }
 
   /** Builds and publishes once, unless today's build serves already or another process is building. */
@@ -149,4 +161,10 @@ export class PublishScheduler {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
   }
+}
+
+/** PublishScheduler.retryAfterS from its shared state (on any thread). */
+export function retryAfterOf(state: Float64Array, nowMs = Date.now()): number {
+  const ms = state[0] === 1 ? RUNNING_RETRY_MS : state[1] - nowMs;
+  return Math.max(1, Math.ceil(ms / 1000));
 }

@@ -19,7 +19,15 @@ export interface Lifecycle {
   draining: boolean;
 }
 
-export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: BatchPool, metrics: Metrics, log: Logger, dataDir: string, life: Lifecycle = { draining: false }): HttpApp {
+/** The front-end threads, where there are several (frontend/threads.ts). */
+export interface ThreadsView {
+  /** Threads not listening with the serving index. */
+  notReady(): number;
+  /** Each thread's own counters. */
+  threadMetrics(): readonly Metrics[];
+}
+
+export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: BatchPool, metrics: () => Metrics, log: Logger, dataDir: string, life: Lifecycle = { draining: false }, threads: ThreadsView | null = null): HttpApp {
   const app = server.app();
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
@@ -28,19 +36,22 @@ export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: Ba
   routes.get('/readyz', (res) => {
     const s = holder.current;
     const http_server = server.kind;
+    const waiting = threads?.notReady() ?? 0;
     if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down', http_server });
+    else if (s && waiting > 0) json(res, '503 Service Unavailable', { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
     else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server });
     else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server });
   });
   routes.get('/metrics', (res) => {
     const s = holder.current;
+    const m = metrics();
     const lines = [
       '# HELP ipsift_responses_total Lookup-group responses by HTTP status.',
       '# TYPE ipsift_responses_total counter',
-      ...[...metrics.responses()].map(([status, n]) => `ipsift_responses_total{status="${status}"} ${n}`),
+      ...[...m.responses()].map(([status, n]) => `ipsift_responses_total{status="${status}"} ${n}`),
       '# HELP ipsift_batches_total Batches answered with 200.',
       '# TYPE ipsift_batches_total counter',
-      `ipsift_batches_total ${metrics.batches}`,
+      `ipsift_batches_total ${m.batches}`,
       '# HELP ipsift_index_generation Serving index generation (0: none loaded).',
       '# TYPE ipsift_index_generation gauge',
       `ipsift_index_generation ${s?.generation ?? 0}`,
@@ -55,10 +66,13 @@ export function createAdminApp(server: HttpServer, holder: IndexHolder, pool: Ba
       `ipsift_batch_worker_failures_total ${pool.workerFailures}`,
       '# HELP ipsift_batch_body_bytes Bytes held by batch bodies being received.',
       '# TYPE ipsift_batch_body_bytes gauge',
-      `ipsift_batch_body_bytes ${metrics.bodyMemory?.held ?? 0}`,
+      `ipsift_batch_body_bytes ${m.bodyMemory?.held ?? 0}`,
       '# HELP ipsift_handler_failures_total Requests whose handler failed unexpectedly (answered 500).',
       '# TYPE ipsift_handler_failures_total counter',
-      `ipsift_handler_failures_total ${metrics.handlerFailures}`,
+      `ipsift_handler_failures_total ${m.handlerFailures}`,
+      '# HELP ipsift_frontend_thread_responses_total Lookup-group responses by front-end thread (how evenly connections spread).',
+      '# TYPE ipsift_frontend_thread_responses_total counter',
+      ...(threads?.threadMetrics() ?? [m]).map((t, n) => `ipsift_frontend_thread_responses_total{thread="${n}"} ${[...t.responses().values()].reduce((a, b) => a + b, 0)}`),
     ];
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(lines.join('\n') + '\n');
   });

@@ -21,19 +21,51 @@ const DONE = 1;
 const DRAINING = 2;
 const CLOSED = 3;
 
-/** Bytes held by the bodies being received on this thread, against a budget. */
+/**
+ * Bytes held by the bodies being received, against one budget for the process: each
+ * front-end thread counts its own in a slot of shared memory and takes only while the sum
+ * of the slots stays within the budget. A thread that dies leaves its slot to be cleared
+ * (clearSlot) rather than holding budget for ever.
+ */
 export class BodyMemory {
-  held = 0;
-  constructor(readonly budget: number) {}
+  private readonly counts: BigInt64Array;
+
+  constructor(
+    readonly budget: number,
+    readonly shared = new SharedArrayBuffer(8),
+    private readonly slot = 0,
+  ) {
+    this.counts = new BigInt64Array(shared);
+  }
+
+  /** Slots for `threads` threads. */
+  static sharedFor(threads: number): SharedArrayBuffer {
+    return new SharedArrayBuffer(8 * threads);
+  }
+
+  get held(): number {
+    let n = 0n;
+    for (let i = 0; i < this.counts.length; i++) n += Atomics.load(this.counts, i);
+    return Number(n);
+  }
 
   take(n: number): boolean {
-    if (this.held + n > this.budget) return false;
-    this.held += n;
-    return true;
+    const big = BigInt(n);
+    // Taken first, given back when over: threads racing near the budget may both be refused,
+    // but what is held never passes it.
+    Atomics.add(this.counts, this.slot, big);
+    if (this.held <= this.budget) return true;
+    Atomics.sub(this.counts, this.slot, big);
+    return false;
   }
 
   give(n: number): void {
-    this.held -= n;
+    Atomics.sub(this.counts, this.slot, BigInt(n));
+  }
+
+  /** Forgets what a dead thread held. */
+  clearSlot(slot: number): void {
+    Atomics.store(this.counts, slot, 0n);
   }
 }
 

@@ -7,12 +7,13 @@
 
 import type { HttpApp, HttpRequest, HttpResponse, HttpServer } from './server/types.js';
 import { ERRORS, statusLine } from '../api/errors.js';
-import { BatchPool, QueueFullError } from '../batch/pool.js';
+import { QueueFullError } from '../batch/pool.js';
+import type { BatchRunner } from '../batch/runner.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
 import { Gate, isAdmitted, type Admission, type GateResult } from './gate.js';
 import { JsonHead } from './json-head.js';
 import type { Config } from '../config.js';
-import type { IndexHolder } from '../index/loader.js';
+import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
@@ -32,6 +33,15 @@ export interface LookupApp {
   routes: RouteTable;
 }
 
+/** Memory the lookup apps of several threads share (each made here when absent). */
+export interface LookupShared {
+  /** This thread's counters, which the admin thread reads (Metrics). */
+  metrics?: SharedArrayBuffer;
+  /** The process's batch-body budget (BodyMemory), and this thread's slot in it. */
+  bodyMemory?: SharedArrayBuffer;
+  bodyMemorySlot?: number;
+}
+
 /** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
 const viewSlots = (n: number): (Uint8Array | null)[] => new Array<Uint8Array | null>(n + 1).fill(null);
 
@@ -43,7 +53,7 @@ class SingleLookup {
   private views = viewSlots(this.out.length);
 
   constructor(
-    private readonly holder: IndexHolder,
+    private readonly holder: IndexSource,
     private readonly gate: Gate,
     private readonly metrics: Metrics,
     private readonly head: JsonHead,
@@ -101,14 +111,14 @@ function isAddressPath(url: string): boolean {
   return url.length > 1 && url.indexOf('/', 1) < 0 && url !== '/myip' && url !== '/batch';
 }
 
-export function createLookupApp(server: HttpServer, config: Config, holder: IndexHolder, pool: BatchPool, gate: Gate, log: Logger): LookupApp {
+export function createLookupApp(server: HttpServer, config: Config, holder: IndexSource, pool: BatchRunner, gate: Gate, log: Logger, shared: LookupShared = {}): LookupApp {
   const app = server.app();
-  const metrics = new Metrics();
+  const metrics = new Metrics(shared.metrics);
   const head = new JsonHead();
   const single = new SingleLookup(holder, gate, metrics, head);
   const requestClient = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
   const routes = new RouteTable(app, log, metrics);
-  const batch = new BatchRoute(config, holder, pool, gate, metrics, head, routes, requestClient, log);
+  const batch = new BatchRoute(config, holder, pool, gate, metrics, head, routes, requestClient, log, shared);
 
   routes.get('/myip', (res, req) => {
     const now = Date.now();
@@ -161,16 +171,17 @@ class BatchRoute {
 
   constructor(
     private readonly config: Config,
-    private readonly holder: IndexHolder,
-    private readonly pool: BatchPool,
+    private readonly holder: IndexSource,
+    private readonly pool: BatchRunner,
     private readonly gate: Gate,
     private readonly metrics: Metrics,
     private readonly head: JsonHead,
     private readonly routes: RouteTable,
     private readonly requestClient: RequestClient,
     private readonly log: Logger,
+    shared: LookupShared,
   ) {
-    this.memory = new BodyMemory(config.batchBodyMemoryBytes);
+    this.memory = new BodyMemory(config.batchBodyMemoryBytes, shared.bodyMemory, shared.bodyMemorySlot);
     metrics.bodyMemory = this.memory;
   }
 

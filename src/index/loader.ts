@@ -20,6 +20,11 @@ export interface ServingIndex {
   readonly loadedAt: Date;
 }
 
+/** Where the lookup routes find the serving index (an IndexHolder, or a front-end thread's view of one). */
+export interface IndexSource {
+  readonly current: ServingIndex | null;
+}
+
 /** Reads the file into a new SharedArrayBuffer, checks its digest and structure. */
 export async function loadIndexFile(file: string, expectedSha256?: string): Promise<{ shared: SharedArrayBuffer; index: RangeIndex }> {
   const handle = await fs.promises.open(file, 'r');
@@ -42,7 +47,7 @@ export async function loadIndexFile(file: string, expectedSha256?: string): Prom
   }
 }
 
-export class IndexHolder {
+export class IndexHolder implements IndexSource {
   private serving: ServingIndex | null = null;
   private generation = 0;
   private loading: Promise<void> | null = null;

@@ -32,6 +32,7 @@ interface BunRuntime {
   serve(options: {
     hostname: string;
     port: number;
+    reusePort?: boolean;
     development: boolean;
     idleTimeout: number;
     maxRequestBodySize: number;
@@ -265,12 +266,14 @@ export function bunServer(bun: BunRuntime, o: ServerOptions): HttpServer {
   return {
     kind: 'bun',
     app: () => new BunApp(),
-    listen: async (app, host, port) => {
+    cannotSharePort: null,
+    listen: async (app, host, port, shared = false) => {
       let server: BunServer;
       try {
         server = bun.serve({
           hostname: host,
           port,
+          reusePort: shared,
           development: false, // never Bun's HTML error page, which shows source
           idleTimeout: Math.min(MAX_IDLE_S, Math.ceil(o.keepAliveTimeoutMs / 1000)),
           maxRequestBodySize: MAX_BODY_BYTES,

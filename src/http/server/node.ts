@@ -243,11 +243,18 @@ function parserRefusal(code: string | undefined): ErrorAnswer {
   return ERRORS.malformedRequest;
 }
 
+/** net.Server's reusePort: Node 22.12 and later. */
+function nodeReusesPorts(): boolean {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  return major > 22 || (major === 22 && minor >= 12);
+}
+
 export function nodeServer(o: ServerOptions): HttpServer {
   return {
     kind: 'node',
     app: () => new NodeApp(),
-    listen: (app, host, port) =>
+    cannotSharePort: nodeReusesPorts() ? null : `node:http shares a port between threads from Node 22.12 (reusePort); this is Node ${process.versions.node}`,
+    listen: (app, host, port, shared = false) =>
       new Promise<Listener>((resolve, reject) => {
         const server = http.createServer(
           {
@@ -268,7 +275,7 @@ export function nodeServer(o: ServerOptions): HttpServer {
           clientError(socket, parserRefusal(err.code));
         });
         server.once('error', reject);
-        server.listen({ host, port }, () => {
+        server.listen({ host, port, ...(shared ? { reusePort: true } : {}) }, () => {
           server.off('error', reject);
           const address = server.address();
           resolve({

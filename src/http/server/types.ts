@@ -112,5 +112,11 @@ export interface ServerOptions {
 export interface HttpServer {
   readonly kind: ServerKind;
   app(): HttpApp;
-  listen(app: HttpApp, host: string, port: number): Promise<Listener>;
+  /**
+   * Listens; `shared`: beside other threads listening on the same port (SO_REUSEPORT), the
+   * kernel spreading connections over them. Only where canSharePort says so.
+   */
+  listen(app: HttpApp, host: string, port: number, shared?: boolean): Promise<Listener>;
+  /** Why threads cannot share a port with this server here, or null when they can. */
+  readonly cannotSharePort: string | null;
 }

@@ -28,6 +28,8 @@ export function uwsServer(uws: Native): HttpServer {
     kind: 'uws',
     // uWS's TemplatedApp has every method HttpApp names, with wider argument types.
     app: () => uws.App() as unknown as HttpApp,
+    // uSockets listens with SO_REUSEPORT on Linux: apps on several threads share a port as is.
+    cannotSharePort: null,
     listen: (app, host, port) =>
       new Promise<Listener>((resolve, reject) => {
         (app as unknown as UWS.TemplatedApp).listen(host, port, (socket) => {
@@ -37,9 +39,15 @@ export function uwsServer(uws: Native): HttpServer {
             if (open) uws.us_listen_socket_close(socket);
             open = false;
           };
-          // Open connections close with the process (uWS holds no event-loop reference for them).
+          // On the main thread open connections close with the process (uWS holds no event-loop
+          // reference for them); a worker thread must close them itself, or its exit aborts the
+          // process ("uv_loop_close() while having open handles").
+          const close = (): void => {
+            stop();
+            (app as unknown as { close?(): void }).close?.();
+          };
           // uWS does not tell when what it buffered has been sent.
-          resolve({ port: uws.us_socket_local_port(socket), stop, close: stop, unsent: () => 0 });
+          resolve({ port: uws.us_socket_local_port(socket), stop, close, unsent: () => 0 });
         });
       }),
   };

@@ -1,0 +1,90 @@
+// One lookup front end: the public port's app (lookups, batches, account, keys, catalogue and
+// downloads) with its own key cache, accounting leases and database connections. It runs on
+// the main thread when FRONTEND_THREADS is 1, and once on each front-end thread otherwise
+// (threads.ts), every one reading the same index and accounting store.
+
+import { KeyCache } from '../accounts/auth.js';
+import { openControlDb } from '../accounts/control-db.js';
+import { loadPlans } from '../accounts/plans.js';
+import { Meter } from '../accounting/meter.js';
+import { AccountingStore } from '../accounting/store.js';
+import type { BatchRunner } from '../batch/runner.js';
+import { loadCatalogue } from '../catalogue/catalogue.js';
+import { retryAfterOf } from '../catalogue/scheduler.js';
+import type { Config } from '../config.js';
+import { AccountApi } from '../http/account-api.js';
+import { DatabaseApi, fileTransfers } from '../http/database-api.js';
+import { Gate } from '../http/gate.js';
+import type { Metrics } from '../http/metrics.js';
+import { createLookupApp, type LookupShared } from '../http/server.js';
+import type { HttpServer, Listener } from '../http/server/types.js';
+import type { IndexSource } from '../index/loader.js';
+import type { Logger } from '../log.js';
+import { openStore } from '../store/open-store.js';
+
+export interface FrontEndSetup {
+  config: Config;
+  server: HttpServer;
+  holder: IndexSource;
+  pool: BatchRunner;
+  log: Logger;
+  /** The daily publication's state (PublishScheduler.state), or null when none is scheduled. */
+  schedulerState: Float64Array | null;
+  shared?: LookupShared;
+  /** The main thread's accounting store, where the front end runs on it (threads open their own). */
+  accounting?: AccountingStore;
+  /** The port to listen on (0: any), beside other threads on it when `sharedPort`. */
+  port: number;
+  sharedPort: boolean;
+}
+
+export interface FrontEnd {
+  readonly port: number;
+  readonly metrics: Metrics;
+  readonly listener: Listener;
+  /** Batches, downloads or answers still under way (a graceful stop waits for them). */
+  busy(): { batches: number; downloads: number; unsent: number } | null;
+  /** Stops listening, drops every connection, writes leases back and closes the stores. */
+  close(): Promise<void>;
+}
+
+export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
+  const { config, log } = s;
+  const plans = loadPlans(config.plansFile);
+  const catalogue = loadCatalogue(config.catalogueFile);
+  const control = openControlDb(config.dataDir);
+  const store = s.accounting ?? new AccountingStore(config.dataDir);
+  const meter = new Meter(store, config.accountingGraceMs, log);
+  const keys = new KeyCache(control, plans, config.dataDir);
+  const gate = new Gate(keys, meter, plans, config.keylessTier);
+  const closeStores = async (): Promise<void> => {
+    keys.close();
+    meter.close();
+    if (!s.accounting) await store.close();
+    control.close();
+  };
+  try {
+    const { store: objects, local: files } = await openStore(config);
+    const { app, metrics, client, routes } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared);
+    new AccountApi(control, gate, keys, log).register(routes, metrics, client);
+    const state = s.schedulerState;
+    new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null)).register(routes, metrics, client);
+    const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
+    return {
+      port: listener.port,
+      metrics,
+      listener,
+      busy() {
+        const b = { batches: metrics.inFlight, downloads: fileTransfers.transfers, unsent: listener.unsent() };
+        return b.batches > 0 || b.downloads > 0 || b.unsent > 0 ? b : null;
+      },
+      async close() {
+        listener.close();
+        await closeStores();
+      },
+    };
+  } catch (e) {
+    await closeStores();
+    throw e;
+  }
+}
