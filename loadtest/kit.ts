@@ -90,13 +90,25 @@ export function scaleKey(dataDir: string): string {
   }
 }
 
-/** `ipsift serve` on the bench's data: one front-end thread (per-core figures) unless env says otherwise. */
-export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath): Promise<Server> {
+/**
+ * `ipsift serve` on the bench's data: one front-end thread (per-core figures) unless env says
+ * otherwise; `cpus`: on these CPUs only (taskset's list).
+ */
+export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath, cpus?: string): Promise<Server> {
+  const args = [path.join(ROOT, 'dist/src/cli.js'), 'serve'];
   return startProcess(
-    [path.join(ROOT, 'dist/src/cli.js'), 'serve'],
+    cpus ? ['-c', cpus, runtime, ...args] : args,
     { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), FRONTEND_THREADS: '1', ...env },
     /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
-    runtime,
+    cpus ? 'taskset' : runtime,
+  );
+}
+
+/** Whether taskset can pin processes to CPUs here. */
+export async function haveTaskset(): Promise<boolean> {
+  return exec('taskset', ['-c', '0', 'true']).then(
+    () => true,
+    () => false,
   );
 }
 
@@ -125,10 +137,12 @@ export async function haveWrk(): Promise<boolean> {
   }
 }
 
-export async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string, seconds = SECONDS): Promise<LoadResult> {
+/** `cpus`: run wrk on these CPUs only (taskset's list, e.g. "0"). */
+export async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string, seconds = SECONDS, cpus?: string): Promise<LoadResult> {
   const before = cpuSeconds(server.child.pid!);
   const t = performance.now();
-  const { stdout } = await exec('wrk', [
+  const { stdout } = await exec(cpus ? 'taskset' : 'wrk', [
+    ...(cpus ? ['-c', cpus, 'wrk'] : []),
     '-t1',
     `-c${connections}`,
     `-d${seconds}s`,
