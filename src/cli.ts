@@ -6,6 +6,7 @@ import { explainAddress } from './build/explain.js';
 import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
@@ -26,6 +27,7 @@ const HELP: Record<string, string> = {
   '': `ipsift — IP classification service
 
 Usage: ipsift <command> [options]
+       ipsift --version
 
 Commands:
   serve                 run the HTTP service (default command)
@@ -45,7 +47,7 @@ Commands:
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun, node),
-KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE,
+FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE,
 MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB, BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX,
 ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO, INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE,
 PUBLISH_AT, SOURCES_FILE, STORE (local, s3), S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT.`,
@@ -298,6 +300,13 @@ function structuredWarnings(): void {
   });
 }
 
+/** `ipsift --version`: the package's version and the runtime it runs on. */
+export function versionLine(): string {
+  const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string };
+  const runtime = process.versions.bun ? `Bun ${process.versions.bun}` : `Node ${process.versions.node}`;
+  return `ipsift ${pkg.version} (${runtime}, ${process.platform}-${process.arch})`;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', sub, ...rest] = argv;
   structuredWarnings();
@@ -334,6 +343,11 @@ export async function main(argv: string[]): Promise<number> {
       case '-h':
       case 'help':
         print(false, null, () => HELP['']);
+        return 0;
+      case '--version':
+      case '-V':
+      case 'version':
+        process.stdout.write(`${versionLine()}\n`);
         return 0;
       default:
         throw new UsageError(`unknown command ${cmd}`);

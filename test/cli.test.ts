@@ -123,6 +123,19 @@ describe('ipsift command line', () => {
     assert.equal((await cli(['build'], { DATA_DIR: tempDir() })).code, 1);
   });
 
+  test('--version names the package version and the runtime; --help names every variable the configuration reads', async () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'));
+    for (const flag of ['--version', '-V', 'version']) {
+      const r = await cli([flag]);
+      assert.equal(r.code, 0);
+      assert.match(r.stdout, new RegExp(`^ipsift ${pkg.version.replace(/\./g, '\\.')} \\((Node|Bun) [\\d.]+, \\w+-\\w+\\)\n$`));
+    }
+    const help = (await cli(['--help'])).stdout;
+    const read = [...fs.readFileSync(path.join(PROJECT_ROOT, 'src/config.ts'), 'utf8').matchAll(/get\('([A-Z0-9_]+)'\)/g)].map((m) => m[1]);
+    assert.ok(read.length > 25, `${read.length} variables found`);
+    for (const name of new Set(read)) assert.match(help, new RegExp(`\\b${name}\\b`), `--help omits ${name}`);
+  });
+
   test('org, key and usage commands manage accounts, in text and --json', async () => {
     const env = { DATA_DIR: tempDir() };
     const created = await cli(['org', 'create', '--name', 'Acme', '--plan', 'starter', '--json'], env);
@@ -175,8 +188,9 @@ describe('ipsift command line', () => {
     await cli(['feed', 'import', feed], env);
     await cli(['build'], env);
     const published = JSON.parse((await cli(['publish', '--json'], env)).stdout);
-    // 12 full files; samples of the three range databases holding the 30 networks, none of
-    // the empty ones (proxy, hosting) or the provider catalogues (one provider: too small).
-    assert.equal(published.artifacts, 18);
+    // 14 full files; samples of the four range databases holding the 30 VPN networks (ipsift,
+    // ipsift_extended, vpn, geoip2_anonymous), none of the empty ones (proxy, hosting) or the
+    // provider catalogues (one provider: too small).
+    assert.equal(published.artifacts, 22);
   });
 });

@@ -41,7 +41,7 @@ async function waitForPublication(dir: string) {
   }
 }
 
-const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
+const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'geoip2_anonymous', 'vpn_provider', 'proxy_provider'];
 
 describe('database catalogue, downloads and files', () => {
   let svc: Service;

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { before, describe, test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import maxmind from 'maxmind';
+import { AddressNotFoundError, Reader } from '@maxmind/geoip2-node';
 import { runBuild } from '../src/build/build.js';
 import { INDEX_FILE } from '../src/build/builds.js';
 import { DATABASES } from '../src/catalogue/databases.js';
@@ -42,8 +44,28 @@ function expected(db: string, a: Answer): unknown {
       return pick(['resproxy', 'dcproxy', 'mobproxy'], 'kinds');
     case 'hosting_v1':
       return pick(['hosting', 'relay', 'tor', 'cdn'], 'categories');
+    case 'geoip2_anonymous_v1':
+      return geoip2Expected(a, present);
   }
   throw new Error(db);
+}
+
+/** The README's GeoIP2 mapping, as a GeoIP2 MMDB record (only true flags, no empty field). */
+function geoip2Expected(a: Answer, present: readonly string[]): Record<string, unknown> | null {
+  const source = ['vpn', 'resproxy', 'dcproxy', 'mobproxy', 'tor', 'relay', 'hosting'].find((c) => present.includes(c));
+  if (source === undefined) return null;
+  const out: Record<string, unknown> = { is_anonymous: true };
+  if (present.includes('vpn')) out.is_anonymous_vpn = true;
+  if (present.includes('hosting')) out.is_hosting_provider = true;
+  if (present.includes('dcproxy')) out.is_public_proxy = true;
+  if (present.includes('resproxy') || present.includes('mobproxy')) out.is_residential_proxy = true;
+  if (present.includes('tor')) out.is_tor_exit_node = true;
+  const d = a[source] as Record<string, unknown>;
+  const confidence = ({ low: 30, medium: 60, high: 90 } as Record<string, number>)[String(d.confidence)];
+  if (confidence !== undefined) out.anonymizer_confidence = confidence;
+  if (d.last_seen !== undefined) out.network_last_seen = d.last_seen;
+  if (d.provider !== undefined) out.provider_name = d.provider;
+  return out;
 }
 
 describe('database exports', () => {
@@ -133,6 +155,11 @@ describe('database exports', () => {
         if (db.id === 'vpn_v1') assert.equal(row[1], String((a.vpn as Record<string, unknown>).provider ?? ''), `${db.id} ${row[0]}`);
         if (db.id === 'proxy_v1' || db.id === 'hosting_v1') assert.equal(a[`is_${row[1]}`], true, `${db.id} ${row[0]} ${row[1]}`);
         if (db.id === 'ipsift_extended_v1') assert.deepEqual(row.slice(1, 9), CATEGORIES.map((c) => String(a[`is_${c}`])));
+        if (db.id === 'geoip2_anonymous_v1') {
+          const want = geoip2Expected(a, CATEGORIES.filter((c) => a[`is_${c}`] === true))!;
+          const flags = ['is_anonymous', 'is_anonymous_vpn', 'is_hosting_provider', 'is_public_proxy', 'is_residential_proxy', 'is_tor_exit_node'];
+          assert.deepEqual(row.slice(1, 7), flags.map((f) => (want[f] ? '1' : '0')), `${db.id} ${row[0]}`);
+        }
       }
     }
   });
@@ -161,5 +188,92 @@ describe('database exports', () => {
     assert.deepEqual(reader.get('::ffff:81.7.3.20')?.vpn, { provider: 'ExampleVPN' });
     const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
     assert.match(csv, /^2000::\/3,/m); // the CSV keeps the network whole
+  });
+});
+
+describe('the GeoIP2-compatible database in MaxMind’s own readers', () => {
+  let file: string;
+  let index: RangeIndex;
+  const probes: string[] = [];
+
+  before(async () => {
+    const dataDir = tempDir();
+    const feed = path.join(dataDir, 'synthetic.csv');
+    writeFeedCsv(feed, { ranges: 3000, seed: 47 });
+    importFeed({ dataDir, file: feed, name: 'synthetic' });
+    const build = runBuild({ dataDir });
+    const manifest = JSON.parse(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, EXPORTS_MANIFEST), 'utf8')) as ExportsManifest;
+    file = path.join(build.dir, EXPORTS_DIR, manifest.databases.geoip2_anonymous_v1.artifacts.mmdb!.full.file);
+    index = (await loadIndexFile(path.join(build.dir, INDEX_FILE))).index;
+    const rnd = prng(5);
+    const lines = fs.readFileSync(feed, 'utf8').trim().split('\n').slice(1);
+    for (let i = 0; i < 1500; i++) probes.push(lines[(rnd() * lines.length) | 0].split(',')[0].split('/')[0].split('-')[0]);
+    for (let i = 0; i < 500; i++) probes.push(`${1 + ((rnd() * 222) | 0)}.${(rnd() * 256) | 0}.${(rnd() * 256) | 0}.${(rnd() * 256) | 0}`);
+  });
+
+  const want = (ip: string): Record<string, unknown> | null => {
+    const p = new ParsedAddress();
+    parseAddress(ip, 0, ip.length, p);
+    if (p.kind === 4 ? isBogonV4(p.v4) : isBogonV6(p.w)) return null;
+    const a = answerOf(index, ip);
+    return geoip2Expected(a, CATEGORIES.filter((c) => a[`is_${c}`] === true));
+  };
+
+  test('@maxmind/geoip2-node: anonymousIP() and anonymousPlus() read every field of the mapping', () => {
+    const reader = Reader.openBuffer(fs.readFileSync(file));
+    let found = 0;
+    for (const ip of probes) {
+      const w = want(ip);
+      if (w === null) {
+        assert.throws(() => reader.anonymousIP(ip), AddressNotFoundError, ip);
+        continue;
+      }
+      found++;
+      const plus = reader.anonymousPlus(ip);
+      const flags = reader.anonymousIP(ip);
+      const got = {
+        is_anonymous: flags.isAnonymous,
+        is_anonymous_vpn: flags.isAnonymousVpn,
+        is_hosting_provider: flags.isHostingProvider,
+        is_public_proxy: flags.isPublicProxy,
+        is_residential_proxy: flags.isResidentialProxy,
+        is_tor_exit_node: flags.isTorExitNode,
+        anonymizer_confidence: plus.anonymizerConfidence,
+        network_last_seen: plus.networkLastSeen,
+        provider_name: plus.providerName,
+      };
+      // The readers turn an absent flag into false and an absent Plus field into undefined.
+      const full = { is_anonymous_vpn: false, is_hosting_provider: false, is_public_proxy: false, is_residential_proxy: false, is_tor_exit_node: false, anonymizer_confidence: undefined, network_last_seen: undefined, provider_name: undefined, ...w };
+      assert.deepEqual(got, full, ip);
+      assert.equal(plus.isAnonymousVpn, got.is_anonymous_vpn);
+    }
+    assert.ok(found > 500, `only ${found} probes in the database`);
+  });
+
+  const hasGeoip2 = spawnSync('/usr/bin/python3', ['-c', 'import geoip2.database']).status === 0;
+  test('Python geoip2 (Debian python3-geoip2): anonymous_ip() reads the flags', { skip: !hasGeoip2 && 'python3-geoip2 is not installed (.ci/run installs it)' }, () => {
+    const script = `
+import json, sys, geoip2.database, geoip2.errors
+r = geoip2.database.Reader(sys.argv[1])
+out = []
+for ip in json.load(sys.stdin):
+    try:
+        a = r.anonymous_ip(ip)
+        out.append({k: getattr(a, k) for k in ('is_anonymous', 'is_anonymous_vpn', 'is_hosting_provider', 'is_public_proxy', 'is_residential_proxy', 'is_tor_exit_node') if hasattr(a, k)})
+    except geoip2.errors.AddressNotFoundError:
+        out.append(None)
+print(json.dumps(out))`;
+    const r = spawnSync('/usr/bin/python3', ['-c', script, file], { input: JSON.stringify(probes), encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const got = JSON.parse(r.stdout) as (Record<string, boolean> | null)[];
+    // Debian 12's geoip2 2.9 has five of the six flags (is_residential_proxy came in 4.x).
+    const flags = ['is_anonymous', 'is_anonymous_vpn', 'is_hosting_provider', 'is_public_proxy', 'is_residential_proxy', 'is_tor_exit_node'];
+    const known = flags.filter((f) => got.some((g) => g !== null && f in g));
+    assert.ok(known.length >= 5, `the reader knows ${known.join(', ')}`);
+    probes.forEach((ip, i) => {
+      const w = want(ip);
+      assert.deepEqual(got[i], w === null ? null : Object.fromEntries(known.map((f) => [f, w[f] === true])), ip);
+    });
+    assert.ok(got.filter((g) => g !== null).length > 500);
   });
 });

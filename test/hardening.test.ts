@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { loadCatalogue } from '../src/catalogue/catalogue.js';
 import { createKey, createOrganisation, listKeys } from '../src/accounts/accounts.js';
 import { KeyCache } from '../src/accounts/auth.js';
 import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
@@ -32,7 +33,7 @@ const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
-const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'vpn_provider', 'proxy_provider'];
+const BASES = loadCatalogue().bases.map((b) => b.base);
 const lavish = { per_second: 1_000_000, burst: 1_000_000 };
 
 describe('hostile requests', () => {

@@ -53,6 +53,8 @@ export interface DatabaseDef {
   dependsOn?: { categories: readonly Category[]; presenceOnly: boolean };
   /** For `providers` databases: the categories whose providers it lists. */
   providerCategories?: readonly Category[];
+  /** The MMDB's database_type (default `ipsift-<id>`): what typed readers check. */
+  mmdbType?: string;
 }
 
 const FIELD_TYPES: Record<DetailField, [string, string]> = {
@@ -102,6 +104,49 @@ function grouped(cats: readonly Category[], column: string): (d: RecordDetails) 
 }
 
 const PROXY: readonly Category[] = ['resproxy', 'dcproxy', 'mobproxy'];
+
+/**
+ * GeoIP2 Anonymous IP (and Anonymous Plus) fields from ipsift's categories (README, "GeoIP2-
+ * compatible database"). A network is in the database when it is in any category that
+ * anonymizes or hosts; its Plus fields come from the first of ANONYMIZERS it is in.
+ */
+const ANONYMIZERS: readonly Category[] = ['vpn', 'resproxy', 'dcproxy', 'mobproxy', 'tor', 'relay', 'hosting'];
+const GEOIP2_FLAGS = ['is_anonymous', 'is_anonymous_vpn', 'is_hosting_provider', 'is_public_proxy', 'is_residential_proxy', 'is_tor_exit_node'] as const;
+/** ipsift's confidence words as GeoIP Anonymous Plus's anonymizer_confidence (1–99). */
+const CONFIDENCE: Record<string, number> = { low: 30, medium: 60, high: 90 };
+
+function geoip2Anonymous(d: RecordDetails): RecordView | null {
+  const has = (c: Category): boolean => d[CATEGORIES.indexOf(c)] !== undefined;
+  const source = ANONYMIZERS.find(has);
+  if (source === undefined) return null;
+  const flagValues = [true, has('vpn'), has('hosting'), has('dcproxy'), has('resproxy') || has('mobproxy'), has('tor')];
+  const detail = d[CATEGORIES.indexOf(source)]!;
+  const confidence = CONFIDENCE[String(detail.confidence ?? '')];
+  const lastSeen = detail.last_seen === undefined ? undefined : String(detail.last_seen);
+  const provider = detail.provider === undefined ? undefined : String(detail.provider);
+  // As MaxMind's files: only the flags that are true, and no empty Plus field.
+  const mmdb: Record<string, MmdbValue> = {};
+  GEOIP2_FLAGS.forEach((f, i) => flagValues[i] && (mmdb[f] = true));
+  if (confidence !== undefined) mmdb.anonymizer_confidence = confidence;
+  if (lastSeen !== undefined) mmdb.network_last_seen = lastSeen;
+  if (provider !== undefined) mmdb.provider_name = provider;
+  return { mmdb, rows: [[...flagValues.map((v) => (v ? 1 : 0)), confidence ?? '', lastSeen ?? '', provider ?? '']] };
+}
+
+function geoip2Columns(): Column[] {
+  const flag = (name: string, what: string): Column => ({ name, type: 'boolean', description: `${what} (CSV: 1 or 0; MMDB: present only when true)` });
+  return [
+    flag('is_anonymous', 'in any anonymizing or hosting category'),
+    flag('is_anonymous_vpn', 'vpn'),
+    flag('is_hosting_provider', 'hosting'),
+    flag('is_public_proxy', 'dcproxy'),
+    flag('is_residential_proxy', 'resproxy or mobproxy'),
+    flag('is_tor_exit_node', 'tor'),
+    { name: 'anonymizer_confidence', type: 'integer', description: 'confidence of the first of vpn, resproxy, dcproxy, mobproxy, tor, relay, hosting the network is in: low 30, medium 60, high 90' },
+    { name: 'network_last_seen', type: 'date', description: 'that category’s last_seen (YYYY-MM-DD)' },
+    { name: 'provider_name', type: 'string', description: 'that category’s provider' },
+  ];
+}
 const HOSTING: readonly Category[] = ['hosting', 'relay', 'tor', 'cdn'];
 
 function def(d: Omit<DatabaseDef, 'id' | 'version' | 'updateFreq'>): DatabaseDef {
@@ -196,6 +241,20 @@ export const DATABASES: readonly DatabaseDef[] = [
     },
     dependsOn: { categories: HOSTING, presenceOnly: false },
     view: grouped(HOSTING, 'category'),
+  }),
+  def({
+    base: 'geoip2_anonymous',
+    name: 'GeoIP2 Anonymous IP compatible',
+    summary: 'Anonymizer and hosting ranges with the fields and database type of GeoIP2 Anonymous IP and GeoIP Anonymous Plus, for MaxMind readers',
+    versionSummary: 'network, the six GeoIP2 Anonymous IP flags, then anonymizer_confidence, network_last_seen and provider_name',
+    formats: FORMATS,
+    keyedBy: 'ranges',
+    schema: { csvgz: [NETWORK, ...geoip2Columns()], mmdb: geoip2Columns() },
+    dependsOn: { categories: ANONYMIZERS, presenceOnly: false },
+    view: geoip2Anonymous,
+    // Typed readers check that the type contains their database's name: GeoIP2-Anonymous-IP
+    // for anonymousIP() / anonymous_ip(), GeoIP-Anonymous-Plus for anonymousPlus().
+    mmdbType: 'ipsift-GeoIP2-Anonymous-IP-GeoIP-Anonymous-Plus',
   }),
   def({
     base: 'vpn_provider',

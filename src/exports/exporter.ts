@@ -167,7 +167,7 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(spans.length / SAMPLE_TARGET));
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
-  const mmdbOptions = { databaseType: `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
+  const mmdbOptions = { databaseType: db.mmdbType ?? `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
   const csvFull = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
   const csvSample = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
   const withMmdb = db.formats.includes('mmdb');
