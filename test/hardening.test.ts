@@ -91,15 +91,41 @@ describe('hostile requests', () => {
     await alive();
   });
 
-  test('HEAD answers carry no body: 404, 405 with Allow, 403', async () => {
-    const stream = await raw(svc.port, 'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n', 1000);
-    const [a, b, c] = responses(stream);
+  test('HEAD answers carry no body: 404, 405 with Allow, 401', async () => {
+    const stream = await raw(svc.port, 'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /batch HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n', 1000);
+    const [a, b, c, d] = responses(stream, [true, true, true, false]);
     assert.equal(a.status, 404);
     assert.equal(b.status, 405);
-    assert.match(b.head, /allow: GET/i);
+    assert.match(b.head, /allow: POST/i);
+    assert.equal(c.status, 401);
     // Were a HEAD body sent, it would be read as the start of the next answer.
-    assert.equal(c.status, 200);
-    assert.equal(JSON.parse(c.body).ip, '81.7.3.9');
+    assert.equal(d.status, 200);
+    assert.equal(JSON.parse(d.body).ip, '81.7.3.9');
+  });
+
+  test('HEAD on every GET route answers as GET would, with the body’s Content-Length and no body', async () => {
+    const id = 'vpn_v1';
+    const paths: [string, string][] = [
+      ['/81.7.3.9', keys.plain],
+      ['/myip', keys.plain],
+      ['/api/v1/account/me', keys.plain],
+      ['/api/v1/iam/apikeys', keys.owner],
+      ['/api/v1/database/list', keys.download],
+      [`/api/v1/database/metadata?id=${id}`, keys.download],
+      [`/api/v1/database/checksum?id=${id}&format=mmdb`, keys.download],
+      ['/api/v1/database/downloads', keys.download],
+    ];
+    for (const [p, key] of paths) {
+      const req = (method: string): string => `${method} ${p} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+      // HEAD, then GET on one connection: the GET's answer must follow the HEAD's head directly.
+      const [head, got] = responses(await raw(svc.port, req('HEAD') + req('GET'), 1000), [true, false]);
+      assert.equal(head.status, got.status, p);
+      assert.ok(got.status < 400, `${p}: ${got.status} ${got.body}`);
+      const lengthOf = (r: { head: string }): string | undefined => /content-length: *(\d+)/i.exec(r.head)?.[1];
+      assert.equal(lengthOf(head), String(Buffer.byteLength(got.body)), p);
+      const names = (r: { head: string }): string[] => r.head.split('\r\n').slice(1).map((l) => l.split(':')[0].toLowerCase()).filter((n) => n !== 'date').sort();
+      assert.deepEqual(names(head), names(got), p);
+    }
   });
 
   test('a key holding only apikeys.manage cannot rotate or revoke a db.download key', async () => {

@@ -174,7 +174,7 @@ export function raw(port: number, bytes: string | Buffer, ms = 2000): Promise<st
 }
 
 /** The responses in a raw HTTP/1.1 byte stream (Content-Length framed). */
-export function responses(stream: string): RawReply[] {
+export function responses(stream: string, heads: readonly boolean[] = []): RawReply[] {
   const out: RawReply[] = [];
   let at = 0;
   while (at < stream.length) {
@@ -182,7 +182,8 @@ export function responses(stream: string): RawReply[] {
     if (end < 0) break;
     const head = stream.slice(at, end);
     const m = /content-length: *(\d+)/i.exec(head);
-    const length = m ? Number(m[1]) : 0;
+    // The answer to a HEAD (heads[n]) has no body, whatever its Content-Length says.
+    const length = m && !heads[out.length] ? Number(m[1]) : 0;
     out.push({ status: Number(head.slice(9, 12)), head, body: stream.slice(end + 4, end + 4 + length) });
     at = end + 4 + length;
   }

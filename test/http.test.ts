@@ -73,15 +73,15 @@ describe('lookup HTTP API (keyless)', () => {
     }
     const cases: [string, string, string][] = [
       ['GET', '/batch', 'POST'],
-      ['POST', '/1.2.3.4', 'GET'],
-      ['DELETE', '/myip', 'GET'],
+      ['POST', '/1.2.3.4', 'GET, HEAD'],
+      ['DELETE', '/myip', 'GET, HEAD'],
       ['PUT', '/batch', 'POST'],
-      ['POST', '/api/v1/account/me', 'GET'],
-      ['PUT', '/api/v1/iam/apikeys', 'POST, GET'],
+      ['POST', '/api/v1/account/me', 'GET, HEAD'],
+      ['PUT', '/api/v1/iam/apikeys', 'POST, GET, HEAD'],
       ['GET', '/api/v1/iam/apikeys/ab12', 'DELETE'],
       ['GET', '/api/v1/iam/apikeys/ab12/rotate', 'POST'],
-      ['DELETE', '/api/v1/database/list', 'GET'],
-      ['POST', '/api/v1/database/download', 'GET'],
+      ['DELETE', '/api/v1/database/list', 'GET, HEAD'],
+      ['POST', '/api/v1/database/download', 'GET, HEAD'],
       ['POST', '/files/x/y.mmdb', 'GET, HEAD'],
     ];
     for (const [method, p, allow] of cases) {

@@ -69,8 +69,10 @@ export class DatabaseApi {
     route('/api/v1/database/downloads', (a) => this.history(a));
     if (this.files) {
       const files = this.files;
-      routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics, routes), { internal: RC.INTERNAL });
-      routes.head(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, true, metrics, routes), { internal: RC.INTERNAL });
+      routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics, routes), {
+        internal: RC.INTERNAL,
+        head: (res, req) => serveFile(files, res, req, true, metrics, routes),
+      });
     }
   }
 

@@ -10,6 +10,7 @@ import { ERRORS, type ErrorAnswer } from '../api/errors.js';
 import { IpsiftError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
+import { headOnly } from './head-response.js';
 import { sendError } from './reply.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
@@ -30,6 +31,11 @@ export interface RouteOptions {
   internal?: ErrorAnswer;
   /** The pattern shown for `Allow` when the app's pattern is a catch-all (GET /{ip} is GET /*). */
   listedAs?: string;
+  /**
+   * GET routes: the HEAD handler, where it can answer without the GET's work (a file's
+   * size); by default HEAD runs the GET handler and drops the body (head-response.ts).
+   */
+  head?: Handler;
 }
 
 export class RouteTable {
@@ -47,7 +53,6 @@ export class RouteTable {
   get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
   post = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('POST', pattern, handler, o);
   del = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('DELETE', pattern, handler, o);
-  head = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('HEAD', pattern, handler, o);
 
   /** Everything no route takes: 404, or 405 with Allow for a known path (HEAD: no body). */
   fallback(): this {
@@ -67,12 +72,17 @@ export class RouteTable {
 
   private on(method: Method, pattern: string, handler: Handler, o: RouteOptions = {}): this {
     const app = this.app;
-    const h = this.guarded(handler, o.internal ?? ERRORS.lookupFailed);
-    if (method === 'GET') app.get(pattern, h);
-    else if (method === 'POST') app.post(pattern, h);
-    else if (method === 'DELETE') app.del(pattern, h);
-    else app.head(pattern, h);
-    return this.record(method, o.listedAs ?? pattern);
+    const internal = o.internal ?? ERRORS.lookupFailed;
+    const h = this.guarded(handler, internal);
+    this.record(method, o.listedAs ?? pattern);
+    if (method === 'GET') {
+      app.get(pattern, h);
+      // Every GET route takes HEAD too.
+      app.head(pattern, this.guarded(o.head ?? ((res, req) => handler(headOnly(res), req)), internal));
+      this.record('HEAD', o.listedAs ?? pattern);
+    } else if (method === 'POST') app.post(pattern, h);
+    else app.del(pattern, h);
+    return this;
   }
 
   /**

@@ -1,0 +1,36 @@
+// HEAD on every GET route (RFC 9110 §9.3.2): the GET handler runs as it is, against a response
+// that sends its status and every header, and in place of the body the Content-Length the
+// body would have had. So a HEAD is answered, and counted, exactly as the GET would be.
+
+import type { Bytes, HttpResponse } from './server/types.js';
+
+function byteLength(body: Bytes | undefined): number {
+  if (body === undefined) return 0;
+  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
+}
+
+export function headOnly(res: HttpResponse): HttpResponse {
+  const finish = (length: number): HttpResponse => {
+    // The header written by hand: this uWS build fails endWithoutBody(length).
+    res.writeHeader('Content-Length', String(length));
+    res.endWithoutBody();
+    return out;
+  };
+  const out: HttpResponse = {
+    writeStatus: (status) => (res.writeStatus(status), out),
+    writeHeader: (name, value) => (res.writeHeader(name, value), out),
+    ...(res.writeFields ? { writeFields: (status: string | null, fields: readonly string[]) => (res.writeFields!(status, fields), out) } : {}),
+    end: (body) => finish(byteLength(body)),
+    endWithoutBody: () => (res.endWithoutBody(), out),
+    tryEnd: (_chunk, totalSize) => (finish(totalSize), [true, true]),
+    endWithFile: (_file, _start, length) => finish(length),
+    getWriteOffset: () => 0,
+    onWritable: (handler) => (res.onWritable(handler), out),
+    onAborted: (handler) => (res.onAborted(handler), out),
+    onData: (handler) => (res.onData(handler), out),
+    cork: (cb) => (res.cork(cb), out),
+    close: () => (res.close(), out),
+    getRemoteAddress: () => res.getRemoteAddress(),
+  };
+  return out;
+}
