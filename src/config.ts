@@ -62,6 +62,8 @@ export interface Config {
    * relative references, or absolute from a trusted proxy's forwarded headers).
    */
   readonly publicUrl: string;
+  /** Browser origins allowed to call the public port (CORS): exact origins, or ['*'] for any; empty: none. */
+  readonly corsOrigins: readonly string[];
 }
 
 export type StoreConfig =
@@ -117,6 +119,30 @@ function storeConfig(get: (name: string) => string | undefined): StoreConfig {
   if (!bucket) throw new ConfigError('STORE=s3 needs S3_BUCKET');
   const endpoint = get('S3_ENDPOINT');
   return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+}
+
+/** CORS_ORIGINS: '*', or comma-separated origins as browsers send them (scheme://host[:port]). */
+function corsOrigins(text: string): string[] {
+  const list = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (list.includes('*')) {
+    if (list.length > 1) throw new ConfigError(`CORS_ORIGINS is either * or a list of origins, got ${JSON.stringify(text)}`);
+    return ['*'];
+  }
+  return list.map((o) => {
+    let u: URL | null = null;
+    try {
+      u = new URL(o);
+    } catch {
+      // refused below
+    }
+    if (u === null || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.origin !== o) {
+      throw new ConfigError(`CORS_ORIGINS: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path or trailing slash)`);
+    }
+    return o;
+  });
 }
 
 function publicUrl(text: string): string {
@@ -208,6 +234,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
     publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
     publicUrl: get('PUBLIC_URL') === undefined ? '' : publicUrl(get('PUBLIC_URL')!),
+    corsOrigins: corsOrigins(get('CORS_ORIGINS') ?? ''),
     store: storeConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
     ...overrides,

@@ -95,6 +95,15 @@ describe('links from configuration', () => {
     for (const bad of ['ip.example.com', 'ftp://x', 'https://x/?a=1', 'https://u:p@x']) assert.throws(() => loadConfig({ PUBLIC_URL: bad }), ConfigError, bad);
   });
 
+  test('CORS_ORIGINS is checked: *, or origins as browsers send them', () => {
+    assert.deepEqual(loadConfig({}).corsOrigins, []);
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, ['*']);
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://a.example, http://b.example:8080' }).corsOrigins, ['https://a.example', 'http://b.example:8080']);
+    for (const bad of ['a.example', 'https://a.example/', 'https://a.example/app', 'ftp://a.example', '*, https://a.example', 'https://A.example']) {
+      assert.throws(() => loadConfig({ CORS_ORIGINS: bad }), ConfigError, bad);
+    }
+  });
+
   test('status lines of the account, key and database answers carry their reason phrase', async () => {
     const svc = started[0];
     const stream = await raw(svc.port, `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/account/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/iam/apikeys HTTP/1.1\r\nHost: t\r\n\r\n`, 1000);

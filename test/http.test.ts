@@ -348,3 +348,64 @@ describe('a full batch queue', () => {
     for (const r of served) assert.equal(Object.keys(r.json.results).length, 1000);
   });
 });
+
+describe('CORS (CORS_ORIGINS)', () => {
+  const ORIGIN = 'https://app.example';
+  let svc: Service;
+  let plain: Service;
+  before(async () => {
+    const dataDir = dataDirWithBuild();
+    svc = await startTestService({ dataDir, corsOrigins: [ORIGIN] });
+    plain = await startTestService({ dataDir });
+  });
+  after(async () => {
+    await svc.close();
+    await plain.close();
+  });
+
+  const preflight = (port: number, p: string, origin: string, method: string) =>
+    request(port, 'OPTIONS', p, undefined, { Origin: origin, 'Access-Control-Request-Method': method, 'Access-Control-Request-Headers': 'authorization' });
+
+  test('a preflight from an allowed origin is 204 with the path’s methods and the key headers', async () => {
+    for (const [p, methods] of [
+      ['/81.7.3.9', 'GET, HEAD'],
+      ['/batch', 'POST'],
+      ['/api/v1/iam/apikeys', 'POST, GET, HEAD'],
+      ['/api/v1/iam/apikeys/ab12', 'DELETE'],
+    ] as const) {
+      const r = await preflight(svc.port, p, ORIGIN, 'GET');
+      assert.equal(r.status, 204, p);
+      assert.equal(r.headers['access-control-allow-origin'], ORIGIN);
+      assert.equal(r.headers['access-control-allow-methods'], methods, p);
+      assert.match(String(r.headers['access-control-allow-headers']), /Authorization.*X-Api-Key.*Content-Type/);
+      assert.equal(r.headers.vary, 'Origin');
+      assert.equal(r.text, '');
+    }
+    // Not a preflight, another origin, or no CORS configured: the usual 405 (or 404), no CORS headers.
+    for (const r of [await preflight(svc.port, '/81.7.3.9', 'https://evil.example', 'GET'), await preflight(plain.port, '/81.7.3.9', ORIGIN, 'GET'), await request(svc.port, 'OPTIONS', '/81.7.3.9')]) {
+      assert.equal(r.status, 405);
+      assert.equal(r.headers['access-control-allow-origin'], undefined);
+    }
+    assert.equal((await preflight(svc.port, '/a/b', ORIGIN, 'GET')).status, 404);
+  });
+
+  test('answers to an allowed origin carry Allow-Origin and expose the quota headers, refusals included', async () => {
+    const o = { Origin: ORIGIN };
+    const ok = await get(svc.port, '/81.7.3.9', o);
+    assert.equal(ok.status, 200);
+    assert.deepEqual(ok.json, { ip: '81.7.3.9', is_vpn: true });
+    assert.equal(ok.headers['access-control-allow-origin'], ORIGIN);
+    assert.match(String(ok.headers['access-control-expose-headers']), /RateLimit-Remaining.*X-Allowance-Used.*Retry-After/);
+    assert.ok(ok.headers['ratelimit-remaining'] !== undefined);
+    const batch = await request(svc.port, 'POST', '/batch', JSON.stringify({ ips: ['81.7.3.9', 'nope'] }), o);
+    assert.equal(batch.status, 200);
+    assert.equal(batch.headers['access-control-allow-origin'], ORIGIN);
+    const refused = await get(svc.port, '/81.7.3.9', { ...o, Authorization: 'Bearer isk_nope' });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.headers['access-control-allow-origin'], ORIGIN);
+    for (const p of ['/myip', '/api/v1/account/me', '/nothing/here']) assert.equal((await get(svc.port, p, o)).headers['access-control-allow-origin'], ORIGIN, p);
+    assert.equal((await get(svc.port, '/81.7.3.9', { Origin: 'https://evil.example' })).headers['access-control-allow-origin'], undefined);
+    assert.equal((await get(svc.port, '/81.7.3.9')).headers['access-control-allow-origin'], undefined);
+    assert.equal((await get(plain.port, '/81.7.3.9', o)).headers['access-control-allow-origin'], undefined);
+  });
+});

@@ -10,6 +10,7 @@ import { ERRORS, type ErrorAnswer } from '../api/errors.js';
 import { IpsiftError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
+import type { Cors } from './cors.js';
 import { headOnly } from './head-response.js';
 import { sendError } from './reply.js';
 
@@ -48,17 +49,31 @@ export class RouteTable {
     private readonly app: HttpApp,
     private readonly log: Logger,
     private readonly metrics: Metrics,
+    /** CORS for browsers (the public port, where CORS_ORIGINS is set). */
+    private readonly cors: Cors | null = null,
   ) {}
 
   get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
   post = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('POST', pattern, handler, o);
   del = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('DELETE', pattern, handler, o);
 
-  /** Everything no route takes: 404, or 405 with Allow for a known path (HEAD: no body). */
+  /**
+   * Everything no route takes: 404, or 405 with Allow for a known path (HEAD: no body); a CORS
+   * preflight for a known path from an allowed origin: 204.
+   */
   fallback(): this {
     this.app.any(
       '/*',
-      this.guarded((res, req) => this.unrouted(res, req.getUrl(), req.getMethod() === 'head'), ERRORS.notFound),
+      this.guarded((res, req) => {
+        const method = req.getMethod();
+        const url = req.getUrl();
+        if (method === 'options' && this.cors !== null && req.getHeader('access-control-request-method') !== '') {
+          const origin = req.getHeader('origin');
+          const allowed = this.allowed(url);
+          if (this.cors.allows(origin) && allowed.length > 0) return this.cors.preflight(res, allowed); // res is wrapped: see guarded
+        }
+        this.unrouted(res, url, method === 'head');
+      }, ERRORS.notFound),
     );
     return this;
   }
@@ -101,7 +116,12 @@ export class RouteTable {
   }
 
   private guarded(handler: Handler, internal: ErrorAnswer): (res: HttpResponse, req: HttpRequest) => void {
+    const cors = this.cors;
     return (res, req) => {
+      if (cors !== null) {
+        const origin = req.getHeader('origin');
+        if (cors.allows(origin)) res = cors.wrap(res, origin);
+      }
       try {
         const r = handler(res, req);
         if (r instanceof Promise) r.catch((e: unknown) => this.fail(res, internal, e));

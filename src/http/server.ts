@@ -22,6 +22,7 @@ import { BodyMemory, readBody } from './body.js';
 import { RequestClient } from './client.js';
 import { late, sendError, type Pending } from './reply.js';
 import { RouteTable } from './routes.js';
+import { Cors } from './cors.js';
 import { Metrics } from './metrics.js';
 
 export interface LookupApp {
@@ -117,7 +118,7 @@ export function createLookupApp(server: HttpServer, config: Config, holder: Inde
   const head = new JsonHead();
   const single = new SingleLookup(holder, gate, metrics, head);
   const requestClient = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
-  const routes = new RouteTable(app, log, metrics);
+  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null);
   const batch = new BatchRoute(config, holder, pool, gate, metrics, head, routes, requestClient, log, shared);
 
   routes.get('/myip', (res, req) => {

@@ -243,8 +243,9 @@ function parserRefusal(code: string | undefined): ErrorAnswer {
   return ERRORS.malformedRequest;
 }
 
-/** net.Server's reusePort: Node 22.12 and later. */
+/** net.Server's reusePort: Node 22.12 and later (Bun's node:http refuses a second listener). */
 function nodeReusesPorts(): boolean {
+  if (process.versions.bun !== undefined) return false;
   const [major, minor] = process.versions.node.split('.').map(Number);
   return major > 22 || (major === 22 && minor >= 12);
 }
@@ -253,7 +254,11 @@ export function nodeServer(o: ServerOptions): HttpServer {
   return {
     kind: 'node',
     app: () => new NodeApp(),
-    cannotSharePort: nodeReusesPorts() ? null : `node:http shares a port between threads from Node 22.12 (reusePort); this is Node ${process.versions.node}`,
+    cannotSharePort: nodeReusesPorts()
+      ? null
+      : process.versions.bun !== undefined
+        ? 'node:http on Bun does not share a port between threads (Bun.serve does: HTTP_SERVER=bun)'
+        : `node:http shares a port between threads from Node 22.12 (reusePort); this is Node ${process.versions.node}`,
     listen: (app, host, port, shared = false) =>
       new Promise<Listener>((resolve, reject) => {
         const server = http.createServer(
