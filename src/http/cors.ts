@@ -5,6 +5,7 @@
 // an Origin header, all the non-browser traffic, cost one header read.
 
 import type { Bytes, HttpResponse } from './server/types.js';
+import { passThrough } from './response-wrapper.js';
 
 /** The headers a script may read: the quota and rate headers, Retry-After, Location, ETag. */
 const EXPOSED =
@@ -57,12 +58,7 @@ export class Cors {
       tryEnd: (chunk, total) => (add(), res.tryEnd(chunk, total)),
       ...(res.endWithFile ? { endWithFile: (file: string, start: number, length: number) => (add(), res.endWithFile!(file, start, length), out) } : {}),
       getWriteOffset: () => res.getWriteOffset(),
-      onWritable: (handler) => (res.onWritable(handler), out),
-      onAborted: (handler) => (res.onAborted(handler), out),
-      onData: (handler) => (res.onData(handler), out),
-      cork: (cb) => (res.cork(cb), out),
-      close: () => (res.close(), out),
-      getRemoteAddress: () => res.getRemoteAddress(),
+      ...passThrough(res, () => out),
     };
     return out;
   }

@@ -3,6 +3,7 @@
 // body would have had. So a HEAD is answered, and counted, exactly as the GET would be.
 
 import type { Bytes, HttpResponse } from './server/types.js';
+import { passThrough } from './response-wrapper.js';
 
 function byteLength(body: Bytes | undefined): number {
   if (body === undefined) return 0;
@@ -25,12 +26,7 @@ export function headOnly(res: HttpResponse): HttpResponse {
     tryEnd: (_chunk, totalSize) => (finish(totalSize), [true, true]),
     endWithFile: (_file, _start, length) => finish(length),
     getWriteOffset: () => 0,
-    onWritable: (handler) => (res.onWritable(handler), out),
-    onAborted: (handler) => (res.onAborted(handler), out),
-    onData: (handler) => (res.onData(handler), out),
-    cork: (cb) => (res.cork(cb), out),
-    close: () => (res.close(), out),
-    getRemoteAddress: () => res.getRemoteAddress(),
+    ...passThrough(res, () => out),
   };
   return out;
 }
