@@ -92,10 +92,10 @@ export function scaleKey(dataDir: string): string {
 
 /**
  * `ipsift serve` on the bench's data: one front-end thread (per-core figures) unless env says
- * otherwise; `cpus`: on these CPUs only (taskset's list).
+ * otherwise; `cpus`: on these CPUs only (taskset's list); `root`: another checkout's build.
  */
-export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath, cpus?: string): Promise<Server> {
-  const args = [path.join(ROOT, 'dist/src/cli.js'), 'serve'];
+export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath, cpus?: string, root = ROOT): Promise<Server> {
+  const args = [path.join(root, 'dist/src/cli.js'), 'serve'];
   return startProcess(
     cpus ? ['-c', cpus, runtime, ...args] : args,
     { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), FRONTEND_THREADS: '1', ...env },

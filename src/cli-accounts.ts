@@ -92,7 +92,7 @@ function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
 
 function orgView(org: Organisation, plans: Plans): Record<string, unknown> {
   const plan = planOf(plans, org);
-  return { id: org.id, name: org.name, plan: org.plan, tier: plan.tier, quota: plan.quota, hard_limit: effectiveHardLimit(org, plan), created_at: org.createdAt };
+  return { id: org.id, account_id: org.accountId, name: org.name, plan: org.plan, tier: plan.tier, quota: plan.quota, hard_limit: effectiveHardLimit(org, plan), created_at: org.createdAt };
 }
 
 
@@ -101,7 +101,7 @@ const keyLine = (k: ApiKey): string =>
   `${k.allowedCidrs.length ? `  cidrs [${k.allowedCidrs.join(' ')}]` : ''}${k.expires ? `  expires ${k.expires}` : ''}${k.revokedAt ? '  REVOKED' : ''}`;
 
 const orgLine = (o: Record<string, unknown>): string =>
-  `${o.id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}`;
+  `${o.id}  account ${o.account_id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}`;
 
 function one(positionals: string[], what: string): string {
   if (positionals.length !== 1) throw new UsageError(`takes exactly one ${what}`);

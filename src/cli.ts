@@ -6,7 +6,6 @@ import { explainAddress } from './build/explain.js';
 import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
@@ -15,12 +14,13 @@ import { loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';
 import { FEED_FORMATS } from './feeds/formats.js';
 import { listFeeds, removeFeed } from './feeds/store.js';
-import { jsonLogger } from './log.js';
+import { jsonLogger, structuredWarnings } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
 import { UsageError, parse, print } from './cli-common.js';
 import { IpsiftError, reasonOf } from './errors.js';
 import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
+import { RUNTIME, VERSION } from './version.js';
 
 const HELP: Record<string, string> = {
   ...ACCOUNT_HELP,
@@ -51,7 +51,9 @@ node), FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, 
 TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB,
 BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
 INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (local, s3),
-S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT.`,
+S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, LOG_LEVEL (info, warn, error), ACCESS_LOG (off,
+on, or a share such as 0.01). CONFIG_FILE names an optional JSON file of the same settings
+({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
   serve: `Usage: ipsift serve
 
 Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
@@ -124,8 +126,8 @@ const DETAIL_OPTIONS: Record<string, DetailField> = {
 };
 
 async function serve(): Promise<void> {
-  const log = jsonLogger();
   const config = loadConfig(process.env);
+  const log = jsonLogger(undefined, config.logLevel);
   const service = await startService(config, log);
   process.on('SIGHUP', () => void service.holder.reload());
   // First signal: drain and exit 0. A second one: exit at once.
@@ -288,29 +290,14 @@ function explain(args: string[]): void {
   });
 }
 
-/**
- * Runtime warnings as JSON log lines, not free text among them. node:sqlite's "experimental"
- * notice is dropped: ipsift chose that driver on purpose (accounts/sqlite.ts).
- */
-function structuredWarnings(): void {
-  const log = jsonLogger();
-  process.removeAllListeners('warning');
-  process.on('warning', (w) => {
-    if (w.name === 'ExperimentalWarning' && /SQLite/.test(w.message)) return;
-    log.warn('runtime warning', { name: w.name, message: w.message });
-  });
-}
-
 /** `ipsift --version`: the package's version and the runtime it runs on. */
 export function versionLine(): string {
-  const pkg = JSON.parse(fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '../../package.json'), 'utf8')) as { version: string };
-  const runtime = process.versions.bun ? `Bun ${process.versions.bun}` : `Node ${process.versions.node}`;
-  return `ipsift ${pkg.version} (${runtime}, ${process.platform}-${process.arch})`;
+  return `ipsift ${VERSION} (${RUNTIME}, ${process.platform}-${process.arch})`;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', sub, ...rest] = argv;
-  structuredWarnings();
+  structuredWarnings(jsonLogger());
   try {
     switch (cmd) {
       case 'serve':

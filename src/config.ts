@@ -1,5 +1,6 @@
 // Configuration: defaults → environment (read here and nowhere else) → validated → frozen.
 
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseNetwork, type Network } from './net/network.js';
@@ -7,6 +8,7 @@ import { TIERS, tierIndex } from './model/projection.js';
 import { DEFAULT_PLANS_FILE } from './accounts/plans.js';
 import { DEFAULT_CATALOGUE_FILE } from './catalogue/catalogue.js';
 import { IpsiftError } from './errors.js';
+import { LOG_LEVELS, type LogLevel } from './log.js';
 
 export interface Config {
   readonly host: string;
@@ -64,6 +66,10 @@ export interface Config {
   readonly publicUrl: string;
   /** Browser origins allowed to call the public port (CORS): exact origins, or ['*'] for any; empty: none. */
   readonly corsOrigins: readonly string[];
+  /** The least severe log level written. */
+  readonly logLevel: LogLevel;
+  /** The share of requests the access log writes a line for: 0 none (the default), 1 every one. */
+  readonly accessLog: number;
 }
 
 export type StoreConfig =
@@ -111,7 +117,7 @@ export class ConfigError extends IpsiftError {
   }
 }
 
-function storeConfig(get: (name: string) => string | undefined): StoreConfig {
+function storeConfig(get: (name: ConfigVariable) => string | undefined): StoreConfig {
   const kind = get('STORE') ?? DEFAULTS.store;
   if (kind === 'local') return { kind };
   if (kind !== 's3') throw new ConfigError(`STORE must be local or s3, got ${JSON.stringify(kind)}`);
@@ -119,6 +125,21 @@ function storeConfig(get: (name: string) => string | undefined): StoreConfig {
   if (!bucket) throw new ConfigError('STORE=s3 needs S3_BUCKET');
   const endpoint = get('S3_ENDPOINT');
   return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+}
+
+function logLevel(text: string): LogLevel {
+  const v = text.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(text)}`);
+  return v as LogLevel;
+}
+
+/** ACCESS_LOG: off, on, or the share of requests to log (0.01: one in a hundred, at random). */
+function accessLog(text: string): number {
+  const v = text.toLowerCase();
+  if (v === 'off') return 0;
+  if (v === 'on') return 1;
+  if (/^(0(\.\d+)?|1(\.0+)?)$/.test(v)) return Number(v);
+  throw new ConfigError(`ACCESS_LOG must be off, on or a share between 0 and 1 (0.01: one request in a hundred), got ${JSON.stringify(text)}`);
 }
 
 /** CORS_ORIGINS: '*', or comma-separated origins as browsers send them (scheme://host[:port]). */
@@ -185,10 +206,47 @@ function flag(name: string, text: string): boolean {
   throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(text)}`);
 }
 
-/** Builds the configuration from an environment (process.env at the entry point). */
+/** Every variable the configuration reads: the environment's names, and a config file's keys. */
+export const CONFIG_VARIABLES = [
+  'HOST', 'PORT', 'ADMIN_HOST', 'ADMIN_PORT', 'DATA_DIR', 'FRONTEND_THREADS', 'BATCH_WORKERS', 'BATCH_QUEUE',
+  'MAX_BATCH_BODY_BYTES', 'BATCH_BODY_MEMORY_MIB', 'BODY_TIMEOUT_S', 'KEYLESS_IPV6_PREFIX', 'ACCOUNTING_GRACE_S',
+  'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
+  'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
+  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE',
+] as const;
+export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
+
+/**
+ * CONFIG_FILE: a JSON object whose keys are the environment's names ({"PORT": 8080,
+ * "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one. Unknown keys are
+ * refused, so a misspelt setting is an error rather than a default silently kept.
+ */
+function fileSettings(file: string): Partial<Record<ConfigVariable, string>> {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new ConfigError(`CONFIG_FILE ${file}: ${e instanceof SyntaxError ? `not JSON (${e.message})` : 'cannot be read'}`);
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new ConfigError(`CONFIG_FILE ${file}: must be a JSON object of settings`);
+  const out: Partial<Record<ConfigVariable, string>> = {};
+  for (const [key, value] of Object.entries(doc)) {
+    if (!(CONFIG_VARIABLES as readonly string[]).includes(key)) {
+      throw new ConfigError(`CONFIG_FILE ${file}: unknown setting ${JSON.stringify(key)} (settings are the environment's names: ${CONFIG_VARIABLES.join(', ')})`);
+    }
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new ConfigError(`CONFIG_FILE ${file}: ${key} must be a string, number or boolean`);
+    }
+    out[key as ConfigVariable] = String(value);
+  }
+  return out;
+}
+
+/** Builds the configuration from an environment (process.env at the entry point) and CONFIG_FILE. */
 export function loadConfig(env: Record<string, string | undefined>, overrides: Partial<Config> = {}): Config {
-  const get = (name: string): string | undefined => {
-    const v = env[name];
+  const file = env.CONFIG_FILE ? fileSettings(path.resolve(env.CONFIG_FILE)) : {};
+  const get = (name: ConfigVariable): string | undefined => {
+    const v = env[name] === undefined || env[name] === '' ? file[name] : env[name];
     return v === undefined || v === '' ? undefined : v;
   };
   const proxies = (get('TRUSTED_PROXIES') ?? DEFAULTS.trustedProxies)
@@ -235,6 +293,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
     publicUrl: get('PUBLIC_URL') === undefined ? '' : publicUrl(get('PUBLIC_URL')!),
     corsOrigins: corsOrigins(get('CORS_ORIGINS') ?? ''),
+    logLevel: logLevel(get('LOG_LEVEL') ?? 'info'),
+    accessLog: accessLog(get('ACCESS_LOG') ?? 'off'),
     store: storeConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
     ...overrides,

@@ -8,15 +8,34 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
 }
 
-export function jsonLogger(write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
-  const emit = (level: string, msg: string, fields?: LogFields): void => {
-    write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
+/** LOG_LEVEL's choices, least severe first: a level writes its own lines and the more severe. */
+export const LOG_LEVELS = ['info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export function jsonLogger(write: (line: string) => void = (l) => process.stderr.write(l), level: LogLevel = 'info'): Logger {
+  const emit = (lvl: string, msg: string, fields?: LogFields): void => {
+    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }) + '\n');
   };
+  const least = LOG_LEVELS.indexOf(level);
+  const nothing = (): void => {};
   return {
-    info: (msg, fields) => emit('info', msg, fields),
-    warn: (msg, fields) => emit('warn', msg, fields),
+    info: least <= 0 ? (msg, fields) => emit('info', msg, fields) : nothing,
+    warn: least <= 1 ? (msg, fields) => emit('warn', msg, fields) : nothing,
     error: (msg, fields) => emit('error', msg, fields),
   };
 }
 
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
+/**
+ * Runtime warnings as log lines, not free text among the JSON (on every thread that may load a
+ * module which warns). node:sqlite's "experimental" notice is dropped: ipsift chose that driver
+ * on purpose (accounts/sqlite.ts).
+ */
+export function structuredWarnings(log: Logger): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (w) => {
+    if (w.name === 'ExperimentalWarning' && /SQLite/.test(w.message)) return;
+    log.warn('runtime warning', { name: w.name, message: w.message });
+  });
+}

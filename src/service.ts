@@ -28,10 +28,14 @@ import type { Logger } from './log.js';
 import type { ServerKind } from './http/server/types.js';
 import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
 import { FrontEndThreads } from './frontend/threads.js';
+import { lastPublishedAt } from './catalogue/publish.js';
+import type { RouteTable } from './http/routes.js';
 
 export interface Service {
   readonly port: number;
   readonly adminPort: number;
+  /** The route tables of the public app (null where front-end threads hold it) and the admin app. */
+  routeTables(): { public: RouteTable | null; admin: RouteTable };
   /** The HTTP server behind both ports. */
   readonly httpServer: ServerKind;
   /** Threads answering the public port. */
@@ -133,7 +137,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };
-    const admin = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads);
+    const { app: admin, routes: adminRoutes } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control));
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {
@@ -157,6 +161,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     return {
       port,
       adminPort: adm.port,
+      routeTables: () => ({ public: front?.routes ?? null, admin: adminRoutes }),
       httpServer: http.server.kind,
       frontendThreads: threadCount,
       threads,

@@ -2,7 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createOrganisation, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
+import { createKey, createOrganisation, listOrganisations, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans, parsePlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
@@ -11,6 +11,7 @@ import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { parseNetwork } from '../src/net/network.js';
 import { get, plansFile, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { parseList } from './structured-fields.js';
 
 const FEED = `network,category,provider,last_seen
 81.7.3.0/24,vpn,ExampleVPN,2026-11-01
@@ -132,12 +133,16 @@ describe('keys, plans and accounting', () => {
       const r = await get(svc.port, '/81.7.3.1', bearer('slow'));
       codes.push(r.status);
       if (r.status === 429) refused = r;
-      else assert.equal(r.headers['ratelimit-limit'], '2');
+      else assert.equal(parseList(String(r.headers['ratelimit-policy']))[0].params.q, 2);
     }
     assert.deepEqual(codes.slice(0, 2), [200, 200]);
     assert.ok(refused, `no 429 in ${codes}`);
     assert.deepEqual(refused.json, { error: 'rate limit exceeded' });
     assert.match(String(refused.headers['retry-after']), /^[1-9]\d*$/);
+    // The refusal says which policy ran out: the bucket, no tokens left.
+    const [rate] = parseList(String(refused.headers['ratelimit']));
+    assert.deepEqual([rate.value, rate.params.r], ['rate', 0]);
+    assert.ok(Number(rate.params.t) >= 1);
   });
 
   test('the keyless daily cap is 429 with its own message and no Retry-After', async () => {
@@ -163,13 +168,24 @@ describe('keys, plans and accounting', () => {
       if (i === 1) {
         // Quota headers on an answer: the rate bucket and the window's allowance.
         const h = last.headers;
-        assert.deepEqual([h['ratelimit-limit'], h['x-allowance-quota'], h['x-allowance-used'], h['x-allowance-hard-limit']], ['100000', '5', '2', '5']);
-        assert.match(String(h['ratelimit-remaining']), /^\d+$/);
-        assert.ok(Number(h['ratelimit-remaining']) < 100000);
-        assert.match(String(h['ratelimit-reset']), /^\d+$/);
+        assert.deepEqual([h['x-allowance-quota'], h['x-allowance-used'], h['x-allowance-hard-limit']], ['5', '2', '5']);
+        assert.equal(h['cache-control'], 'private, no-store', 'an answer that depends on the key is never cached');
         const reset = Number(h['x-allowance-reset']);
         const now = new Date();
-        assert.ok(Math.abs(reset - (Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1) - now.getTime()) / 1000) < 5, `reset ${reset}`);
+        const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+        const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+        assert.ok(Math.abs(reset - (monthEnd - now.getTime()) / 1000) < 5, `reset ${reset}`);
+        // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-10): the bucket and
+        // the month's hard limit, 3 lookups left of it.
+        const policy = parseList(String(h['ratelimit-policy']));
+        assert.deepEqual(policy, [
+          { value: 'rate', params: { q: 100000, w: 1 } },
+          { value: 'monthly', params: { q: 5, w: (monthEnd - monthStart) / 1000 } },
+        ]);
+        const [rate, monthly] = parseList(String(h['ratelimit']));
+        assert.equal(rate.value, 'rate');
+        assert.ok(Number(rate.params.r) < 100000 && Number(rate.params.t) >= 0);
+        assert.deepEqual([monthly.value, monthly.params.r, monthly.params.t], ['monthly', 3, reset]);
       }
     }
     assert.deepEqual(codes, [200, 200, 200, 200, 200, 429, 429]);
@@ -332,7 +348,7 @@ describe('keyless lookups not limited (private deployments)', () => {
     assert.equal(batch.status, 200);
     assert.deepEqual(batch.json.results, { '81.7.3.9': { ip: '81.7.3.9', is_vpn: true } });
     assert.equal(batch.json.errors.nope.status, 400);
-    assert.equal(batch.headers['ratelimit-limit'], undefined);
+    assert.equal(batch.headers['ratelimit'], undefined);
     const me = await get(svc.port, '/myip');
     assert.deepEqual([me.status, me.json.ip], [200, '127.0.0.1']);
   });
@@ -343,12 +359,33 @@ describe('keyless lookups not limited (private deployments)', () => {
     for (let i = 0; i < 6; i++) replies.push(await get(svc.port, '/81.7.3.9', auth));
     assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 429]); // the free plan's quota of 5 is its hard limit
     assert.deepEqual([replies[0].headers['x-allowance-quota'], replies[4].headers['x-allowance-used']], ['5', '5']);
-    assert.equal(replies[0].headers['ratelimit-limit'], String(lavishRate.burst));
+    assert.equal(parseList(String(replies[0].headers['ratelimit-policy']))[0].params.q, lavishRate.burst);
   });
 
   test('one of the two keyless limits null is refused', () => {
     for (const keyless of [{ daily_cap: null, rate: lavishRate }, { daily_cap: 10, rate: null }]) {
       assert.throws(() => parsePlans(JSON.stringify({ ...PLANS, keyless }), 'p.json'), /keyless.daily_cap and keyless.rate are null together/);
+    }
+  });
+});
+
+describe('account ids', () => {
+  test('numbered in order of creation, never reused; an older control database gets them at open, in the same order', () => {
+    const dir = tempDir();
+    const plans = loadPlans(plansFile(dir));
+    let db = openControlDb(dir);
+    const made = ['A', 'B', 'C'].map((n) => createOrganisation(db, plans, n, 'free'));
+    assert.deepEqual(made.map((o) => o.accountId), [1, 2, 3]);
+    // As schema 1 left it: no account_id column.
+    db.exec('DROP INDEX organisations_account; ALTER TABLE organisations DROP COLUMN account_id; DELETE FROM schema_migrations WHERE version = 3');
+    db.close();
+    db = openControlDb(dir);
+    try {
+      assert.deepEqual(listOrganisations(db).map((o) => [o.name, o.accountId]), [['A', 1], ['B', 2], ['C', 3]]);
+      assert.equal(createOrganisation(db, plans, 'D', 'free').accountId, 4);
+      assert.throws(() => db.prepare('UPDATE organisations SET account_id = 1 WHERE name = ?').run('D'), /UNIQUE/);
+    } finally {
+      db.close();
     }
   });
 });

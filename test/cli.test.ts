@@ -5,6 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/store.js';
+import { jsonLogger } from '../src/log.js';
+import { untilListening, type Listening } from '../scripts/listening.js';
 import { PROJECT_ROOT, get, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
@@ -21,23 +23,15 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 /** Starts `ipsift serve` and resolves with its ports once it logs that it listens. */
-function serve(env: Record<string, string>): Promise<{ port: number; adminPort: number; stop(): void; log: () => string }> {
+async function serve(env: Record<string, string>): Promise<Listening & { stop(): void }> {
   const child = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, PORT: '0', ADMIN_PORT: '0', ...env } });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    child.stderr.on('data', (c: Buffer) => {
-      log += c;
-      const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)","admin":"http:\/\/[^:]+:(\d+)"/.exec(log);
-      if (m) resolve({ port: Number(m[1]), adminPort: Number(m[2]), stop: () => child.kill('SIGTERM'), log: () => log });
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log}`)));
-  });
+  return { ...(await untilListening(child)), stop: () => child.kill('SIGTERM') };
 }
 
 describe('ipsift command line', () => {
   test('serve on an empty data directory imports the demo feeds, builds, and becomes ready', async () => {
     const dataDir = tempDir();
-    const s = await serve({ DATA_DIR: dataDir, KEYLESS_TIER: 'max' });
+    const s = await serve({ DATA_DIR: dataDir, KEYLESS_TIER: 'max', ACCESS_LOG: 'on' });
     try {
       const ready = await get(s.adminPort, '/readyz');
       assert.equal(ready.status, 200);
@@ -62,7 +56,22 @@ describe('ipsift command line', () => {
       const full = await get(s.port, '/81.7.3.20', { Authorization: `Bearer ${max.key}` });
       assert.equal(full.json.tor.provider, 'Tor Project');
       assert.ok('is_mobproxy' in full.json);
+      // A key in the query is never logged: the access log has the path only.
+      assert.equal((await get(s.port, `/81.7.3.20?apikey=${max.key}`)).status, 200);
+      await new Promise((r) => setTimeout(r, 100));
       for (const k of keys) assert.ok(!s.log().includes(k.key), 'a demo key reached the log');
+      // Every line is JSON, on both streams; the keys are in one stdout line, the only output that has them.
+      const logLines = s.log().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const outLines = s.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.equal(outLines.length, 1);
+      assert.deepEqual(outLines[0].keys, keys.map((k) => ({ plan: k.plan, key: k.key })));
+      assert.equal(outLines[0].file, file);
+      const accessed = logLines.filter((l) => l.msg === 'request' && l.path === '/81.7.3.20');
+      assert.equal(accessed.length, 3, 'keyless, keyed by header, keyed by ?apikey=');
+      for (const l of accessed) {
+        assert.deepEqual([l.method, l.status, l.remote], ['GET', 200, '127.0.0.1']);
+        assert.ok(typeof l.ms === 'number' && typeof l.bytes === 'number' && (l.bytes as number) > 20);
+      }
     } finally {
       s.stop();
     }
@@ -72,6 +81,44 @@ describe('ipsift command line', () => {
     const r = await cli(['serve'], { DATA_DIR: tempDir(), HTTP_SERVER: 'apache', PORT: '0', ADMIN_PORT: '0', DEMO: '0' });
     assert.equal(r.code, 1);
     assert.equal(r.stderr.trim(), 'ipsift: HTTP_SERVER must be one of auto, uws, bun, node, got "apache"');
+  });
+
+  test('LOG_LEVEL and ACCESS_LOG: a wrong value is one line; a level drops the lines below it', async () => {
+    const env = { DATA_DIR: tempDir(), PORT: '0', ADMIN_PORT: '0', DEMO: '0' };
+    assert.equal((await cli(['serve'], { ...env, LOG_LEVEL: 'debug' })).stderr.trim(), 'ipsift: LOG_LEVEL must be one of info, warn, error, got "debug"');
+    assert.equal(
+      (await cli(['serve'], { ...env, ACCESS_LOG: '2' })).stderr.trim(),
+      'ipsift: ACCESS_LOG must be off, on or a share between 0 and 1 (0.01: one request in a hundred), got "2"',
+    );
+    for (const [level, expected] of [['info', ['info', 'warn', 'error']], ['warn', ['warn', 'error']], ['error', ['error']]] as const) {
+      const lines: string[] = [];
+      const log = jsonLogger((l) => lines.push(l), level);
+      log.info('i');
+      log.warn('w');
+      log.error('e', { n: 1 });
+      assert.deepEqual(lines.map((l) => (JSON.parse(l) as { level: string }).level), expected);
+    }
+  });
+
+  test('CONFIG_FILE: settings by their environment names, the environment winning; unknown or malformed ones are one line', async () => {
+    const dir = tempDir();
+    const file = writeFile(dir, 'ipsift.json', JSON.stringify({ DATA_DIR: path.join(dir, 'data'), DEMO: false, KEYLESS_TIER: 'max', PORT: 0, ADMIN_PORT: 0 }));
+    const s = await serve({ CONFIG_FILE: file, KEYLESS_TIER: 'scale' });
+    try {
+      assert.ok(fs.existsSync(path.join(dir, 'data', 'control.sqlite')), 'DATA_DIR from the file');
+      assert.doesNotMatch(s.log(), /demo/, 'DEMO=false from the file');
+    } finally {
+      s.stop();
+    }
+    const direct = (await import('../src/config.js')).loadConfig({ CONFIG_FILE: file, KEYLESS_TIER: 'scale' });
+    assert.deepEqual([direct.dataDir, direct.demo, direct.keylessTier], [path.join(dir, 'data'), false, 2]);
+    const env = { PORT: '0', ADMIN_PORT: '0', DEMO: '0' };
+    const unknown = await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'typo.json', '{"PROT": 80}') });
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr.trim(), /^ipsift: CONFIG_FILE .*typo\.json: unknown setting "PROT" \(settings are the environment's names: HOST, PORT, /);
+    assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'bad.json', '{"PORT": ') })).stderr.trim(), /^ipsift: CONFIG_FILE .*bad\.json: not JSON/);
+    assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'list.json', '[]') })).stderr.trim(), /must be a JSON object of settings$/);
+    assert.match((await cli(['serve'], { ...env, CONFIG_FILE: path.join(dir, 'none.json') })).stderr.trim(), /none\.json: cannot be read$/);
   });
 
   test('feed import, build and builds report what they did', async () => {

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
@@ -160,6 +161,35 @@ describe('database catalogue, downloads and files', () => {
     assert.equal((await get(svc.port, p, { Range: `bytes=${size}-` })).status, 416);
   });
 
+  test('an MMDB download comes gzip-coded to a client that asks, resumable in its own bytes; a CSV.gz never twice', async () => {
+    const location = String((await dl('licensed', 'id=vpn_v1&format=mmdb')).headers.location);
+    const url = `http://127.0.0.1:${svc.port}${location}`;
+    const plain = await fetchBytes(url);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.equal(plain.headers['vary'], 'Accept-Encoding');
+    const gz = { 'Accept-Encoding': 'gzip, br' };
+    const packed = await fetchBytes(url, gz);
+    assert.equal(packed.status, 200);
+    assert.equal(packed.headers['content-encoding'], 'gzip');
+    assert.match(String(packed.headers['content-disposition']), /filename="vpn_v1\.mmdb"/);
+    assert.ok(packed.body.length < plain.body.length, `${packed.body.length} of ${plain.body.length}`);
+    assert.deepEqual(zlib.gunzipSync(packed.body), plain.body);
+    assert.notEqual(packed.headers.etag, plain.headers.etag);
+    // Range counts the gzip bytes: the two halves join into the same gzip stream.
+    const cut = Math.floor(packed.body.length / 2);
+    const first = await fetchBytes(url, { ...gz, Range: `bytes=0-${cut - 1}` });
+    const rest = await fetchBytes(url, { ...gz, Range: `bytes=${cut}-` });
+    assert.deepEqual([first.status, rest.status, rest.headers['content-range']], [206, 206, `bytes ${cut}-${packed.body.length - 1}/${packed.body.length}`]);
+    assert.deepEqual(Buffer.concat([first.body, rest.body]), packed.body);
+    const head = await request(svc.port, 'HEAD', location, undefined, gz);
+    assert.deepEqual([head.headers['content-encoding'], Number(head.headers['content-length'])], ['gzip', packed.body.length]);
+    assert.equal((await fetchBytes(url, { ...gz, 'If-None-Match': String(packed.headers.etag) })).status, 304);
+    const csv = String((await dl('licensed', 'id=vpn_v1&format=csvgz')).headers.location);
+    const csvGot = await fetchBytes(`http://127.0.0.1:${svc.port}${csv}`, gz);
+    assert.equal(csvGot.headers['content-encoding'], undefined);
+    assert.ok(zlib.gunzipSync(csvGot.body).toString('utf8').startsWith('network,'));
+  });
+
   test('tampered, expired and unknown links are refused alike; no path escapes the store', async () => {
     const url = new URL(String((await dl('licensed', 'id=vpn_v1&format=csvgz')).headers.location), `http://127.0.0.1:${svc.port}`);
     const good = url.pathname + url.search;
@@ -214,11 +244,33 @@ describe('database catalogue, downloads and files', () => {
     assert.equal(m.json.updated, new Date().toISOString().slice(0, 10));
     assert.ok(m.json.size.mmdb > 0 && m.json.sample_size.csvgz > 0 && m.json.entries >= 2);
     assert.deepEqual(m.json.schema.csvgz[0], { name: 'network', type: 'string', description: 'CIDR network (IPv4 or IPv6)' });
+    assert.equal(m.headers['cache-control'], 'private, no-cache', 'a private cache may keep it and revalidate with the ETag');
     assert.equal((await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', { ...as('licensed'), 'If-None-Match': String(m.headers.etag) })).status, 304);
-    assert.deepEqual((await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('unlicensed'))).json, { rc: 'NO_LICENSE' });
+    const refused = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('unlicensed'));
+    assert.deepEqual(refused.json, { rc: 'NO_LICENSE' });
+    assert.equal(refused.headers['cache-control'], 'private, no-store');
     const c = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', as('licensed'));
     assert.deepEqual(Object.keys(c.json.checksums), ['md5', 'sha1', 'sha256', 'sha512']);
     assert.equal((await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', { ...as('licensed'), 'If-None-Match': String(c.headers.etag) })).status, 304);
+  });
+
+  test('the catalogue and metadata come compressed when asked, with an ETag of their own that revalidates', async () => {
+    const plainList = await fetchBytes(`http://127.0.0.1:${svc.port}/api/v1/database/list`, as('licensed'));
+    assert.ok(plainList.body.length >= 1024, `${plainList.body.length} bytes`);
+    for (const coding of ['gzip', 'br']) {
+      const list = await fetchBytes(`http://127.0.0.1:${svc.port}/api/v1/database/list`, { ...as('licensed'), 'Accept-Encoding': coding });
+      assert.equal(list.headers['content-encoding'], coding);
+      const decoded = coding === 'gzip' ? zlib.gunzipSync(list.body) : zlib.brotliDecompressSync(list.body);
+      assert.deepEqual(JSON.parse(decoded.toString('utf8')), JSON.parse(plainList.body.toString('utf8')));
+    }
+    const url = `http://127.0.0.1:${svc.port}/api/v1/database/metadata?id=vpn_v1`;
+    const plain = await fetchBytes(url, as('licensed'));
+    const packed = await fetchBytes(url, { ...as('licensed'), 'Accept-Encoding': 'gzip' });
+    const tag = String(plain.headers.etag);
+    assert.equal(packed.headers.etag, `${tag.slice(0, -1)}-gzip"`, 'a representation of its own, a tag of its own');
+    assert.deepEqual(JSON.parse((packed.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(packed.body) : packed.body).toString('utf8')), JSON.parse(plain.body.toString('utf8')));
+    const again = await fetchBytes(url, { ...as('licensed'), 'Accept-Encoding': 'gzip', 'If-None-Match': String(packed.headers.etag) });
+    assert.deepEqual([again.status, again.headers.etag, again.body.length], [304, packed.headers.etag, 0]);
   });
 
   test('503 NOT_PUBLISHED while only an earlier day’s build is published, 302 once today’s is', async () => {

@@ -64,12 +64,26 @@ const MEANT: readonly (readonly [string, string])[] = [
   ['HEAD', '/81.7.3.9'],
 ];
 
-function requestOf(rnd: () => number, keys: readonly string[], links: readonly string[]): { bytes: Buffer; head: boolean } {
+/**
+ * Routes and headers added later (geoipupdate, the OpenAPI document, Basic auth, content
+ * codings), drawn from a second generator so that the first one's sequence, and so what the
+ * suite's seeds reach, stays as it was.
+ */
+const LATER_TARGETS = [
+  '/geoip/databases/vpn_v1/update?db_md5=0', '/geoip/databases/vpn_v1/update', '/geoip/databases/nope/update?db_md5=%',
+  '/geoip/databases//update', '/geoip/databases/vpn_v1/update/x', '/geoip/updates/metadata?edition_id=vpn_v1',
+  '/api/v1/openapi.json', '/api/v1/openapi.json?x=%ZZ', '/geoip/databases/vpn_v1/download?date=20260101&suffix=tar.gz',
+  '/geoip/databases/nope/download', '/geoip/updates/metadata?edition_id=vpn_v1&edition_id=nope', '/geoip/updates/metadata',
+];
+const ACCEPT_ENCODINGS = ['gzip', 'br', 'gzip, br', 'gzip;q=0', '*', 'br;q=abc', 'x'.repeat(600), ', ,;', 'identity'];
+
+function requestOf(rnd: () => number, later: () => number, keys: readonly string[], links: readonly string[]): { bytes: Buffer; head: boolean } {
   let method = pick(rnd, METHODS);
   let target = pick(rnd, PATHS) + pick(rnd, QUERIES);
   const roll = rnd();
   if (roll < 0.35) [method, target] = pick(rnd, MEANT);
   else if (roll < 0.45 && links.length) [method, target] = [rnd() < 0.8 ? 'GET' : 'HEAD', pick(rnd, links)];
+  if (later() < 0.08) [method, target] = [later() < 0.85 ? 'GET' : pick(later, METHODS), pick(later, LATER_TARGETS)];
   if (rnd() < 0.4) target = mutate(rnd, target);
   if (!target.startsWith('/')) target = '/' + target;
   target = target.replace(/[\s]/g, '%20');
@@ -78,6 +92,8 @@ function requestOf(rnd: () => number, keys: readonly string[], links: readonly s
   if (rnd() < 0.5) headers.push(`Authorization: ${pick(rnd, ['Bearer ', 'bearer ', 'Basic ', 'Bearer  ', ''])}${key()}`);
   if (rnd() < 0.2) headers.push(`X-Api-Key: ${key()}`);
   if (rnd() < 0.05) headers.push(`X-Api-Key: ${key()}`);
+  if (later() < 0.1) headers.push(`Authorization: Basic ${Buffer.from(`${pick(later, ['1', '2', 'x', '', '99999999999999999999'])}:${pick(later, keys)}`).toString('base64')}`);
+  if (later() < 0.2) headers.push(`Accept-Encoding: ${pick(later, ACCEPT_ENCODINGS)}`);
   if (rnd() < 0.2) headers.push(`Range: ${pick(rnd, ['bytes=0-10', 'bytes=-5', 'bytes=99999999-', 'bytes=5-1', 'bytes=x', 'items=0-1'])}`);
   if (rnd() < 0.1) headers.push(`If-None-Match: ${pick(rnd, ['*', '"x"', 'W/"y"', ''])}`);
   if (rnd() < 0.1) headers.push(`X-Forwarded-For: ${pick(rnd, ['1.2.3.4', '::1', 'garbage', '1.2.3.4, 5.6.7.8', ''])}`);
@@ -99,6 +115,7 @@ function requestOf(rnd: () => number, keys: readonly string[], links: readonly s
  */
 export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8, links: readonly string[] = []): Promise<FuzzResult> {
   const rnd = prng(seed);
+  const later = prng(seed ^ 0x5bd1e995);
   const result: FuzzResult = { requests: 0, byStatus: new Map(), problems: [], unanswered: [] };
   let next = 0;
   const worker = async (): Promise<void> => {
@@ -129,7 +146,7 @@ export async function fuzz(port: number, keys: readonly string[], seed: number, 
       // A request sent on a connection the server was closing (after an answer that closes)
       // is sent once more on a fresh one; unanswered twice, it is a problem.
       const again = retry !== null;
-      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, keys, links);
+      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, later, keys, links);
       const { bytes, head } = req;
       if (!again) next++;
       retry = null;

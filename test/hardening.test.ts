@@ -452,7 +452,7 @@ describe('stores and workers at fault', () => {
     test(`a batch settles within its deadline while every worker ${fault} (the route then answers every address 500)`, async () => {
       const pool = new BatchPool({ workers: 2, maxQueue: 8, worker: path.join(PROJECT_ROOT, 'dist/test/fixtures', fixture), timeoutMs: 2000 });
       try {
-        const task = () => ({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null });
+        const task = () => ({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null, coding: 0 });
         const started = Date.now();
         const settled = await Promise.allSettled(Array.from({ length: 4 }, () => pool.run(task())));
         assert.ok(settled.every((s) => s.status === 'rejected'), 'a batch on a faulty worker succeeded');

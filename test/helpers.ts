@@ -26,6 +26,7 @@ import { silentLogger, type Logger } from '../src/log.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
 import { startService, type Service } from '../src/service.js';
+import { untilListening } from '../scripts/listening.js';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
@@ -207,15 +208,7 @@ export function serveProcess(env: Record<string, string>): Promise<ServeProcess>
     env: { ...process.env, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let log = '';
-  return new Promise((resolve, reject) => {
-    child.stderr!.on('data', (c: Buffer) => {
-      log += c;
-      const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)","admin":"http:\/\/[^:]+:(\d+)"/.exec(log);
-      if (m) resolve({ child, port: Number(m[1]), adminPort: Number(m[2]), log: () => log });
-    });
-    child.on('exit', (code) => reject(new Error(`serve exited ${code}: ${log.slice(-2000)}`)));
-  });
+  return untilListening(child).then((l) => ({ child, port: l.port, adminPort: l.adminPort, log: l.log }));
 }
 
 /** Enough VPN networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth). */

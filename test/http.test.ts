@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
+import path from 'node:path';
+import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
 import { DEFAULT_MAX_BATCH_BODY_BYTES } from '../src/config.js';
@@ -9,7 +13,7 @@ import type { Service } from '../src/service.js';
 import { RequestClient, peerText } from '../src/http/client.js';
 import { parseNetwork } from '../src/net/network.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { get, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
 81.7.3.0/24,vpn,ExampleVPN,high,server_list,2026-11-01
@@ -395,8 +399,8 @@ describe('CORS (CORS_ORIGINS)', () => {
     assert.equal(ok.status, 200);
     assert.deepEqual(ok.json, { ip: '81.7.3.9', is_vpn: true });
     assert.equal(ok.headers['access-control-allow-origin'], ORIGIN);
-    assert.match(String(ok.headers['access-control-expose-headers']), /RateLimit-Remaining.*X-Allowance-Used.*Retry-After/);
-    assert.ok(ok.headers['ratelimit-remaining'] !== undefined);
+    assert.match(String(ok.headers['access-control-expose-headers']), /RateLimit-Policy, RateLimit,.*X-Allowance-Used.*Retry-After/);
+    assert.ok(ok.headers['ratelimit'] !== undefined);
     const batch = await request(svc.port, 'POST', '/batch', JSON.stringify({ ips: ['81.7.3.9', 'nope'] }), o);
     assert.equal(batch.status, 200);
     assert.equal(batch.headers['access-control-allow-origin'], ORIGIN);
@@ -407,5 +411,126 @@ describe('CORS (CORS_ORIGINS)', () => {
     assert.equal((await get(svc.port, '/81.7.3.9', { Origin: 'https://evil.example' })).headers['access-control-allow-origin'], undefined);
     assert.equal((await get(svc.port, '/81.7.3.9')).headers['access-control-allow-origin'], undefined);
     assert.equal((await get(plain.port, '/81.7.3.9', o)).headers['access-control-allow-origin'], undefined);
+  });
+});
+
+/** A request whose answer is kept as bytes (a compressed body). */
+function requestBytes(port: number, method: string, p: string, body: string | undefined, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('compressed answers (Accept-Encoding)', () => {
+  let svc: Service;
+  before(async () => {
+    svc = await startTestService({ dataDir: dataDirWithBuild() });
+  });
+  after(() => svc.close());
+  const ips = Array.from({ length: 1000 }, (_, i) => (i % 4 === 0 ? `81.7.3.${i >> 2}` : `203.0.${i >> 8}.${i % 256}`));
+  const body = JSON.stringify({ ips });
+
+  test('a batch answer comes gzip- or br-coded when asked, identical once decoded; never when not asked', async () => {
+    const plain = await requestBytes(svc.port, 'POST', '/batch', body, {});
+    assert.equal(plain.status, 200);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const expected = JSON.parse(plain.body.toString('utf8'));
+    assert.equal(Object.keys(expected.results).length, 1000);
+    for (const [accept, coding] of [['gzip', 'gzip'], ['br', 'br'], ['gzip, deflate, br, zstd', 'br'], ['gzip;q=1, br;q=0.5', 'gzip'], ['x-gzip', 'gzip'], ['*', 'br'], ['br;q=0, *;q=0.1', 'gzip']] as const) {
+      const r = await requestBytes(svc.port, 'POST', '/batch', body, { 'Accept-Encoding': accept });
+      assert.equal(r.status, 200, accept);
+      assert.equal(r.headers['content-encoding'], coding, accept);
+      assert.equal(r.headers['vary'], 'Accept-Encoding');
+      assert.equal(Number(r.headers['content-length']), r.body.length);
+      assert.ok(r.body.length * 5 < plain.body.length, `${accept}: ${r.body.length} of ${plain.body.length} bytes`);
+      const decoded = coding === 'gzip' ? zlib.gunzipSync(r.body) : zlib.brotliDecompressSync(r.body);
+      assert.deepEqual(JSON.parse(decoded.toString('utf8')), expected, accept);
+    }
+    for (const accept of ['identity', 'gzip;q=0, br;q=0', 'deflate', 'gzip;q=2', '*;q=0']) {
+      const r = await requestBytes(svc.port, 'POST', '/batch', body, { 'Accept-Encoding': accept });
+      assert.equal(r.headers['content-encoding'], undefined, accept);
+      assert.deepEqual(JSON.parse(r.body.toString('utf8')), expected, accept);
+    }
+  });
+
+  test('short answers and whole-call errors go out as they are', async () => {
+    const one = await requestBytes(svc.port, 'POST', '/batch', JSON.stringify({ ips: ['81.7.3.9'] }), { 'Accept-Encoding': 'gzip' });
+    assert.equal(one.headers['content-encoding'], undefined);
+    assert.deepEqual(JSON.parse(one.body.toString('utf8')).results['81.7.3.9'], { ip: '81.7.3.9', is_vpn: true });
+    const bad = await requestBytes(svc.port, 'POST', '/batch', '{"ips":' + '['.repeat(2000), { 'Accept-Encoding': 'gzip' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.headers['content-encoding'], undefined);
+    const single = await requestBytes(svc.port, 'GET', '/81.7.3.9', undefined, { 'Accept-Encoding': 'gzip' });
+    assert.deepEqual([single.headers['content-encoding'], JSON.parse(single.body.toString('utf8'))], [undefined, { ip: '81.7.3.9', is_vpn: true }]);
+  });
+
+  test('Prometheus metrics on the admin port are compressed for a scraper that asks', async () => {
+    const r = await requestBytes(svc.adminPort, 'GET', '/metrics', undefined, { 'Accept-Encoding': 'gzip' });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['content-encoding'], 'gzip');
+    assert.match(zlib.gunzipSync(r.body).toString('utf8'), /^ipsift_batches_total \d+$/m);
+  });
+});
+
+/** Prometheus text (0.0.4) as sample → value, the sample named with its labels as written. */
+function samplesOf(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    assert.ok(m, `not a sample line: ${line}`);
+    assert.ok(!out.has(m[1]), `${m[1]} twice`);
+    out.set(m[1], Number(m[2]));
+  }
+  return out;
+}
+
+describe('metrics (admin port)', () => {
+  let svc: Service;
+  before(async () => {
+    svc = await startTestService({ dataDir: dataDirWithBuild() });
+  });
+  after(() => svc.close());
+
+  test('latency histograms per route family, build info, index age, process and event-loop figures', async () => {
+    for (let i = 0; i < 5; i++) assert.equal((await get(svc.port, `/81.7.3.${i}`)).status, 200);
+    assert.equal((await postBatch(svc.port, { ips: ['81.7.3.9'] })).status, 200);
+    assert.equal((await get(svc.port, '/api/v1/database/list')).status, 401);
+    assert.equal((await get(svc.port, '/api/v1/account/me')).status, 401);
+    const r = await get(svc.adminPort, '/metrics');
+    assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4');
+    const s = samplesOf(r.text);
+    const pkg = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+    const info = [...s.keys()].find((k) => k.startsWith('ipsift_build_info{'));
+    assert.match(String(info), new RegExp(`version="${pkg.version}",runtime="(Node|Bun) [\\d.]+",http_server="${svc.httpServer}"`));
+    for (const [family, least] of [['lookup', 5], ['batch', 1], ['database', 1], ['account', 1]] as const) {
+      const count = s.get(`ipsift_request_duration_seconds_count{family="${family}"}`)!;
+      assert.ok(count >= least, `${family}: ${count}`);
+      assert.equal(s.get(`ipsift_request_duration_seconds_bucket{family="${family}",le="+Inf"}`), count);
+      let last = 0;
+      for (const [k, v] of s) {
+        if (!k.startsWith(`ipsift_request_duration_seconds_bucket{family="${family}",`)) continue;
+        assert.ok(v >= last, `${k} is cumulative`);
+        last = v;
+      }
+      const sum = s.get(`ipsift_request_duration_seconds_sum{family="${family}"}`)!;
+      assert.ok(sum > 0 && sum < count * 5, `${family}: sum ${sum}`);
+    }
+    const now = Date.now() / 1000;
+    const built = s.get('ipsift_index_build_timestamp_seconds')!;
+    assert.ok(built > now - 600 && built <= now, `built ${built}`);
+    assert.ok(s.get('ipsift_index_loaded_timestamp_seconds')! >= built);
+    assert.equal(s.get('ipsift_last_publish_timestamp_seconds'), 0, 'nothing published in this data directory');
+    assert.ok(s.get('process_resident_memory_bytes')! > 1e6);
+    assert.ok(s.get('process_cpu_seconds_total')! > 0);
+    assert.ok(Math.abs(s.get('process_start_time_seconds')! - (now - process.uptime())) < 5);
+    for (const q of ['0.5', '0.99', '1']) assert.ok(s.get(`ipsift_event_loop_delay_seconds{thread="0",quantile="${q}"}`)! >= 0);
   });
 });

@@ -7,6 +7,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import type { Rate } from '../src/accounts/plans.js';
 import type { Admission } from '../src/http/gate.js';
 import { JsonHead } from '../src/http/json-head.js';
+import { parseList, type Member } from './structured-fields.js';
 
 /**
  * Writes through a fake response that renders the bytes as uWS does, and parses the head as
@@ -42,13 +43,21 @@ function headersOf(write: (res: HttpResponse) => void, asFields = false): Record
     assert.ok(colon > 0, line);
     const name = line.slice(0, colon).toLowerCase();
     assert.ok(!(name in out), `${name} twice`);
-    assert.match(line.slice(colon + 1), /^ +\S+$/, 'only spaces before a value, none after');
+    assert.match(line.slice(colon + 1), /^ +\S(.*\S)?$/, 'only spaces before a value, none after');
     out[name] = line.slice(colon + 1).trim();
   }
   return out;
 }
 
-const admission = (quota: number, limit: number | null, endMs: number) => ({ quota, limit, window: { endMs } }) as unknown as Admission;
+/** A key's admission (a month's window of `days`) or, with `daily`, a keyless source's (a day). */
+const admission = (quota: number, limit: number | null, endMs: number, days = 30, daily = false) =>
+  ({ quota, limit, window: { id: daily ? '2026-11-21' : '2026-11', startMs: endMs - days * 86_400_000, endMs } }) as unknown as Admission;
+
+/** The two RateLimit fields, read as Structured Field lists (which also checks their syntax). */
+function rateLimitOf(h: Record<string, string>): Record<string, Member[]> | undefined {
+  if (h['ratelimit'] === undefined && h['ratelimit-policy'] === undefined) return undefined;
+  return { policy: parseList(h['ratelimit-policy']), current: parseList(h['ratelimit']) };
+}
 
 describe('JSON answer head', () => {
   for (const asFields of [false, true]) {
@@ -66,29 +75,45 @@ describe('JSON answer head', () => {
         [big, 7, admission(1e12, 2 ** 40, now + 1000), 2 ** 33 + 7],
         [null, 0, null, 0],
         [small, 20, admission(5, 5, now + 1), 5],
+        [small, 4, admission(5, 5, now + 1), 9], // past the limit: none left
+        [small, 4, admission(300, 300, now + 3_600_000, 1, true), 12], // a keyless source's day
+        [small, 4, admission(1000, 1500, now + 3_600_000, 31), 12], // a longer month
+        [small, 4, admission(1000, 1500, now + 3_600_000, 31), 1499],
       ];
       for (const [rate, remaining, a, used] of cases) {
         const h = headersOf((res) => head.write(res, rate, remaining, a, used, now), asFields);
-        const expected: Record<string, string> = { 'content-type': 'application/json' };
+        const expected: Record<string, string> = { 'content-type': 'application/json', 'cache-control': 'private, no-store' };
+        let limits: Record<string, Member[]> | undefined;
         if (rate) {
-          expected['ratelimit-limit'] = String(rate.burst);
-          expected['ratelimit-remaining'] = String(remaining);
-          expected['ratelimit-reset'] = String(Math.ceil((rate.burst - remaining) / rate.perSecond));
+          limits = {
+            policy: [{ value: 'rate', params: { q: rate.burst, w: Math.ceil(rate.burst / rate.perSecond) } }],
+            current: [{ value: 'rate', params: { r: remaining, t: Math.ceil((rate.burst - remaining) / rate.perSecond) } }],
+          };
         }
         if (rate && a) {
+          const end = String(Math.ceil((a.window.endMs - now) / 1000));
           expected['x-allowance-quota'] = String(a.quota);
           expected['x-allowance-used'] = String(used);
-          expected['x-allowance-reset'] = String(Math.ceil((a.window.endMs - now) / 1000));
-          if (a.limit !== null) expected['x-allowance-hard-limit'] = String(a.limit);
+          expected['x-allowance-reset'] = end;
+          if (a.limit !== null) {
+            expected['x-allowance-hard-limit'] = String(a.limit);
+            const name = a.window.id.length === 7 ? 'monthly' : 'daily';
+            limits!.policy.push({ value: name, params: { q: a.limit, w: (a.window.endMs - a.window.startMs) / 1000 } });
+            limits!.current.push({ value: name, params: { r: Math.max(0, a.limit - used), t: Number(end) } });
+          }
         }
+        assert.deepEqual(rateLimitOf(h), limits);
+        delete h['ratelimit'];
+        delete h['ratelimit-policy'];
         assert.deepEqual(h, expected);
         // A 200 writes the same head through writeStatus, behind its status line.
         if (rate && a) {
           const full = { ...a, rate, decision: { remaining } } as unknown as Admission;
-          assert.deepEqual(
-            headersOf((res) => head.writeOk(res, full, used, now), asFields),
-            { ':status': '200 OK', ...expected },
-          );
+          const ok = headersOf((res) => head.writeOk(res, full, used, now), asFields);
+          assert.deepEqual(rateLimitOf(ok), limits);
+          delete ok['ratelimit'];
+          delete ok['ratelimit-policy'];
+          assert.deepEqual(ok, { ':status': '200 OK', ...expected });
         }
       }
     });

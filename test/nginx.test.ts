@@ -98,7 +98,7 @@ function behindNginx(setup: Setup): void {
       const r = await get(port, '/81.7.3.9', { Authorization: `Bearer ${key}` });
       assert.equal(r.status, 200);
       assert.deepEqual([r.json.ip, r.json.is_vpn, r.json.vpn.provider], ['81.7.3.9', true, 'ExampleVPN']);
-      assert.ok(r.headers['ratelimit-limit']);
+      assert.ok(r.headers['ratelimit-policy'] && r.headers['ratelimit']);
       assert.deepEqual((await get(port, '/not-an-ip')).json, { error: 'not a valid IP address' });
       // The shipped configuration forwards the client in X-Forwarded-For; ipsift trusts nginx's
       // address. With nginx's defaults (and no trusted proxy) the client is nginx itself.

@@ -18,6 +18,8 @@ if ((await openServer('auto', { keepAliveTimeoutMs: 1000 })).server.kind !== 'no
   await import('./deploy.test.js');
   await import('./resilience.test.js');
   await import('./s3.test.js');
+  await import('./geoipupdate.test.js');
+  await import('./openapi.test.js');
 } else {
   test('the HTTP suites on node:http', { skip: 'node:http is this runtime\'s default server: every suite already ran on it' }, () => {});
 }

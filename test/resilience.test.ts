@@ -38,7 +38,7 @@ describe('resilience', () => {
         await starting.terminate();
         await waitForWorkers(pool, 2);
       }
-      const frame = await pool.run({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null });
+      const frame = await pool.run({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null, coding: 0 });
       assert.ok(frame.byteLength > 0);
     } finally {
       await pool.close();

@@ -140,7 +140,7 @@ describe('the batch pool across threads', () => {
     });
     try {
       assert.equal(shares.reserve, 2);
-      const task = () => ({ body: new TextEncoder().encode('{"ips":["1.2.3.4"]}').buffer as ArrayBuffer, tier: 0, generation: 0, index: null, budget: 1000, refusal: 0, out: null });
+      const task = () => ({ body: new TextEncoder().encode('{"ips":["1.2.3.4"]}').buffer as ArrayBuffer, tier: 0, generation: 0, index: null, budget: 1000, refusal: 0, out: null, coding: 0 });
       const outcome = (p: Promise<Uint8Array>) => p.then(() => 'ok', (e: unknown) => (e instanceof QueueFullError ? 'full' : String(e)));
       // Thread 0 floods: it gets everything but thread 1's reserve.
       const flood = Array.from({ length: 20 }, () => outcome(ends[0].thread.run(task())));

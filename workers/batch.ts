@@ -4,7 +4,8 @@ import { move } from 'piscina';
 import { ERRORS } from '../src/api/errors.js';
 import { REFUSE_KEYLESS, WARM_UP, type BatchTask } from '../src/batch/protocol.js';
 import { RangeIndex } from '../src/index/range-index.js';
-import { answerBatch } from '../src/lookup/batch.js';
+import { answerBatch, compressOutcome } from '../src/lookup/batch.js';
+import type { Coding } from '../src/http/content-coding.js';
 
 let generation = -1;
 let index: RangeIndex | null = null;
@@ -23,7 +24,7 @@ export default function answer(task: BatchTask | typeof WARM_UP): ArrayBufferVie
   }
   const refusal = task.refusal === REFUSE_KEYLESS ? ERRORS.keylessCap : ERRORS.allowanceSpent;
   const into = task.out ? Buffer.from(task.out) : undefined;
-  const frame = answerBatch(decoder.decode(task.body), index, task.tier, task.budget, refusal, into);
+  const frame = compressOutcome(answerBatch(decoder.decode(task.body), index, task.tier, task.budget, refusal, into), task.coding as Coding);
   if (task.out !== null && frame.buffer === task.out) return frame.byteLength;
   return move(frame) as ArrayBufferView;
 }

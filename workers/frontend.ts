@@ -8,7 +8,7 @@ import type { FrontEndThreadData, FromThread, IndexMessage, ToThread } from '../
 import { openServer } from '../src/http/server/open.js';
 import type { IndexSource, ServingIndex } from '../src/index/loader.js';
 import { RangeIndex } from '../src/index/range-index.js';
-import type { Logger } from '../src/log.js';
+import { structuredWarnings, type Logger } from '../src/log.js';
 
 const data = workerData as FrontEndThreadData;
 const port = parentPort!;
@@ -48,6 +48,8 @@ const log: Logger = {
   warn: (msg, fields) => send({ type: 'log', level: 'warn', msg, fields }),
   error: (msg, fields) => send({ type: 'log', level: 'error', msg, fields }),
 };
+// A thread prints its own warnings: through the main thread's log instead.
+structuredWarnings(log);
 
 const holder = new IndexView(data.generation);
 holder.prepare(data.index);

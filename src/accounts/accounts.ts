@@ -23,6 +23,8 @@ export class AccountError extends IpsiftError {
 
 export interface Organisation {
   id: string;
+  /** A number for clients that want one (geoipupdate's AccountID); unique, never reused. */
+  accountId: number;
   name: string;
   plan: string;
   /** 'default' follows the plan; 'none' is no limit; 'set' is hard_limit. */
@@ -45,6 +47,7 @@ export interface ApiKey {
 
 interface OrgRow {
   id: string;
+  account_id: number;
   name: string;
   plan: string;
   hard_limit_mode: Organisation['hardLimitMode'];
@@ -66,6 +69,7 @@ interface KeyRow {
 
 const orgOf = (r: OrgRow): Organisation => ({
   id: r.id,
+  accountId: r.account_id,
   name: r.name,
   plan: r.plan,
   hardLimitMode: r.hard_limit_mode,
@@ -128,13 +132,17 @@ function checkPlan(plans: Plans, plan: string): void {
 export function createOrganisation(db: ControlDb, plans: Plans, name: string, plan: string): Organisation {
   if (name.trim() === '') throw new AccountError('an organisation needs a name');
   checkPlan(plans, plan);
-  const row: OrgRow = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
-  db.prepare('INSERT INTO organisations (id, name, plan, hard_limit_mode, hard_limit, created_at) VALUES (@id, @name, @plan, @hard_limit_mode, @hard_limit, @created_at)').run(row);
-  return orgOf(row);
+  const row = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
+  // MAX + 1 inside the insert: one statement, so two processes never take the same number.
+  db.prepare(
+    `INSERT INTO organisations (id, account_id, name, plan, hard_limit_mode, hard_limit, created_at)
+     VALUES (@id, (SELECT COALESCE(MAX(account_id), 0) + 1 FROM organisations), @name, @plan, @hard_limit_mode, @hard_limit, @created_at)`,
+  ).run(row);
+  return mustGetOrganisation(db, row.id);
 }
 
 export function listOrganisations(db: ControlDb): Organisation[] {
-  return (db.prepare('SELECT * FROM organisations ORDER BY created_at, id').all() as OrgRow[]).map(orgOf);
+  return (db.prepare('SELECT * FROM organisations ORDER BY account_id').all() as OrgRow[]).map(orgOf);
 }
 
 export function getOrganisation(db: ControlDb, id: string): Organisation | null {

@@ -74,6 +74,11 @@ const MIGRATIONS: readonly string[] = [
      created TEXT NOT NULL
    );
    CREATE INDEX downloads_org ON downloads(org_id, id);`,
+  // 3: a numeric account id per organisation, for geoipupdate's AccountID (its Basic auth user),
+  // numbered in the order the organisations were inserted
+  `ALTER TABLE organisations ADD COLUMN account_id INTEGER;
+   UPDATE organisations SET account_id = (SELECT COUNT(*) FROM organisations o WHERE o.rowid <= organisations.rowid);
+   CREATE UNIQUE INDEX organisations_account ON organisations(account_id);`,
 ];
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */

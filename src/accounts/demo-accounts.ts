@@ -39,9 +39,10 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
   const file = path.join(dataDir, DEMO_KEYS_FILE);
   fs.writeFileSync(file, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);
-  // Shown once, on the terminal only: the structured log never carries secrets.
+  // Shown once, as one JSON line on stdout: the log (stderr) never carries secrets, and this
+  // line is the only output that does (README, "Quick start").
   process.stdout.write(
-    `\nDemo API keys (also in ${file}, mode 0600; shown only now):\n` + keys.map((k) => `  ${k.plan.padEnd(8)} ${k.key}\n`).join('') + '\n',
+    JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'demo API keys, shown only now', file, keys: keys.map((k) => ({ plan: k.plan, key: k.key })) }) + '\n',
   );
   log.info('demo organisations created', { organisations: keys.map((k) => ({ plan: k.plan, org_id: k.org_id, key_id: k.key_id })) });
   return keys;

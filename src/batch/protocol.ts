@@ -17,6 +17,8 @@ export interface BatchTask {
    * its length. Null, or too small for this batch: the outcome comes back as a transferred buffer.
    */
   out: SharedArrayBuffer | null;
+  /** The content coding the client accepts (content-coding.ts); the worker compresses the answer. */
+  coding: number;
 }
 
 /** A task that only makes Piscina start missing workers (see BatchPool); answered with nothing. */

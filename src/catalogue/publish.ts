@@ -78,6 +78,12 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
 }
 
 /** The newest publication of a dataset's format (sample or full), or null. */
+/** When anything was last published (null: never), for the metrics. */
+export function lastPublishedAt(db: ControlDb): Date | null {
+  const r = db.prepare('SELECT max(published_at) AS at FROM publications').get() as { at: string | null } | undefined;
+  return r?.at ? new Date(r.at) : null;
+}
+
 export function latestPublication(db: ControlDb, datasetId: string, format: string, sample: boolean): Publication | null {
   const r = db
     .prepare('SELECT * FROM publications WHERE dataset_id = ? AND format = ? AND sample = ? ORDER BY day DESC, published_at DESC LIMIT 1')

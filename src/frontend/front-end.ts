@@ -21,6 +21,7 @@ import type { HttpServer, Listener } from '../http/server/types.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { openStore } from '../store/open-store.js';
+import type { RouteTable } from '../http/routes.js';
 
 export interface FrontEndSetup {
   config: Config;
@@ -42,6 +43,8 @@ export interface FrontEnd {
   readonly port: number;
   readonly metrics: Metrics;
   readonly listener: Listener;
+  /** The public app's routes (what the OpenAPI document must describe). */
+  readonly routes: RouteTable;
   /** Batches, downloads or answers still under way (a graceful stop waits for them). */
   busy(): { batches: number; downloads: number; unsent: number } | null;
   /** Stops listening, drops every connection, writes leases back and closes the stores. */
@@ -70,15 +73,18 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     const state = s.schedulerState;
     new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null)).register(routes, metrics, client);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
+    const unwatch = metrics.watchEventLoop();
     return {
       port: listener.port,
       metrics,
       listener,
+      routes,
       busy() {
         const b = { batches: metrics.inFlight, downloads: fileTransfers.transfers, unsent: listener.unsent() };
         return b.batches > 0 || b.downloads > 0 || b.unsent > 0 ? b : null;
       },
       async close() {
+        unwatch();
         listener.close();
         await closeStores();
       },

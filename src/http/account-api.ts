@@ -74,10 +74,10 @@ export class AccountApi {
     this.client = client;
     this.routes = routes;
     this.metrics = metrics;
-    const rc = { internal: RC.INTERNAL };
-    routes.get('/api/v1/account/me', (res, req) => this.me(res, req));
+    const rc = { internal: RC.INTERNAL, family: 'account' } as const;
+    routes.get('/api/v1/account/me', (res, req) => this.me(res, req), { family: 'account' });
     routes.post('/api/v1/iam/apikeys', (res, req) => this.create(res, req), rc);
-    routes.get('/api/v1/iam/apikeys', (res, req) => this.list(res, req), rc);
+    routes.get('/api/v1/iam/apikeys', (res, req) => this.list(res, req), { ...rc, compress: true });
     routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.revoke(res, req), rc);
     routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.rotate(res, req), rc);
   }

@@ -9,7 +9,7 @@ import { passThrough } from './response-wrapper.js';
 
 /** The headers a script may read: the quota and rate headers, Retry-After, Location, ETag. */
 const EXPOSED =
-  'RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, X-Allowance-Quota, X-Allowance-Used, X-Allowance-Reset, X-Allowance-Hard-Limit, Retry-After, Location, ETag, Content-Range, Content-Length';
+  'RateLimit-Policy, RateLimit, X-Allowance-Quota, X-Allowance-Used, X-Allowance-Reset, X-Allowance-Hard-Limit, Retry-After, Location, ETag, Content-Range, Content-Length';
 /** How long a browser may keep a preflight's answer. */
 const MAX_AGE_S = 600;
 

@@ -11,24 +11,28 @@ import type { ControlDb } from '../accounts/control-db.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../catalogue/licences.js';
 import { latestPublication, readExportsManifest } from '../catalogue/publish.js';
-import { FILES_PREFIX, type LocalStore } from '../store/local-store.js';
+import { FILES_PREFIX, gzippedPath, type LocalStore } from '../store/local-store.js';
+import { acceptsGzip } from './content-coding.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { RequestClient } from './client.js';
 import { late, pending, sendError, sendJson, type Pending } from './reply.js';
+import { REVALIDATE } from './json-head.js';
+import { sameEntity } from './compressing-response.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
+import { GeoipUpdateApi } from './geoipupdate-api.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
 const FILE_CHUNK = 256 * 1024;
 
-type Outcome = 'ok' | 'bad_request' | 'forbidden' | 'bad_format' | 'no_license' | 'license_expired' | 'not_found' | 'not_published';
+export type Outcome = 'ok' | 'bad_request' | 'forbidden' | 'bad_format' | 'no_license' | 'license_expired' | 'not_found' | 'not_published';
 
 /** The history outcome of a refusal before the catalogue checks. */
 const EARLY_OUTCOME: Partial<Record<RcCode, Outcome>> = { BAD_REQUEST: 'bad_request', UNAUTHORIZED: 'forbidden', FORBIDDEN: 'forbidden' };
 
-interface Ask {
+export interface Ask {
   res: HttpResponse;
   caller: Caller;
   query: URLSearchParams;
@@ -60,7 +64,7 @@ export class DatabaseApi {
     this.client = client;
     this.metrics = metrics;
     const route = (path: string, handler: (a: Ask) => void | Promise<void>, history = false): void => {
-      routes.get(path, (res, req) => this.handle(res, req, handler, history), { internal: RC.INTERNAL });
+      routes.get(path, (res, req) => this.handle(res, req, handler, history), { internal: RC.INTERNAL, compress: true, family: 'database' });
     };
     route('/api/v1/database/list', (a) => this.list(a));
     route('/api/v1/database/download', (a) => this.download(a), true);
@@ -71,8 +75,10 @@ export class DatabaseApi {
       const files = this.files;
       routes.get(`${FILES_PREFIX}*`, (res, req) => serveFile(files, res, req, false, metrics, routes), {
         internal: RC.INTERNAL,
+        family: 'files',
         head: (res, req) => serveFile(files, res, req, true, metrics, routes),
       });
+      new GeoipUpdateApi(this, files, this.gate, client, metrics).register(routes);
     }
   }
 
@@ -104,7 +110,7 @@ export class DatabaseApi {
     return handler(a);
   }
 
-  private record(a: Ask, datasetId: string, format: string, sample: boolean, outcome: Outcome, status: number, bytes: number): void {
+  record(a: Ask, datasetId: string, format: string, sample: boolean, outcome: Outcome, status: number, bytes: number): void {
     this.db
       .prepare(
         `INSERT INTO downloads (org_id, dataset_id, format, sample, outcome, bytes, http_status, apikey_id, client_ip, user_agent, created)
@@ -149,7 +155,7 @@ export class DatabaseApi {
    * (samples need none), 503 today's copy not published. Returns the publication, or answers
    * (recording the refusal when `record`) and returns null.
    */
-  private resolve(a: Ask, needFormat: boolean, record: boolean) {
+  resolve(a: Ask, needFormat: boolean, record: boolean) {
     const id = a.query.get('id') ?? '';
     const format = a.query.get('format') ?? '';
     const sampleText = a.query.get('sample');
@@ -256,10 +262,10 @@ export class DatabaseApi {
 }
 
 function json(a: Ask, status: number, body: unknown, metrics: Metrics, etag?: string): void {
-  late(a.res, a.p, () => sendJson(a.res, status, body, metrics, etag ? [['ETag', etag]] : undefined));
+  late(a.res, a.p, () => sendJson(a.res, status, body, metrics, etag ? [['ETag', etag]] : undefined, etag !== undefined));
 }
 
-function rc(a: Ask, e: RcError, metrics: Metrics): void {
+export function rc(a: Ask, e: RcError, metrics: Metrics): void {
   late(a.res, a.p, () => sendError(a.res, e, metrics));
 }
 
@@ -267,10 +273,10 @@ function rc(a: Ask, e: RcError, metrics: Metrics): void {
 function cached(a: Ask, doc: unknown, metrics: Metrics): void {
   const text = JSON.stringify(doc);
   const etag = `"${crypto.createHash('sha256').update(text).digest('base64url').slice(0, 27)}"`;
-  if (a.ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
+  if (a.ifNoneMatch.split(',').some((t) => sameEntity(t, etag))) {
     late(a.res, a.p, () => {
       metrics.count(304);
-      a.res.writeStatus('304 Not Modified').writeHeader('ETag', etag).endWithoutBody();
+      a.res.writeStatus('304 Not Modified').writeHeader('ETag', etag).writeHeader('Cache-Control', REVALIDATE).endWithoutBody();
     });
     return;
   }
@@ -353,21 +359,69 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
   // Unknown, tampered and expired links look the same.
   const ok = store.verify(key, query, Date.now());
   if (!ok) return refuse(RC.FORBIDDEN);
+  // An MMDB goes out as its gzip form (written at publish) to a client that takes gzip.
+  const mmdb = ok.file.endsWith('.mmdb');
+  const gzipped = mmdb && acceptsGzip(req.getHeader('accept-encoding')) && fs.existsSync(gzippedPath(ok.file));
+  const answer = { file: gzipped ? gzippedPath(ok.file) : ok.file, name: ok.name, headers: [...(gzipped ? [['Content-Encoding', 'gzip'] as const] : []), ...(mmdb ? [['Vary', 'Accept-Encoding'] as const] : [])] };
+  sendFile(res, range, ifNoneMatch, head, answer, metrics, routes);
+}
+
+/** A file to answer with: where it is, the name a client saves it as, headers beyond the usual. */
+export interface FileAnswer {
+  file: string;
+  name: string;
+  headers: readonly (readonly [string, string])[];
+  /** Bytes sent before and after the file's (a tar header and trailer around a gzip member). */
+  around?: { before: Buffer; after: Buffer };
+}
+
+/**
+ * Reads `n` bytes at `pos` of before + file + after into `buf`; the callback gets how many
+ * were read (fewer, or an error: the file changed under the transfer).
+ */
+function readAround(fd: number, fileSize: number, around: { before: Buffer; after: Buffer }, buf: Buffer, n: number, pos: number, done: (err: Error | null, got: number) => void): void {
+  const { before, after } = around;
+  let filled = 0;
+  if (pos < before.length) filled = before.copy(buf, 0, pos, Math.min(before.length, pos + n));
+  const finish = (): void => {
+    const at = pos + filled - before.length - fileSize;
+    if (filled < n && at >= 0) filled += after.copy(buf, filled, at, Math.min(after.length, at + n - filled));
+    done(null, filled);
+  };
+  const inFile = pos + filled - before.length;
+  const want = Math.min(n - filled, fileSize - inFile);
+  if (want <= 0) return finish();
+  fs.read(fd, buf, filled, want, inFile, (err, got) => {
+    if (err || got !== want) return done(err ?? new Error('short read'), filled + got);
+    filled += got;
+    finish();
+  });
+}
+
+/**
+ * Answers with a file: ETag (of its size, time and inode) and If-None-Match, one Range,
+ * HEAD; streamed as serveFile's comment says. `range` and `ifNoneMatch` are the request's headers.
+ */
+export function sendFile(res: HttpResponse, range: string, ifNoneMatch: string, head: boolean, answer: FileAnswer, metrics: Metrics, routes: RouteTable): void {
+  const { file, name } = answer;
+  const refuse = (e: RcError, extra?: [string, string]): void => sendError(res, e, metrics, { head, headers: extra ? [extra] : undefined });
   let fd: number;
   let size: number;
   let etag: string;
   try {
-    fd = fs.openSync(ok.file, 'r');
+    fd = fs.openSync(file, 'r');
     const st = fs.fstatSync(fd);
-    size = st.size;
-    etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}-${st.ino.toString(16)}"`;
+    const extra = answer.around ? answer.around.before.length + answer.around.after.length : 0;
+    size = st.size + extra;
+    etag = `"${st.size.toString(16)}-${Math.floor(st.mtimeMs).toString(16)}-${st.ino.toString(16)}${extra ? `-${extra.toString(16)}` : ''}"`;
   } catch {
     return refuse(RC.FORBIDDEN);
   }
   const common = (r: HttpResponse): void => {
     r.writeHeader('ETag', etag).writeHeader('Accept-Ranges', 'bytes');
-    r.writeHeader('Content-Type', ok.name.endsWith('.gz') ? 'application/gzip' : 'application/octet-stream');
-    r.writeHeader('Content-Disposition', `attachment; filename="${ok.name.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+    r.writeHeader('Content-Type', name.endsWith('.gz') ? 'application/gzip' : 'application/octet-stream');
+    r.writeHeader('Content-Disposition', `attachment; filename="${name.replace(/[^A-Za-z0-9._-]/g, '_')}"`);
+    for (const [n, v] of answer.headers) r.writeHeader(n, v);
   };
   if (ifNoneMatch !== '' && ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*')) {
     fs.closeSync(fd);
@@ -395,13 +449,13 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     if (head) res.writeHeader('Content-Length', String(total));
     return void (head ? res.endWithoutBody() : res.end());
   }
-  if (res.endWithFile !== undefined) {
+  if (res.endWithFile !== undefined && !answer.around) {
     // The server sends the file itself (Bun.serve: from the kernel, with its Content-Length).
     fs.closeSync(fd);
     res.writeStatus(status);
     common(res);
     if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-    return void res.endWithFile(ok.file, start, total);
+    return void res.endWithFile(file, start, total);
   }
 
   const p: Pending = { aborted: false };
@@ -434,7 +488,9 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
         return close();
       }
       const n = Math.min(FILE_CHUNK, total - sent);
-      fs.read(fd, buffer, 0, n, start + sent, routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
+      const read = (cb: (err: Error | null, got: number) => void): void =>
+        answer.around ? readAround(fd, size - answer.around.before.length - answer.around.after.length, answer.around, buffer, n, start + sent, cb) : fs.read(fd, buffer, 0, n, start + sent, cb);
+      read(routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
         reading = false;
         if (closed) {
           fileTransfers.give(buffer);

@@ -50,5 +50,5 @@ export function registerExplain(routes: RouteTable, holder: IndexHolder, dataDir
     );
     worker.once('error', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
     worker.once('exit', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
-  });
+  }, { compress: true });
 }

@@ -2,13 +2,8 @@
 // that sends its status and every header, and in place of the body the Content-Length the
 // body would have had. So a HEAD is answered, and counted, exactly as the GET would be.
 
-import type { Bytes, HttpResponse } from './server/types.js';
-import { passThrough } from './response-wrapper.js';
-
-function byteLength(body: Bytes | undefined): number {
-  if (body === undefined) return 0;
-  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
-}
+import type { HttpResponse } from './server/types.js';
+import { byteLength, passThrough } from './response-wrapper.js';
 
 export function headOnly(res: HttpResponse): HttpResponse {
   const finish = (length: number): HttpResponse => {

@@ -1,7 +1,11 @@
-// The head of a lookup answer after its status line: Content-Type and the quota headers —
-// RateLimit-Limit / -Remaining / -Reset (IETF draft, token bucket: capacity, tokens left,
-// seconds until full), X-Allowance-Quota / -Used / -Reset (seconds to the window's end) and
-// X-Allowance-Hard-Limit when there is one.
+// The head of a lookup answer after its status line: Content-Type, Cache-Control and the quota
+// headers. RateLimit-Policy and RateLimit as draft-ietf-httpapi-ratelimit-headers-10 has them
+// (Structured Field lists): the "rate" policy is the token bucket (q: capacity, w: seconds to
+// refill it from empty; r: tokens left, t: seconds until full), and where the window's
+// allowance is enforced (a hard limit, or the keyless daily cap) a "monthly" or "daily" policy
+// (q: the limit, w: the window's length; r: lookups left, t: seconds to the window's end).
+// X-Allowance-Quota / -Used / -Reset and X-Allowance-Hard-Limit say what the draft has no field
+// for: the plan's quota (overage is billed past it, not refused) and the usage.
 //
 // One writeHeader call whose value carries the other headers after CRLFs, because each
 // native call costs more than the lookup itself; and the value is bytes, not a string, which
@@ -10,9 +14,10 @@
 // argument between "HTTP/1.1 " and CRLF), one native call and one buffer argument fewer. The bytes are a template per plan shape
 // (rate, quota, hard limit) in which only the four per-request numbers are rewritten: each
 // sits right-aligned in a slot of fixed width, padded on the left with spaces, which HTTP
-// reads as optional whitespace before the value (RFC 9110 §5.5). A number wider than its
-// slot rebuilds the template with a wider one. Every value is a number made here, so
-// nothing from a client reaches this text.
+// reads as optional whitespace before a value (RFC 9110 §5.5) and Structured Fields after a
+// parameter's ";" (RFC 8941 §3.1.2: in RateLimit the slot holds `r=42` or `t=7`, spaces
+// before the key). A number wider than its slot rebuilds the template with a wider one.
+// Every value is a number made here, so nothing from a client reaches this text.
 
 import type { HttpResponse } from './server/types.js';
 import type { Rate } from '../accounts/plans.js';
@@ -20,11 +25,19 @@ import type { Admission } from './gate.js';
 import { nativeString } from './server/bytes.js';
 
 const CONTENT_TYPE = nativeString('Content-Type');
-const JSON_TYPE = nativeString('application/json');
+/**
+ * Every JSON answer depends on the caller (its key's plan, its quota, its licences, its rate
+ * bucket): no shared cache may keep it, and no cache at all a lookup's quota numbers.
+ */
+const NO_STORE = 'private, no-store';
+/** Documents with an ETag (metadata, checksum): a private cache may keep them and revalidate. */
+export const REVALIDATE = 'private, no-cache';
+const JSON_TYPE = nativeString(`application/json\r\nCache-Control: ${NO_STORE}`);
+const JSON_TYPE_REVALIDATED = nativeString(`application/json\r\nCache-Control: ${REVALIDATE}`);
 
-/** Content-Type: application/json, for every JSON answer of the service. */
-export function writeJsonType(res: HttpResponse): HttpResponse {
-  return res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+/** Content-Type: application/json and Cache-Control, for every JSON answer of the service. */
+export function writeJsonType(res: HttpResponse, revalidate = false): HttpResponse {
+  return res.writeHeader(CONTENT_TYPE, revalidate ? JSON_TYPE_REVALIDATED : JSON_TYPE);
 }
 
 /** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
@@ -40,6 +53,9 @@ function digitsOf(v: number): number {
 /** The largest number a slot of `width` digits holds. */
 const widest = (width: number): number => 10 ** width - 1;
 
+/** Seconds a token bucket takes to fill from empty: its policy's window. */
+const refillSeconds = (rate: Rate): number => Math.ceil(rate.burst / rate.perSecond);
+
 /** The per-request numbers: tokens left (whole, within the burst), seconds until the bucket is full, units used. */
 function numbersOf(rate: Rate, remainingTokens: number, used: number): { remaining: number; reset: number; used: number } {
   const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));
@@ -49,8 +65,33 @@ function numbersOf(rate: Rate, remainingTokens: number, used: number): { remaini
 /** Seconds to the end of the allowance window. */
 const windowSeconds = (a: Admission, nowMs: number): number => Math.max(0, Math.ceil((a.window.endMs - nowMs) / 1000));
 
+/** The window policy's name: keys spend a calendar month's allowance, keyless sources a day's cap. */
+const windowPolicy = (a: Admission): string => (a.window.id.length === 7 ? '"monthly"' : '"daily"');
+
+/** The window's length in seconds (RateLimit-Policy's w). */
+const windowLength = (a: Admission): number => Math.round((a.window.endMs - a.window.startMs) / 1000);
+
+/** Lookups left before the hard limit refuses. */
+const leftOf = (limit: number, used: number): number => Math.max(0, limit - used);
+
+/** RateLimit-Policy's value. */
+function policyOf(rate: Rate, a: Admission | null): string {
+  let v = `"rate";q=${rate.burst};w=${refillSeconds(rate)}`;
+  if (a !== null && a.limit !== null) v += `, ${windowPolicy(a)};q=${a.limit};w=${windowLength(a)}`;
+  return v;
+}
+
 /** What precedes the Content-Type value in the template, for writeOk. */
 const OK_OPENING = '200 OK\r\nContent-Type: ';
+
+/** A slot: offset of its first byte, its width in digits, the largest number it holds. */
+interface Slot {
+  at: number;
+  width: number;
+  max: number;
+}
+
+const slot = (): Slot => ({ at: 0, width: 0, max: -1 });
 
 export class JsonHead {
   private bytes = new Uint8Array(new ArrayBuffer(512));
@@ -62,17 +103,16 @@ export class JsonHead {
   private quota = -1;
   private limit: number | null = null;
   private allowance = false;
-  // Slots: offset of the first byte and width.
-  private remainingAt = 0;
-  private remainingWidth = 0;
-  private remainingMax = -1;
-  private resetAt = 0;
-  private resetWidth = 0;
-  private resetMax = -1;
-  private usedAt = 0;
-  private usedWidth = 0;
-  private usedMax = -1;
-  private windowAt = 0;
+  /** The limited window's length and kind (its id's length: a month's or a day's). */
+  private windowMs = 0;
+  private windowKind = 0;
+  // Slots: in RateLimit (behind `r=` and `t=`) and in the X-Allowance headers.
+  private readonly remaining = slot();
+  private readonly reset = slot();
+  private readonly left = slot();
+  private readonly leftReset = slot();
+  private readonly used = slot();
+  private readonly windowEnd = slot();
 
   /** Header names and values for servers that take them as text (writeFields), reused. */
   private readonly fields: string[] = [];
@@ -113,7 +153,9 @@ export class JsonHead {
     const n = numbersOf(rate, remainingTokens, used);
     const f = this.fields;
     f.length = 0;
-    f.push('Content-Type', 'application/json', 'RateLimit-Limit', String(rate.burst), 'RateLimit-Remaining', String(n.remaining), 'RateLimit-Reset', String(n.reset));
+    let current = `"rate";r=${n.remaining};t=${n.reset}`;
+    if (a !== null && a.limit !== null) current += `, ${windowPolicy(a)};r=${leftOf(a.limit, n.used)};t=${windowSeconds(a, nowMs)}`;
+    f.push('Content-Type', 'application/json', 'Cache-Control', NO_STORE, 'RateLimit-Policy', policyOf(rate, a), 'RateLimit', current);
     if (a !== null) {
       f.push('X-Allowance-Quota', String(a.quota), 'X-Allowance-Used', String(n.used), 'X-Allowance-Reset', String(windowSeconds(a, nowMs)));
       if (a.limit !== null) f.push('X-Allowance-Hard-Limit', String(a.limit));
@@ -125,59 +167,79 @@ export class JsonHead {
   private fill(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
     const { remaining, reset, used: usedNow } = numbersOf(rate, remainingTokens, used);
     const allowance = a !== null;
+    const limited = allowance && a.limit !== null;
+    const left = limited ? leftOf(a.limit!, usedNow) : 0;
     if (
       rate !== this.rate ||
       allowance !== this.allowance ||
-      (allowance && (a.quota !== this.quota || a.limit !== this.limit)) ||
-      remaining > this.remainingMax ||
-      reset > this.resetMax ||
-      (allowance && usedNow > this.usedMax)
+      (allowance && (a.quota !== this.quota || a.limit !== this.limit || (limited && (a.window.endMs - a.window.startMs !== this.windowMs || a.window.id.length !== this.windowKind)))) ||
+      remaining > this.remaining.max ||
+      reset > this.reset.max ||
+      (allowance && usedNow > this.used.max) ||
+      left > this.left.max
     ) {
-      this.build(rate, a, Math.max(digitsOf(rate.burst), digitsOf(remaining)), digitsOf(Math.max(reset, Math.ceil(rate.burst / rate.perSecond))), usedNow);
+      this.build(rate, a, Math.max(digitsOf(rate.burst), digitsOf(remaining)), digitsOf(Math.max(reset, refillSeconds(rate))), usedNow);
     }
-    this.slot(this.remainingAt, this.remainingWidth, remaining);
-    this.slot(this.resetAt, this.resetWidth, reset);
+    this.put(this.remaining, remaining, 114 /* r */);
+    this.put(this.reset, reset, 116 /* t */);
     if (allowance) {
-      this.slot(this.usedAt, this.usedWidth, usedNow);
-      this.slot(this.windowAt, RESET_DIGITS, windowSeconds(a, nowMs));
+      const end = windowSeconds(a, nowMs);
+      this.put(this.used, usedNow, 0);
+      this.put(this.windowEnd, end, 0);
+      if (limited) {
+        this.put(this.left, left, 114);
+        this.put(this.leftReset, end, 116);
+      }
     }
   }
 
   private build(rate: Rate, a: Admission | null, remainingWidth: number, resetWidth: number, used: number): void {
-    let text = `${OK_OPENING}application/json\r\nRateLimit-Limit: ${rate.burst}\r\nRateLimit-Remaining: `;
-    this.remainingAt = text.length;
-    this.remainingWidth = remainingWidth;
-    text += ' '.repeat(remainingWidth) + '\r\nRateLimit-Reset: ';
-    this.resetAt = text.length;
-    this.resetWidth = resetWidth;
-    text += ' '.repeat(resetWidth);
+    const policy = policyOf(rate, a);
+    let text = `${OK_OPENING}application/json\r\nCache-Control: ${NO_STORE}\r\nRateLimit-Policy: ${policy}\r\nRateLimit: "rate";`;
+    // A keyed slot is `key=` plus the digits; the key's two bytes widen it.
+    const open = (s: Slot, digits: number, keyed: boolean): void => {
+      s.at = text.length;
+      s.width = digits + (keyed ? 2 : 0);
+      s.max = widest(digits);
+      text += ' '.repeat(s.width);
+    };
+    open(this.remaining, remainingWidth, true);
+    text += ';';
+    open(this.reset, resetWidth, true);
     if (a !== null) {
       // Room for usage well past the quota, so the template rarely grows.
-      this.usedWidth = Math.max(digitsOf(used), digitsOf(Math.max(a.quota, a.limit ?? 0)) + 1);
+      const usedWidth = Math.max(digitsOf(used), digitsOf(Math.max(a.quota, a.limit ?? 0)) + 1);
+      if (a.limit !== null) {
+        text += `, ${windowPolicy(a)};`;
+        open(this.left, digitsOf(a.limit), true);
+        text += ';';
+        open(this.leftReset, RESET_DIGITS, true);
+      }
       text += `\r\nX-Allowance-Quota: ${a.quota}\r\nX-Allowance-Used: `;
-      this.usedAt = text.length;
-      text += ' '.repeat(this.usedWidth) + '\r\nX-Allowance-Reset: ';
-      this.windowAt = text.length;
-      text += ' '.repeat(RESET_DIGITS);
+      open(this.used, usedWidth, false);
+      text += '\r\nX-Allowance-Reset: ';
+      open(this.windowEnd, RESET_DIGITS, false);
       if (a.limit !== null) text += `\r\nX-Allowance-Hard-Limit: ${a.limit}`;
     }
+    if (a === null || a.limit === null) this.left.max = 0;
+    if (a === null) this.used.max = -1;
     if (text.length > this.bytes.length) this.bytes = new Uint8Array(new ArrayBuffer(2 * text.length));
     for (let i = 0; i < text.length; i++) this.bytes[i] = text.charCodeAt(i);
     this.okView = this.bytes.subarray(0, text.length);
     this.view = this.bytes.subarray(OK_OPENING.length, text.length);
-    this.remainingMax = widest(this.remainingWidth);
-    this.resetMax = widest(this.resetWidth);
-    this.usedMax = a !== null ? widest(this.usedWidth) : -1;
     this.rate = rate;
     this.allowance = a !== null;
     this.quota = a?.quota ?? -1;
     this.limit = a?.limit ?? null;
+    this.windowMs = a === null ? 0 : a.window.endMs - a.window.startMs;
+    this.windowKind = a === null ? 0 : a.window.id.length;
   }
 
-  /** Writes v right-aligned in the slot, spaces before it (the slot is wide enough). */
-  private slot(at: number, width: number, v: number): void {
+  /** Writes v right-aligned in the slot, `key=` before it when key is given (a byte), spaces before that. */
+  private put(s: Slot, v: number, key: number): void {
     const b = this.bytes;
-    let i = at + width - 1;
+    const at = s.at;
+    let i = at + s.width - 1;
     if (v < 2147483648) {
       do {
         b[i--] = 48 + (v % 10);
@@ -188,6 +250,10 @@ export class JsonHead {
         b[i--] = 48 + (v % 10);
         v = Math.floor(v / 10);
       } while (v > 0);
+    }
+    if (key !== 0) {
+      b[i--] = 61; // =
+      b[i--] = key;
     }
     while (i >= at) b[i--] = 32;
   }

@@ -26,10 +26,10 @@ export function sendError(res: HttpResponse, e: ErrorAnswer, metrics: Metrics, o
   else res.end(e.body, o?.close);
 }
 
-/** Answers a JSON document. */
-export function sendJson(res: HttpResponse, status: number, doc: unknown, metrics: Metrics, headers?: readonly (readonly [string, string])[]): void {
+/** Answers a JSON document; `revalidate`: one a private cache may keep (it carries an ETag). */
+export function sendJson(res: HttpResponse, status: number, doc: unknown, metrics: Metrics, headers?: readonly (readonly [string, string])[], revalidate = false): void {
   metrics.count(status);
-  writeJsonType(res.writeStatus(statusLine(status)));
+  writeJsonType(res.writeStatus(statusLine(status)), revalidate);
   if (headers) for (const [name, value] of headers) res.writeHeader(name, value);
   res.end(JSON.stringify(doc));
 }

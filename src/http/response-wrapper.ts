@@ -1,7 +1,13 @@
 // What a response wrapper (head-response.ts, cors.ts) passes through unchanged: the calls
 // that neither write the head nor the body.
 
-import type { HttpResponse } from './server/types.js';
+import type { Bytes, HttpResponse } from './server/types.js';
+
+/** The bytes a body puts on the wire (before any transfer coding). */
+export function byteLength(body: Bytes | undefined): number {
+  if (body === undefined) return 0;
+  return typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
+}
 
 type PassedThrough = Pick<HttpResponse, 'onWritable' | 'onAborted' | 'onData' | 'cork' | 'close' | 'getRemoteAddress'>;
 

@@ -9,10 +9,14 @@ import type { HttpApp, HttpRequest, HttpResponse } from './server/types.js';
 import { ERRORS, type ErrorAnswer } from '../api/errors.js';
 import { IpsiftError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from './metrics.js';
 import type { Cors } from './cors.js';
 import { headOnly } from './head-response.js';
 import { sendError } from './reply.js';
+import { observed, type Ended } from './observed-response.js';
+import { FAMILIES, type Family, type Metrics } from './metrics.js';
+import { peerText } from './client.js';
+import { compressing } from './compressing-response.js';
+import { negotiate } from './content-coding.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
 const FAILURE_LOG_EVERY_MS = 1000;
@@ -37,7 +41,17 @@ export interface RouteOptions {
    * size); by default HEAD runs the GET handler and drops the body (head-response.ts).
    */
   head?: Handler;
+  /** Answers may be long: their bodies go out compressed when the request asks (compressing-response.ts). */
+  compress?: boolean;
+  /** The latency histogram the route's requests count in (metrics.ts); none: not timed. */
+  family?: Family;
 }
+
+/** Single lookups answer before their handler returns: timed around the call, with no wrapper. */
+const SYNCHRONOUS = FAMILIES.indexOf('lookup');
+
+/** The longest path an access-log line carries. */
+const MAX_LOGGED_PATH = 256;
 
 export class RouteTable {
   private readonly routes: Route[] = [];
@@ -51,6 +65,8 @@ export class RouteTable {
     private readonly metrics: Metrics,
     /** CORS for browsers (the public port, where CORS_ORIGINS is set). */
     private readonly cors: Cors | null = null,
+    /** The share of requests the access log writes a line for (ACCESS_LOG): 0 none, 1 all. */
+    private readonly accessLog = 0,
   ) {}
 
   get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
@@ -85,15 +101,17 @@ export class RouteTable {
     sendError(res, ERRORS.methodNotAllowed, this.metrics, { head, headers: [['Allow', allowed.join(', ')]] });
   }
 
-  private on(method: Method, pattern: string, handler: Handler, o: RouteOptions = {}): this {
+  private on(method: Method, pattern: string, given: Handler, o: RouteOptions = {}): this {
     const app = this.app;
+    const handler: Handler = o.compress ? (res, req) => given(compressing(res, negotiate(req.getHeader('accept-encoding'))), req) : given;
     const internal = o.internal ?? ERRORS.lookupFailed;
-    const h = this.guarded(handler, internal);
+    const family = o.family === undefined ? -1 : FAMILIES.indexOf(o.family);
+    const h = this.guarded(handler, internal, family);
     this.record(method, o.listedAs ?? pattern);
     if (method === 'GET') {
       app.get(pattern, h);
       // Every GET route takes HEAD too.
-      app.head(pattern, this.guarded(o.head ?? ((res, req) => handler(headOnly(res), req)), internal));
+      app.head(pattern, this.guarded(o.head ?? ((res, req) => handler(headOnly(res), req)), internal, family));
       this.record('HEAD', o.listedAs ?? pattern);
     } else if (method === 'POST') app.post(pattern, h);
     else app.del(pattern, h);
@@ -115,19 +133,40 @@ export class RouteTable {
     };
   }
 
-  private guarded(handler: Handler, internal: ErrorAnswer): (res: HttpResponse, req: HttpRequest) => void {
+  private guarded(handler: Handler, internal: ErrorAnswer, family = -1): (res: HttpResponse, req: HttpRequest) => void {
     const cors = this.cors;
+    const sample = this.accessLog;
+    const metrics = this.metrics;
     return (res, req) => {
       if (cors !== null) {
         const origin = req.getHeader('origin');
         if (cors.allows(origin)) res = cors.wrap(res, origin);
       }
+      const start = family >= 0 || sample > 0 ? performance.now() : 0;
+      const logged = sample > 0 && (sample >= 1 || Math.random() < sample);
+      const wrapped = logged || (family >= 0 && family !== SYNCHRONOUS);
+      if (wrapped) res = observed(res, this.ended(req, res, start, family, logged));
       try {
         const r = handler(res, req);
         if (r instanceof Promise) r.catch((e: unknown) => this.fail(res, internal, e));
       } catch (e) {
         this.fail(res, internal, e);
       }
+      if (family === SYNCHRONOUS && !wrapped) metrics.observe(family, (performance.now() - start) / 1000);
+    };
+  }
+
+  /** What a wrapped request reports when it ends: its latency, and its access-log line. */
+  private ended(req: HttpRequest, res: HttpResponse, start: number, family: number, logged: boolean): Ended {
+    // Read now: the request is only valid while the handler runs.
+    const method = logged ? req.getMethod().toUpperCase() : '';
+    const url = logged ? req.getUrl().slice(0, MAX_LOGGED_PATH) : '';
+    const remote = logged ? peerText(new Uint8Array(res.getRemoteAddress())) : '';
+    return (status, bytes) => {
+      const seconds = (performance.now() - start) / 1000;
+      if (family >= 0 && status !== 0) this.metrics.observe(family, seconds);
+      // Never the query (it may hold ?apikey=) nor a header: nothing here is a secret.
+      if (logged) this.log.info('request', { method, path: url, status, bytes, ms: Math.round(seconds * 1e6) / 1000, remote, ...(status === 0 ? { aborted: true } : {}) });
     };
   }
 
@@ -161,6 +200,11 @@ export class RouteTable {
       this.routes.push({ pattern: p, dynamic: p.ranks.filter((rank) => rank > 0).length, methods: new Set([method]) });
     }
     return this;
+  }
+
+  /** Every pattern registered (as listed for Allow) and its methods, for the OpenAPI check. */
+  table(): { pattern: string; methods: Method[] }[] {
+    return this.routes.map((r) => ({ pattern: r.pattern.text, methods: [...r.methods] }));
   }
 
   /** The methods the path takes, for `Allow` (empty: no such path). */

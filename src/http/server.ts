@@ -24,6 +24,8 @@ import { late, sendError, type Pending } from './reply.js';
 import { RouteTable } from './routes.js';
 import { Cors } from './cors.js';
 import { Metrics } from './metrics.js';
+import { IDENTITY, negotiate, writeCoding, type Coding } from './content-coding.js';
+import { registerOpenApi } from './openapi.js';
 
 export interface LookupApp {
   app: HttpApp;
@@ -107,6 +109,8 @@ function refuse(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: M
   res.end(r.error.body, close);
 }
 
+const LOOKUP = { family: 'lookup' } as const;
+
 /** GET /{ip}: one non-empty path segment other than the fixed routes'. */
 function isAddressPath(url: string): boolean {
   return url.length > 1 && url.indexOf('/', 1) < 0 && url !== '/myip' && url !== '/batch';
@@ -118,7 +122,7 @@ export function createLookupApp(server: HttpServer, config: Config, holder: Inde
   const head = new JsonHead();
   const single = new SingleLookup(holder, gate, metrics, head);
   const requestClient = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
-  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null);
+  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog);
   const batch = new BatchRoute(config, holder, pool, gate, metrics, head, routes, requestClient, log, shared);
 
   routes.get('/myip', (res, req) => {
@@ -128,7 +132,7 @@ export function createLookupApp(server: HttpServer, config: Config, holder: Inde
     if (!isAdmitted(a)) return refuse(res, a, metrics, head);
     const text = client.text();
     single.answer(res, text, 0, text.length, a, now);
-  });
+  }, LOOKUP);
 
   // GET /{ip} is the catch-all GET, so that every other GET path can be told 404 or 405.
   routes.get(
@@ -151,10 +155,11 @@ export function createLookupApp(server: HttpServer, config: Config, holder: Inde
       }
       single.answer(res, decoded, 0, decoded.length, a, now);
     },
-    { listedAs: '/:ip' },
+    { listedAs: '/:ip', ...LOOKUP },
   );
 
-  routes.post('/batch', (res, req) => batch.handle(res, req));
+  routes.post('/batch', (res, req) => batch.handle(res, req), { family: 'batch' });
+  registerOpenApi(routes, '/api/v1/openapi.json', metrics);
   routes.fallback();
   return { app, metrics, client: requestClient, routes };
 }
@@ -188,6 +193,7 @@ class BatchRoute {
 
   handle(res: HttpResponse, req: HttpRequest): void {
     const lengthHeader = req.getHeader('content-length');
+    const coding = negotiate(req.getHeader('accept-encoding'));
     const p: Pending = { aborted: false };
     let reader: { abort(): void } | null = null;
     // Batches in progress, for graceful shutdown: counted until answered or aborted.
@@ -211,7 +217,7 @@ class BatchRoute {
     const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
     const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
     reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
-      done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES),
+      done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES, coding),
       tooLarge: (close) => {
         finish();
         late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close }));
@@ -224,7 +230,7 @@ class BatchRoute {
   }
 
   /** `prepaid`: the budget is already taken from the allowance (a re-run at the limit). */
-  private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, prepaid = false): void {
+  private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, coding: Coding, prepaid = false): void {
     const serving = this.holder.current;
     // The server copies what it cannot send at once, so the slot is free again once answered.
     const slot = this.pool.takeSlot();
@@ -236,11 +242,12 @@ class BatchRoute {
       budget,
       refusal: a.caller === null ? REFUSE_KEYLESS : REFUSE_PLAN,
       out: slot,
+      coding,
     };
     const respond = this.routes.later(res, ERRORS.lookupFailed, (frame: Uint8Array) => {
       let again = false;
       try {
-        const { status, answered, body: out } = decodeOutcome(frame);
+        const { status, answered, coding: sent, body: out } = decodeOutcome(frame);
         if (p.aborted) {
           if (prepaid) this.gate.refund(a, budget);
           return;
@@ -249,7 +256,7 @@ class BatchRoute {
           const granted = this.gate.spend(a, answered, Date.now());
           if (granted < answered) {
             again = true;
-            return this.run(res, p, a, body, granted, true);
+            return this.run(res, p, a, body, granted, coding, true);
           }
         }
         if (status === 200) this.metrics.batches++;
@@ -257,6 +264,7 @@ class BatchRoute {
         res.cork(() => {
           if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
           else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+          if (sent !== IDENTITY) writeCoding(res, sent);
           res.end(out);
         });
       } finally {

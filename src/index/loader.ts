@@ -18,6 +18,8 @@ export interface ServingIndex {
   readonly shared: SharedArrayBuffer;
   readonly index: RangeIndex;
   readonly loadedAt: Date;
+  /** When the build was made (its manifest's `created`), where the holder read it. */
+  readonly builtAt?: Date;
 }
 
 /** Where the lookup routes find the serving index (an IndexHolder, or a front-end thread's view of one). */
@@ -90,9 +92,10 @@ export class IndexHolder implements IndexSource {
     const dir = buildDir(this.dataDir, id);
     const started = performance.now();
     try {
-      const manifest = JSON.parse(await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8')) as { index?: { sha256?: string } };
+      const manifest = JSON.parse(await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8')) as { index?: { sha256?: string }; created?: string };
       const { shared, index } = await loadIndexFile(path.join(dir, INDEX_FILE), manifest.index?.sha256);
-      const next: ServingIndex = { generation: ++this.generation, buildId: id, shared, index, loadedAt: new Date() };
+      const builtAt = manifest.created ? new Date(manifest.created) : undefined;
+      const next: ServingIndex = { generation: ++this.generation, buildId: id, shared, index, loadedAt: new Date(), ...(builtAt && !Number.isNaN(builtAt.getTime()) ? { builtAt } : {}) };
       const previous = this.serving?.buildId ?? null;
       this.serving = next;
       this.log.info('index loaded', {

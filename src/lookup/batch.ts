@@ -7,28 +7,32 @@ import { NOT_ADDRESS, writeAscii } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch, REPEATED } from './address-batch.js';
 import { answerBytes, writeAnswerOpening, writeAnswerRest } from './answer.js';
+import { IDENTITY, MIN_COMPRESSED_BYTES, compress, type Coding } from '../http/content-coding.js';
 
 export const MAX_BATCH_ADDRESSES = 1000;
 
 /**
  * The outcome travels between threads as one transferable buffer: a 2-byte big-endian
  * HTTP status, the 4-byte big-endian count of addresses answered (what the allowance
- * pays for), then the JSON body.
+ * pays for), the body's content coding (content-coding.ts; a worker compresses the body it
+ * made, off the front end's thread), then the JSON body.
  */
 export interface BatchOutcome {
   status: number;
   answered: number;
+  coding: Coding;
   body: Uint8Array;
 }
 
-export const FRAME_HEADER = 6;
+export const FRAME_HEADER = 7;
 
 /** Frames a body; with `frame`, the body already sits at FRAME_HEADER inside it. */
-export function encodeOutcome(status: number, answered: number, body: Uint8Array, frame?: Uint8Array): Uint8Array {
+export function encodeOutcome(status: number, answered: number, body: Uint8Array, frame?: Uint8Array, coding: Coding = IDENTITY): Uint8Array {
   const out = frame ?? new Uint8Array(body.byteLength + FRAME_HEADER);
   out[0] = status >>> 8;
   out[1] = status & 255;
   new DataView(out.buffer, out.byteOffset, FRAME_HEADER).setUint32(2, answered);
+  out[6] = coding;
   if (!frame) out.set(body, FRAME_HEADER);
   return out;
 }
@@ -37,6 +41,7 @@ export function decodeOutcome(frame: Uint8Array): BatchOutcome {
   return {
     status: (frame[0] << 8) | frame[1],
     answered: new DataView(frame.buffer, frame.byteOffset, FRAME_HEADER).getUint32(2),
+    coding: frame[6] as Coding,
     body: frame.subarray(FRAME_HEADER),
   };
 }
@@ -155,4 +160,19 @@ export function answerBatch(
   pos += frame.write(errorsText, pos, 'utf8');
   pos += CLOSE.copy(frame, pos);
   return encodeOutcome(200, answered, frame.subarray(0, pos), frame.subarray(0, pos));
+}
+
+/**
+ * The outcome with its body in `coding` where that is worth it (a 200 body of
+ * MIN_COMPRESSED_BYTES or more that compresses smaller); written back into the same frame,
+ * which the compressed body always fits.
+ */
+export function compressOutcome(frame: Uint8Array, coding: Coding): Uint8Array {
+  const body = frame.subarray(FRAME_HEADER);
+  if (coding === IDENTITY || frame[0] !== 0 || frame[1] !== 200 || body.byteLength < MIN_COMPRESSED_BYTES) return frame;
+  const packed = compress(body, coding);
+  if (packed.byteLength >= body.byteLength) return frame;
+  frame.set(packed, FRAME_HEADER);
+  frame[6] = coding;
+  return frame.subarray(0, FRAME_HEADER + packed.byteLength);
 }

@@ -6,12 +6,28 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from './object-store.js';
+import { pipeline } from 'node:stream/promises';
+import zlib from 'node:zlib';
 
 export const FILES_PREFIX = '/files/';
 
 /** Keys are relative paths of [A-Za-z0-9._-] segments: nothing can climb out of the store. */
 export function isSafeKey(key: string): boolean {
   return key.length > 0 && key.length <= 512 && key.split('/').every((seg) => /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/.test(seg) && seg !== '..' && seg !== '.');
+}
+
+/**
+ * The gzip form of a published MMDB, served to a client that asks for it (`Accept-Encoding`):
+ * A 60 MB MMDB of the real build gzips to 23 MB. Compressed once, at publish, so a
+ * download costs no compression and its Range requests stay exact (they count the gzip bytes).
+ */
+export const gzippedPath = (file: string): string => `${file}.gz`;
+
+async function writeGzipped(file: string, target: string): Promise<void> {
+  // Threads of one process may write the same form at once: a name of their own each.
+  const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+  await pipeline(fs.createReadStream(file), zlib.createGzip(), fs.createWriteStream(tmp));
+  fs.renameSync(tmp, target);
 }
 
 export class LocalStore implements ObjectStore {
@@ -40,6 +56,8 @@ export class LocalStore implements ObjectStore {
     if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
     const target = this.pathOf(key);
     fs.mkdirSync(path.dirname(target), { recursive: true });
+    // Written before the file itself, so every served MMDB has its compressed form.
+    if (key.endsWith('.mmdb')) await writeGzipped(file, gzippedPath(target));
     const tmp = `${target}.${process.pid}.tmp`;
     try {
       fs.linkSync(file, tmp); // builds are immutable: a hard link costs no copy
@@ -47,6 +65,22 @@ export class LocalStore implements ObjectStore {
       fs.copyFileSync(file, tmp);
     }
     fs.renameSync(tmp, target);
+  }
+
+  /** Gzip forms being written on demand (objects published before ipsift wrote them), by key. */
+  private readonly gzipping = new Map<string, Promise<string>>();
+
+  /** The gzip form of a published MMDB, written now if an older ipsift published it without one. */
+  gzipped(key: string): string | Promise<string> {
+    const file = gzippedPath(this.pathOf(key));
+    if (fs.existsSync(file)) return file;
+    let p = this.gzipping.get(key);
+    if (p === undefined) {
+      p = writeGzipped(this.pathOf(key), file).then(() => file);
+      p.finally(() => this.gzipping.delete(key)).catch(() => {});
+      this.gzipping.set(key, p);
+    }
+    return p;
   }
 
   pathOf(key: string): string {

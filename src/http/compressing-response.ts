@@ -1,0 +1,59 @@
+// Compression for the routes whose JSON answers can be long (the catalogue, a download history,
+// a key list): the handler writes as always; the body it ends with goes out in the coding the
+// request asked for, where it is long enough to be worth it (content-coding.ts). Batches do
+// not come here: their worker compresses them (lookup/batch.ts).
+
+import type { Bytes, HttpResponse } from './server/types.js';
+import { passThrough } from './response-wrapper.js';
+import { CODING_NAMES, IDENTITY, MIN_COMPRESSED_BYTES, compress, writeCoding, type Coding } from './content-coding.js';
+
+function bytesOf(body: Bytes): Uint8Array {
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return body instanceof Uint8Array ? body : new Uint8Array(body);
+}
+
+/**
+ * A strong ETag names one representation (RFC 9110 §8.8.3), so an answer to a client that
+ * accepts a coding carries its own: `"v"` becomes `"v-gzip"` (`"v-br"`), whether or not this
+ * body was long enough to compress. `sameEntity` reads such a tag back.
+ */
+function codedTag(tag: string, coding: Coding): string {
+  return tag.endsWith('"') ? `${tag.slice(0, -1)}-${CODING_NAMES[coding]}"` : tag;
+}
+
+/** Whether an If-None-Match member names `etag` in any coding. */
+export function sameEntity(member: string, etag: string): boolean {
+  const t = member.trim();
+  if (t === etag || t === '*') return true;
+  const close = etag.slice(0, -1);
+  return t === `${close}-gzip"` || t === `${close}-br"`;
+}
+
+export function compressing(res: HttpResponse, coding: Coding): HttpResponse {
+  if (coding === IDENTITY) return res;
+  const out: HttpResponse = {
+    writeStatus: (status) => (res.writeStatus(status), out),
+    writeHeader: (name, value) => (res.writeHeader(name, typeof name === 'string' && typeof value === 'string' && name.toLowerCase() === 'etag' ? codedTag(value, coding) : value), out),
+    ...(res.writeFields ? { writeFields: (status: string | null, fields: readonly string[]) => (res.writeFields!(status, fields), out) } : {}),
+    end: (body, closeConnection) => {
+      if (body !== undefined) {
+        const plain = bytesOf(body);
+        if (plain.byteLength >= MIN_COMPRESSED_BYTES) {
+          const packed = compress(plain, coding);
+          if (packed.byteLength < plain.byteLength) {
+            writeCoding(res, coding);
+            return (res.end(packed, closeConnection), out);
+          }
+        }
+      }
+      return (res.end(body, closeConnection), out);
+    },
+    endWithoutBody: () => (res.endWithoutBody(), out),
+    // Streamed answers (none of the JSON routes stream) go out as they are.
+    tryEnd: (chunk, totalSize) => res.tryEnd(chunk, totalSize),
+    getWriteOffset: () => res.getWriteOffset(),
+    ...(res.endWithFile ? { endWithFile: (file: string, start: number, length: number) => (res.endWithFile!(file, start, length), out) } : {}),
+    ...passThrough(res, () => out),
+  };
+  return out;
+}

@@ -1,0 +1,102 @@
+// The admin port's /metrics in the Prometheus text format (version 0.0.4): the lookup group's
+// answers, latency histograms per route family, the batch pool, the index being served and how
+// old it is, each front-end thread's event loop, the process, and what this ipsift is.
+
+import fs from 'node:fs';
+import type { BatchPool } from '../batch/pool.js';
+import type { IndexHolder } from '../index/loader.js';
+import { RUNTIME, VERSION } from '../version.js';
+import { FAMILIES, LATENCY_BOUNDS, type Metrics } from './metrics.js';
+
+export interface MetricsView {
+  holder: IndexHolder;
+  pool: BatchPool;
+  /** Every front-end thread's counters, summed. */
+  metrics: Metrics;
+  /** Each front-end thread's own counters (null: one front end, `metrics`). */
+  threads: readonly Metrics[] | null;
+  serverKind: string;
+  lastPublishedAt(): Date | null;
+}
+
+/** A label value as the text format quotes it. */
+const label = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+
+const seconds = (d: Date | null | undefined): number => (d ? d.getTime() / 1000 : 0);
+
+/** Open file descriptors, where /proc tells (Linux); null elsewhere. */
+function openFds(): number | null {
+  try {
+    return fs.readdirSync('/proc/self/fd').length;
+  } catch {
+    return null;
+  }
+}
+
+const started = Date.now() / 1000 - process.uptime();
+
+export function metricsText(v: MetricsView): string {
+  const s = v.holder.current;
+  const m = v.metrics;
+  const out: string[] = [];
+  const family = (name: string, type: string, help: string, samples: readonly string[]): void => {
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples);
+  };
+  family('ipsift_build_info', 'gauge', 'What this ipsift is: version, runtime and HTTP server (always 1).', [
+    `ipsift_build_info{version="${label(VERSION)}",runtime="${label(RUNTIME)}",http_server="${label(v.serverKind)}"} 1`,
+  ]);
+  family('ipsift_responses_total', 'counter', 'Lookup-group responses by HTTP status.', [...m.responses()].map(([status, n]) => `ipsift_responses_total{status="${status}"} ${n}`));
+  family('ipsift_batches_total', 'counter', 'Batches answered with 200.', [`ipsift_batches_total ${m.batches}`]);
+  const latency: string[] = [];
+  FAMILIES.forEach((name, f) => {
+    const h = m.histogram(f);
+    LATENCY_BOUNDS.forEach((le, b) => latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="${le}"} ${h.cumulative[b]}`));
+    const count = h.cumulative[LATENCY_BOUNDS.length];
+    latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="+Inf"} ${count}`, `ipsift_request_duration_seconds_sum{family="${name}"} ${h.sum}`, `ipsift_request_duration_seconds_count{family="${name}"} ${count}`);
+  });
+  family(
+    'ipsift_request_duration_seconds',
+    'histogram',
+    "Time from a request reaching its route to its answer being handed to the server, by route family (lookup: GET /{ip} and /myip; files: until the last byte is handed over). Requests the client abandoned are not counted.",
+    latency,
+  );
+  family('ipsift_index_generation', 'gauge', 'Serving index generation (0: none loaded).', [`ipsift_index_generation ${s?.generation ?? 0}`]);
+  family('ipsift_index_bytes', 'gauge', 'Size of the shared serving index.', [`ipsift_index_bytes ${s?.shared.byteLength ?? 0}`]);
+  family('ipsift_index_build_timestamp_seconds', 'gauge', 'When the serving build was made (Unix time; 0: none loaded). Its age is time() minus this.', [
+    `ipsift_index_build_timestamp_seconds ${seconds(s?.builtAt)}`,
+  ]);
+  family('ipsift_index_loaded_timestamp_seconds', 'gauge', 'When the serving build was loaded (Unix time; 0: none).', [`ipsift_index_loaded_timestamp_seconds ${seconds(s?.loadedAt)}`]);
+  family('ipsift_last_publish_timestamp_seconds', 'gauge', 'When a database export was last published (Unix time; 0: never).', [
+    `ipsift_last_publish_timestamp_seconds ${seconds(v.lastPublishedAt())}`,
+  ]);
+  family('ipsift_batch_queue', 'gauge', 'Batches waiting for a worker.', [`ipsift_batch_queue ${v.pool.queued}`]);
+  family('ipsift_batch_worker_failures_total', 'counter', 'Batch attempts lost to a failed worker.', [`ipsift_batch_worker_failures_total ${v.pool.workerFailures}`]);
+  family('ipsift_batch_body_bytes', 'gauge', 'Bytes held by batch bodies being received.', [`ipsift_batch_body_bytes ${m.bodyMemory?.held ?? 0}`]);
+  family('ipsift_handler_failures_total', 'counter', 'Requests whose handler failed unexpectedly (answered 500).', [`ipsift_handler_failures_total ${m.handlerFailures}`]);
+  const threads = v.threads ?? [m];
+  family(
+    'ipsift_frontend_thread_responses_total',
+    'counter',
+    'Lookup-group responses by front-end thread (how evenly connections spread).',
+    threads.map((t, n) => `ipsift_frontend_thread_responses_total{thread="${n}"} ${[...t.responses().values()].reduce((a, b) => a + b, 0)}`),
+  );
+  family(
+    'ipsift_event_loop_delay_seconds',
+    'gauge',
+    "Each front-end thread's event-loop delay over the last 5 s: median, 99th percentile and max (0 before the first period, and on Bun).",
+    threads.flatMap((t, n) => {
+      const d = t.loopDelay;
+      return [`ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.5"} ${d.p50}`, `ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.99"} ${d.p99}`, `ipsift_event_loop_delay_seconds{thread="${n}",quantile="1"} ${d.max}`];
+    }),
+  );
+  const cpu = process.cpuUsage();
+  const mem = process.memoryUsage();
+  family('process_cpu_seconds_total', 'counter', 'User and system CPU time of the process (every thread).', [`process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`]);
+  family('process_resident_memory_bytes', 'gauge', 'Resident memory of the process.', [`process_resident_memory_bytes ${mem.rss}`]);
+  family('process_start_time_seconds', 'gauge', 'When the process started (Unix time).', [`process_start_time_seconds ${Math.round(started)}`]);
+  const fds = openFds();
+  if (fds !== null) family('process_open_fds', 'gauge', 'Open file descriptors.', [`process_open_fds ${fds}`]);
+  family('nodejs_heap_used_bytes', 'gauge', "The main thread's JavaScript heap in use.", [`nodejs_heap_used_bytes ${mem.heapUsed}`]);
+  family('nodejs_external_memory_bytes', 'gauge', 'Memory held outside the JavaScript heaps (buffers, the shared index).', [`nodejs_external_memory_bytes ${mem.external}`]);
+  return out.join('\n') + '\n';
+}

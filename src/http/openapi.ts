@@ -1,0 +1,468 @@
+// The OpenAPI 3.1 document of every route, served at /api/v1/openapi.json (public port) and
+// /openapi.json (admin port). Made from the code's own tables — the categories and their
+// detail fields, the error catalogue with its exact messages and result codes — so the document
+// cannot drift from what the server says; test/openapi.test.ts checks real answers of every
+// route against it.
+
+import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../model/categories.js';
+import { ERRORS, RC } from '../api/errors.js';
+import { VERSION } from '../version.js';
+import type { Metrics } from './metrics.js';
+import type { RouteTable } from './routes.js';
+
+type Schema = Record<string, unknown>;
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const DATE = { type: 'string', format: 'date' };
+const DATE_TIME = { type: 'string', format: 'date-time' };
+const object = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), extra = false): Schema => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: extra,
+});
+
+const DETAIL_SCHEMAS: Record<DetailField, Schema> = {
+  provider: { type: 'string' },
+  confidence: { enum: [...CONFIDENCE_VALUES] },
+  method: { enum: [...METHOD_VALUES] },
+  first_seen: DATE,
+  last_seen: DATE,
+  hits: { type: 'integer', minimum: 0 },
+  hits_days_pct: { type: 'integer', minimum: 0, maximum: 100 },
+  providers_num: { type: 'integer', minimum: 0 },
+};
+
+/** A lookup result: `ip` and `is_vpn` always; the rest as the plan has them (interface.md §2.2). */
+function lookupResult(): Schema {
+  const properties: Record<string, Schema> = { ip: { type: 'string', description: 'The address in normalised form (RFC 5952 for IPv6).' } };
+  for (const c of CATEGORIES) properties[`is_${c}`] = { type: 'boolean' };
+  for (const c of CATEGORIES) {
+    properties[c] = {
+      ...object(Object.fromEntries(DETAIL_FIELDS[c].map((f) => [f, DETAIL_SCHEMAS[f]])), []),
+      description: `Detail of the ${c} category; {} when the address is not in it. Present from the plan that includes it.`,
+    };
+  }
+  return { ...object(properties, ['ip', 'is_vpn']), description: 'Fields beyond ip and is_vpn depend on the plan: absent, not false, where the plan lacks them.' };
+}
+
+/** `{error}` bodies of the lookup group, each message exact. */
+const errorBody = (...messages: string[]): Schema => object({ error: { enum: messages } });
+/** `{rc}` bodies of the database group and key management. */
+const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes } });
+
+const json = (schema: Schema, description: string, headers?: Record<string, unknown>): Schema => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: { 'application/json': { schema } },
+});
+
+const H = {
+  retryAfter: { description: 'Seconds to wait (integer).', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  rateLimitPolicy: { description: 'draft-ietf-httpapi-ratelimit-headers-10: the "rate" token bucket, and the "monthly"/"daily" window where a hard limit refuses.', schema: { type: 'string' } },
+  rateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers-10: r (units left) and t (seconds to reset) per policy.', schema: { type: 'string' } },
+};
+const quotaHeaders = {
+  'RateLimit-Policy': H.rateLimitPolicy,
+  RateLimit: H.rateLimit,
+  'X-Allowance-Quota': { description: "The plan's quota for the window.", schema: { type: 'string' } },
+  'X-Allowance-Used': { description: 'Lookups used in the window (an estimate across threads).', schema: { type: 'string' } },
+  'X-Allowance-Reset': { description: 'Seconds to the end of the window.', schema: { type: 'string' } },
+  'X-Allowance-Hard-Limit': { description: 'The overage limit, when there is one.', schema: { type: 'string' } },
+};
+
+const E = ERRORS;
+const keyErrors = [E.keyInvalid.message, E.keyRevoked.message, E.keyExpired.message];
+const lookupRefusals = {
+  '401': json(errorBody(...keyErrors), 'The key presented is unknown, revoked or expired.'),
+  '403': json(errorBody(E.sourceNotAllowed.message), "The request's source is outside the key's allowed ranges."),
+  '429': json(
+    errorBody(E.rateLimited.message, E.keylessCap.message, E.allowanceSpent.message),
+    'A transient rate limit (with Retry-After), or a spent allowance (without).',
+    { 'Retry-After': H.retryAfter, 'RateLimit-Policy': H.rateLimitPolicy, RateLimit: H.rateLimit },
+  ),
+  '500': json(errorBody(E.lookupFailed.message), 'The dataset could not be consulted.'),
+};
+
+const keyAuth = [{ bearer: [] }, { apiKeyHeader: [] }, { apiKeyQuery: [] }];
+const optionalKey = [{}, ...keyAuth];
+
+/** The database group's refusals: 401 for any key problem or a missing scope. */
+const dbRefusals = (...extra: [string, Schema][]): Record<string, Schema> => ({
+  '401': json(rcBody(RC.UNAUTHORIZED.code), 'No key, an invalid one, or one without db.download.'),
+  '403': json(rcBody(RC.FORBIDDEN.code, RC.NO_LICENSE.code, RC.LICENSE_EXPIRED.code), 'Source outside the key\'s ranges; no licence; licence term ended.'),
+  ...Object.fromEntries(extra),
+  '500': json(rcBody(RC.INTERNAL.code), 'An unexpected failure.'),
+});
+
+/** 404 for an unknown database, 503 while today's copy is not published (with Retry-After where the answer has it). */
+const missing = (retry = false): [string, Schema][] => [
+  ['404', json(rcBody(RC.NOT_FOUND.code), 'No such database.')],
+  ['503', json(rcBody(RC.NOT_PUBLISHED.code), "Today's copy is not published yet.", retry ? { 'Retry-After': H.retryAfter } : undefined)],
+];
+
+const query = (name: string, schema: Schema, required: boolean, description: string): Schema => ({ name, in: 'query', required, description, schema });
+const idParam = query('id', { type: 'string', pattern: '^[a-z0-9_]+_v[0-9]+$' }, true, 'Dataset id, <base>_v<version>.');
+const formatParam = query('format', { enum: ['csvgz', 'mmdb'] }, true, 'File format.');
+const validator = { ETag: { description: 'Strong validator of the document (a compressed answer has a tag of its own).', schema: { type: 'string' } } };
+
+const apiKeyFields = {
+  id: { type: 'string', format: 'uuid' },
+  org_id: { type: 'string', format: 'uuid' },
+  name: { type: 'string' },
+  key_prefix: { type: 'string' },
+  allowed_cidrs: { type: 'array', items: { type: 'string' } },
+  allowed_scopes: { type: 'array', items: { enum: ['db.download', 'apikeys.manage'] } },
+  expires: { type: ['string', 'null'], format: 'date-time' },
+  revoked_at: { type: ['string', 'null'], format: 'date-time' },
+  created_at: DATE_TIME,
+};
+const keyManagement = { security: [{ bearer: [] }] };
+const keyRefusals = {
+  '400': json(rcBody(RC.BAD_REQUEST.code), 'A body or field that does not parse, or a revoked key to rotate.'),
+  '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, an invalid one, or one without apikeys.manage.'),
+  '403': json(rcBody(RC.FORBIDDEN.code), 'Source outside the key\'s ranges, or a key with more than the caller holds.'),
+  '404': json(rcBody(RC.NOT_FOUND.code), "No such key in the caller's organisation."),
+};
+const keyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+
+const ADMIN = [{ url: 'http://127.0.0.1:8081', description: 'The admin port (ADMIN_HOST:ADMIN_PORT).' }];
+
+export function openApiDocument(): Schema {
+  const schemas: Record<string, Schema> = {
+    LookupResult: lookupResult(),
+    BatchRequest: object({ ips: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000 } }),
+    BatchResponse: object({
+      results: { type: 'object', additionalProperties: ref('LookupResult'), description: 'By the exact input string.' },
+      errors: {
+        type: 'object',
+        description: 'By the exact input string: the status and message a single lookup would have had.',
+        additionalProperties: object({ status: { enum: [400, 429, 500] }, error: { enum: [E.notAddress.message, E.keylessCap.message, E.allowanceSpent.message, E.lookupFailed.message] } }),
+      },
+    }),
+    Database: object({
+      base: { type: 'string' },
+      name: { type: 'string' },
+      summary: { type: 'string' },
+      license_type: { type: ['string', 'null'] },
+      starts: { type: ['string', 'null'], format: 'date-time' },
+      expires: { type: ['string', 'null'], format: 'date-time' },
+      renews_at: { type: ['string', 'null'], format: 'date-time' },
+      notice_due_at: { type: ['string', 'null'], format: 'date-time' },
+      in_term: { type: 'boolean' },
+      standing: { enum: ['licensed', 'expired', 'unlicensed'] },
+      versions: {
+        type: 'array',
+        items: object({
+          id: { type: 'string' },
+          version: { type: 'integer' },
+          summary: { type: 'string' },
+          formats: { type: 'array', items: object({ format: { enum: ['csvgz', 'mmdb'] }, bytes: { type: 'integer', minimum: 0 } }) },
+          sample_formats: { type: 'array', items: { enum: ['csvgz', 'mmdb'] } },
+        }),
+      },
+    }),
+    Metadata: object({
+      id: { type: 'string' },
+      update_freq: { type: 'string' },
+      updated: DATE,
+      entries: { type: 'integer', minimum: 0 },
+      schema: { type: 'object', additionalProperties: { type: 'array', items: object({ name: { type: 'string' }, type: { type: 'string' }, description: { type: 'string' } }) } },
+      sample: { type: 'object', additionalProperties: { type: 'array', items: { type: 'object' } } },
+      size: { type: 'object', additionalProperties: { type: 'integer', minimum: 0 }, description: 'Bytes per format.' },
+      sample_size: { type: 'object', additionalProperties: { type: 'integer', minimum: 0 }, description: 'Bytes per format.' },
+      sample_entries: { type: 'integer', minimum: 0 },
+    }),
+    Checksums: object({
+      id: { type: 'string' },
+      format: { enum: ['csvgz', 'mmdb'] },
+      checksums: object({ md5: { type: 'string', pattern: '^[0-9a-f]{32}$' }, sha1: { type: 'string', pattern: '^[0-9a-f]{40}$' }, sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' }, sha512: { type: 'string', pattern: '^[0-9a-f]{128}$' } }),
+    }),
+    Download: object({
+      dataset_id: { type: 'string' },
+      format: { type: 'string' },
+      outcome: { enum: ['ok', 'bad_request', 'forbidden', 'bad_format', 'no_license', 'license_expired', 'not_found', 'not_published'] },
+      sample: { type: 'boolean' },
+      bytes: { type: 'integer', minimum: 0 },
+      http_status: { type: 'integer' },
+      apikey_id: { type: 'string', format: 'uuid' },
+      client_ip: { type: 'string' },
+      user_agent: { type: 'string' },
+      created: DATE_TIME,
+    }),
+    Account: object({
+      org_id: { type: 'string', format: 'uuid' },
+      apikey: object({ id: { type: 'string', format: 'uuid' }, expires: { type: ['string', 'null'], format: 'date-time' }, allowed_cidrs: { type: 'array', items: { type: 'string' } } }),
+      plan: object({ key: { type: 'string' }, tier: { enum: ['free', 'starter', 'scale', 'max', 'basic'] } }),
+      usage: object({
+        requests: { type: 'integer', minimum: 0 },
+        quota: { type: 'integer', minimum: 0 },
+        hard_limit: { type: ['integer', 'null'] },
+        window_start: DATE_TIME,
+        window_end: DATE_TIME,
+      }),
+    }),
+    ApiKey: object(apiKeyFields),
+    ApiKeyAnswer: object({ rc: { const: 'OK' }, ...apiKeyFields }),
+    RotatedApiKey: object({ rc: { const: 'OK' }, ...apiKeyFields, key: { type: 'string', description: 'The new secret, in this answer only.' } }),
+    CreatedApiKey: object({ rc: { const: 'OK' }, id: apiKeyFields.id, name: apiKeyFields.name, key: { type: 'string' }, key_prefix: apiKeyFields.key_prefix, allowed_cidrs: apiKeyFields.allowed_cidrs, allowed_scopes: apiKeyFields.allowed_scopes }),
+  };
+
+  const lookupOk = json(ref('LookupResult'), 'The lookup result, with the fields of the plan.', quotaHeaders);
+  const paths: Record<string, Schema> = {
+    '/{ip}': {
+      get: {
+        operationId: 'lookup',
+        summary: 'Classify one address',
+        security: optionalKey,
+        parameters: [{ name: 'ip', in: 'path', required: true, description: 'An IPv4 or IPv6 address (percent-encoded where needed).', schema: { type: 'string' } }],
+        responses: { '200': lookupOk, '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), ...lookupRefusals },
+      },
+    },
+    '/myip': {
+      get: { operationId: 'lookupOwn', summary: "Classify the request's own source address", security: optionalKey, responses: { '200': lookupOk, ...lookupRefusals } },
+    },
+    '/batch': {
+      post: {
+        operationId: 'lookupBatch',
+        summary: 'Classify up to 1000 addresses',
+        security: optionalKey,
+        requestBody: { required: true, content: { 'application/json': { schema: ref('BatchRequest') } } },
+        responses: {
+          '200': json(ref('BatchResponse'), 'Per-entry results and errors (br or gzip when asked, for answers of 1 KiB or more).', quotaHeaders),
+          '400': json(errorBody(E.batchShape.message, E.batchSize.message), 'The body is not {ips: [strings]} of 1 to 1000 entries.'),
+          '413': json(errorBody(E.bodyTooLarge.message), 'Larger than any 1000-address batch.'),
+          ...lookupRefusals,
+        },
+      },
+    },
+    '/api/v1/account/me': {
+      get: {
+        operationId: 'account',
+        summary: 'The key, its plan and its usage in the current window',
+        security: keyAuth,
+        responses: {
+          '200': json(ref('Account'), 'The account.'),
+          '401': json(errorBody(E.keyRequired.message, ...keyErrors), 'No key, or an unknown, revoked or expired one.'),
+          '403': lookupRefusals['403'],
+          '503': json(errorBody(E.usageUnavailable.message), 'Usage cannot be read now.'),
+        },
+      },
+    },
+    '/api/v1/iam/apikeys': {
+      get: { operationId: 'listKeys', summary: "The organisation's keys (no secrets)", ...keyManagement, responses: { '200': json(object({ rc: { const: 'OK' }, apikeys: { type: 'array', items: ref('ApiKey') } }), 'The keys.'), ...keyRefusals } },
+      post: {
+        operationId: 'createKey',
+        summary: 'Create a key; its secret is in this answer only',
+        ...keyManagement,
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: object(
+                { name: { type: 'string', minLength: 1 }, allowed_scopes: apiKeyFields.allowed_scopes, allowed_cidrs: apiKeyFields.allowed_cidrs, expires: apiKeyFields.expires },
+                ['name'],
+              ),
+            },
+          },
+        },
+        responses: { '201': json(ref('CreatedApiKey'), 'The created key, with its secret.'), ...keyRefusals },
+      },
+    },
+    '/api/v1/iam/apikeys/{id}': {
+      delete: { operationId: 'revokeKey', summary: 'Revoke a key', ...keyManagement, parameters: [keyIdParam], responses: { '200': json(ref('ApiKeyAnswer'), 'The revoked key.'), ...keyRefusals } },
+    },
+    '/api/v1/iam/apikeys/{id}/rotate': {
+      post: {
+        operationId: 'rotateKey',
+        summary: 'A new secret for a key; the old one stops working',
+        ...keyManagement,
+        parameters: [keyIdParam],
+        responses: { '200': json(ref('RotatedApiKey'), 'The key with its new secret.'), ...keyRefusals },
+      },
+    },
+    '/api/v1/database/list': {
+      get: { operationId: 'listDatabases', summary: 'The catalogue with the organisation\'s licences', security: keyAuth, responses: { '200': json(object({ databases: { type: 'array', items: ref('Database') } }), 'The databases.'), ...dbRefusals() } },
+    },
+    '/api/v1/database/download': {
+      get: {
+        operationId: 'download',
+        summary: 'A time-limited link to the published file',
+        security: keyAuth,
+        parameters: [idParam, formatParam, query('sample', { enum: ['true', 'false'] }, false, 'A sample (no licence needed).')],
+        responses: {
+          '302': { description: 'Redirect to the file (a signed /files/ link, or a presigned S3 one).', headers: { Location: { schema: { type: 'string' } } } },
+          '400': json(rcBody(RC.BAD_REQUEST.code, RC.FORMAT_NOT_BUILT.code), 'A missing or malformed parameter, or a format the database is not built in.'),
+          ...dbRefusals(...missing(true)),
+        },
+      },
+    },
+    '/api/v1/database/metadata': {
+      get: {
+        operationId: 'metadata',
+        summary: 'What the current build of a database holds',
+        security: keyAuth,
+        parameters: [idParam],
+        responses: {
+          '200': json(ref('Metadata'), 'The metadata.', validator),
+          '304': { description: 'If-None-Match named the current document.' },
+          '400': json(rcBody(RC.BAD_REQUEST.code), 'A missing or malformed parameter.'),
+          ...dbRefusals(...missing()),
+        },
+      },
+    },
+    '/api/v1/database/checksum': {
+      get: {
+        operationId: 'checksum',
+        summary: "The published file's checksums",
+        security: keyAuth,
+        parameters: [idParam, formatParam],
+        responses: {
+          '200': json(ref('Checksums'), 'The checksums.', validator),
+          '304': { description: 'If-None-Match named the current document.' },
+          '400': json(rcBody(RC.BAD_REQUEST.code, RC.FORMAT_NOT_BUILT.code), 'A missing or malformed parameter, or a format not built.'),
+          ...dbRefusals(...missing()),
+        },
+      },
+    },
+    '/api/v1/database/downloads': {
+      get: {
+        operationId: 'downloadHistory',
+        summary: "The organisation's download history, newest first",
+        security: keyAuth,
+        parameters: [query('limit', { type: 'integer', minimum: 1, maximum: 200, default: 50 }, false, 'How many entries.')],
+        responses: { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': json(rcBody(RC.BAD_REQUEST.code), 'A limit outside 1..200.'), ...dbRefusals() },
+      },
+    },
+    '/files/{key}': {
+      get: {
+        operationId: 'file',
+        summary: 'A published file, through a signed link (local store)',
+        parameters: [
+          { name: 'key', in: 'path', required: true, schema: { type: 'string' } },
+          query('expires', { type: 'string' }, true, 'Unix time the link lapses.'),
+          query('name', { type: 'string' }, true, 'Download name.'),
+          query('sig', { type: 'string' }, true, 'The link signature.'),
+        ],
+        responses: {
+          '200': { description: 'The file (an MMDB gzip-coded when asked).', content: { 'application/octet-stream': {}, 'application/gzip': {} } },
+          '206': { description: 'The requested range.' },
+          '304': { description: 'If-None-Match named the file.' },
+          '403': json(rcBody(RC.FORBIDDEN.code), 'An unknown, tampered or expired link.'),
+          '416': json(rcBody(RC.BAD_REQUEST.code), 'A range outside the file.'),
+        },
+      },
+    },
+    '/geoip/databases/{edition}/update': {
+      get: {
+        operationId: 'geoipupdate',
+        summary: "geoipupdate 4.x/5.x protocol: the edition's MMDB, gzip-compressed, unless db_md5 is current",
+        security: [{ geoipupdate: [] }],
+        parameters: [{ name: 'edition', in: 'path', required: true, schema: { type: 'string' } }, query('db_md5', { type: 'string' }, false, 'MD5 of the MMDB the client has.')],
+        responses: {
+          '200': {
+            description: 'The MMDB, gzip-compressed.',
+            headers: { 'X-Database-MD5': { schema: { type: 'string' } }, 'Last-Modified': { schema: { type: 'string' } } },
+            content: { 'application/gzip': {} },
+          },
+          '304': { description: 'db_md5 is the current MMDB.' },
+          '400': json(rcBody(RC.FORMAT_NOT_BUILT.code), 'The database has no MMDB.'),
+          ...dbRefusals(...missing()),
+        },
+      },
+    },
+    '/geoip/updates/metadata': {
+      get: {
+        operationId: 'geoipupdateMetadata',
+        summary: 'geoipupdate 6.x+ protocol: the MD5 and date of each edition, checked as a download would be',
+        security: [{ geoipupdate: [] }],
+        parameters: [{ name: 'edition_id', in: 'query', required: true, description: 'One or more (at most 50).', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true }],
+        responses: {
+          '200': json(object({ databases: { type: 'array', items: object({ edition_id: { type: 'string' }, md5: { type: 'string', pattern: '^[0-9a-f]{32}$' }, date: DATE }) } }), 'Each edition asked for.'),
+          '400': json(rcBody(RC.BAD_REQUEST.code, RC.FORMAT_NOT_BUILT.code), 'No edition, more than 50, or one without an MMDB.'),
+          ...dbRefusals(...missing()),
+        },
+      },
+    },
+    '/geoip/databases/{edition}/download': {
+      get: {
+        operationId: 'geoipupdateDownload',
+        summary: "geoipupdate 6.x+ protocol: the edition's current MMDB in a tar.gz ({edition}_{date}/{edition}.mmdb)",
+        security: [{ geoipupdate: [] }],
+        parameters: [{ name: 'edition', in: 'path', required: true, schema: { type: 'string' } }, query('date', { type: 'string' }, false, 'YYYYMMDD (not checked: the latest is sent).'), query('suffix', { const: 'tar.gz' }, false, 'tar.gz.')],
+        responses: {
+          '200': { description: 'The tar.gz.', headers: { 'Last-Modified': { schema: { type: 'string' } } }, content: { 'application/gzip': {} } },
+          '206': { description: 'The requested range of it.' },
+          '400': json(rcBody(RC.FORMAT_NOT_BUILT.code), 'The database has no MMDB.'),
+          '416': json(rcBody(RC.BAD_REQUEST.code), 'A range past the end.'),
+          ...dbRefusals(...missing()),
+        },
+      },
+    },
+    '/api/v1/openapi.json': {
+      get: { operationId: 'openapi', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } },
+    },
+    '/healthz': { servers: ADMIN, get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(object({ status: { const: 'ok' } }), 'Alive.') } } },
+    '/readyz': {
+      servers: ADMIN,
+      get: {
+        operationId: 'ready',
+        summary: 'Readiness: an index is loaded on every thread, not shutting down',
+        responses: {
+          '200': json(object({ status: { const: 'ready' }, build: { type: 'string' }, loaded_at: DATE_TIME, http_server: { enum: ['uws', 'bun', 'node'] } }), 'Ready.'),
+          '503': json(object({ status: { const: 'not ready' }, reason: { type: 'string' }, http_server: { enum: ['uws', 'bun', 'node'] } }), 'Not ready, and why.'),
+        },
+      },
+    },
+    '/metrics': { servers: ADMIN, get: { operationId: 'metrics', summary: 'Prometheus metrics', responses: { '200': { description: 'Text format 0.0.4.', content: { 'text/plain': {} } } } } },
+    '/explain/{ip}': {
+      servers: ADMIN,
+      get: {
+        operationId: 'explain',
+        summary: 'Every feed that covers an address and the rule that decided each category',
+        parameters: [{ name: 'ip', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: { '200': json({ type: 'object' }, 'The explanation.'), '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), '429': json(errorBody(E.rateLimited.message), 'One explanation runs at a time.', { 'Retry-After': H.retryAfter }) },
+      },
+    },
+    '/openapi.json': { servers: ADMIN, get: { operationId: 'openapiAdmin', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } } },
+  };
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'ipsift',
+      version: VERSION,
+      summary: 'IP classification (VPN, hosting, relay, Tor, CDN, proxies) and licensed database downloads',
+      description: 'Implements interface.md 2026.09.15. Every error a client can cause has the status and the exact message or result code listed here.',
+    },
+    servers: [{ url: '/', description: 'The public port (HOST:PORT), or PUBLIC_URL.' }],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' },
+        apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        apiKeyQuery: { type: 'apiKey', in: 'query', name: 'apikey' },
+        geoipupdate: { type: 'http', scheme: 'basic', description: "Organisation account id and an API key with db.download (geoipupdate's AccountID and LicenseKey)." },
+      },
+    },
+  };
+}
+
+/** The document's bytes, made once. */
+let text: Buffer | null = null;
+
+/**
+ * Registers GET `path` answering the document: the same for every caller, so any cache may
+ * keep it for a while; compressed when asked (about 40 KiB of JSON).
+ */
+export function registerOpenApi(routes: RouteTable, path: string, metrics: Metrics): void {
+  routes.get(
+    path,
+    (res) => {
+      metrics.count(200);
+      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'public, max-age=300').end((text ??= Buffer.from(JSON.stringify(openApiDocument()))));
+    },
+    { compress: true },
+  );
+}

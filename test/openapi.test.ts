@@ -1,0 +1,196 @@
+// The OpenAPI document: a valid 3.1 document whose schemas compile (JSON Schema 2020-12, Ajv),
+// describing exactly the routes both apps register, and matching real answers: every operation
+// is called, each answer's status must be documented for it and its JSON body must validate
+// against the documented schema.
+
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import { listOrganisations } from '../src/accounts/accounts.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { openApiDocument } from '../src/http/openapi.js';
+import type { Service } from '../src/service.js';
+import { fetchBytes, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
+
+const require = createRequire(import.meta.url);
+const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
+const { default: addFormats } = require('ajv-formats') as typeof import('ajv-formats');
+
+type Doc = ReturnType<typeof openApiDocument> & { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; parameters?: { name: string; in: string }[] }>> };
+const doc = openApiDocument() as Doc;
+const METHODS = ['get', 'post', 'delete', 'head', 'put', 'patch'];
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema(doc, 'openapi');
+
+/** A JSON pointer's segment (RFC 6901). */
+const seg = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** The app's route patterns as OpenAPI paths: `:id` is `{id}`, the /files/ wildcard `{key}`. */
+function asPath(pattern: string): string {
+  if (pattern === '/files/*') return '/files/{key}';
+  return pattern.replace(/:([a-z]+)/g, '{$1}');
+}
+
+describe('the OpenAPI document', () => {
+  test('is OpenAPI 3.1 with unique operation ids, declared path parameters and schemas that compile', () => {
+    assert.equal(doc.openapi, '3.1.0');
+    const ids = new Set<string>();
+    for (const [p, item] of Object.entries(doc.paths)) {
+      const templated = [...p.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
+      for (const [method, op] of Object.entries(item)) {
+        if (!METHODS.includes(method)) continue;
+        const o = op as unknown as { operationId: string; responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; parameters?: { name: string; in: string }[] };
+        assert.ok(o.operationId && !ids.has(o.operationId), `${method} ${p}: operationId`);
+        ids.add(o.operationId);
+        assert.deepEqual((o.parameters ?? []).filter((x) => x.in === 'path').map((x) => x.name).sort(), [...templated].sort(), `${method} ${p}: path parameters`);
+        assert.ok(Object.keys(o.responses).length > 0);
+        for (const [status, r] of Object.entries(o.responses)) {
+          assert.match(status, /^[1-5]\d\d$/);
+          const schema = r.content?.['application/json']?.schema;
+          // Compiling resolves every $ref into components.
+          if (schema) ajv.compile({ $ref: `openapi#/paths/${seg(p)}/${method}/responses/${status}/content/application~1json/schema` });
+        }
+      }
+    }
+    for (const name of Object.keys((doc.components as { schemas: object }).schemas)) ajv.compile({ $ref: `openapi#/components/schemas/${name}` });
+  });
+
+  test('its schemas refuse what the server never sends: a wrong type, an unknown field, a message not in the catalogue', () => {
+    const result = ajv.compile({ $ref: 'openapi#/components/schemas/LookupResult' });
+    assert.ok(result({ ip: '1.2.3.4', is_vpn: false, vpn: {} }));
+    assert.ok(result({ ip: '1.2.3.4', is_vpn: true, vpn: { provider: 'X', confidence: 'high', method: 'server_list', last_seen: '2026-11-01' } }));
+    for (const bad of [{ ip: '1.2.3.4' }, { ip: '1.2.3.4', is_vpn: 'yes' }, { ip: '1.2.3.4', is_vpn: true, colour: 'red' }, { ip: '1.2.3.4', is_vpn: true, vpn: { confidence: 'certain' } }, { ip: '1.2.3.4', is_vpn: true, vpn: { last_seen: 'yesterday' } }]) {
+      assert.equal(result(bad), false, JSON.stringify(bad));
+    }
+    const notFound = ajv.compile({ $ref: `openapi#/paths/${seg('/{ip}')}/get/responses/400/content/application~1json/schema` });
+    assert.ok(notFound({ error: 'not a valid IP address' }));
+    assert.equal(notFound({ error: 'not a valid IP' }), false);
+  });
+});
+
+describe('the OpenAPI document against the server', () => {
+  let svc: Service;
+  let key: string;
+  let manager: string;
+  let fenced: string;
+  /** The organisation's account id (geoipupdate's user). */
+  let account: string;
+  /** Operations called, as `METHOD path`. */
+  const called = new Set<string>();
+
+  before(async () => {
+    const d = await publishedDataDir([{ scopes: ['db.download'] }, { scopes: ['apikeys.manage', 'db.download'] }, { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }]);
+    [key, manager, fenced] = d.keys;
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
+    const db = openControlDb(d.dataDir);
+    account = String(listOrganisations(db)[0].accountId);
+    db.close();
+  });
+  after(() => svc.close());
+
+  /** Checks an answer against the document: a documented status, a body of the documented schema. */
+  function check(method: string, docPath: string, r: { status: number; headers: Record<string, unknown>; text?: string; json?: unknown }): void {
+    const op = doc.paths[docPath]?.[method.toLowerCase()];
+    assert.ok(op, `${method} ${docPath} is not in the document`);
+    called.add(`${method} ${docPath}`);
+    const documented = op.responses[String(r.status)];
+    assert.ok(documented, `${method} ${docPath} answered ${r.status}, which the document does not list (${r.text?.slice(0, 200)})`);
+    const type = String(r.headers['content-type'] ?? '');
+    if (documented.content?.['application/json']?.schema) {
+      assert.equal(type, 'application/json', `${method} ${docPath} ${r.status}`);
+      const validate = ajv.getSchema(`openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema`) ?? ajv.compile({ $ref: `openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema` });
+      assert.ok(validate(r.json), `${method} ${docPath} ${r.status}: ${JSON.stringify(validate.errors)} in ${r.text?.slice(0, 300)}`);
+    } else if (documented.content) {
+      const types = Object.keys(documented.content);
+      assert.ok(types.some((t) => type.startsWith(t)), `${method} ${docPath} ${r.status}: ${type} is not one of ${types}`);
+    }
+  }
+
+  const call = async (method: string, docPath: string, url: string, o: { headers?: Record<string, string>; body?: string; port?: number } = {}): Promise<Reply> => {
+    const r = await request(o.port ?? svc.port, method, url, o.body, o.headers);
+    check(method, docPath, r);
+    return r;
+  };
+  const bearer = (k: string): Record<string, string> => ({ Authorization: `Bearer ${k}` });
+
+  test('lookups: every plan shape, refusals, batches', async () => {
+    await call('GET', '/{ip}', '/81.7.3.9');
+    await call('GET', '/{ip}', '/81.7.3.9', { headers: bearer(key) });
+    await call('GET', '/{ip}', '/2a01:4f8:c012::1', { headers: { 'X-Api-Key': key } });
+    await call('GET', '/{ip}', '/10.0.0.1', { headers: bearer(key) });
+    await call('GET', '/{ip}', '/not-an-ip');
+    await call('GET', '/{ip}', '/81.7.3.9', { headers: bearer('isk_nope') });
+    await call('GET', '/{ip}', '/81.7.3.9', { headers: bearer(fenced) });
+    await call('GET', '/myip', '/myip');
+    await call('GET', '/myip', '/myip', { headers: bearer(key) });
+    await call('POST', '/batch', '/batch', { body: JSON.stringify({ ips: ['81.7.3.9', '1.1.1.1', 'nope', '::1'] }), headers: bearer(key) });
+    await call('POST', '/batch', '/batch', { body: '{"ips": 1}' });
+    await call('POST', '/batch', '/batch', { body: JSON.stringify({ ips: [] }) });
+    await call('POST', '/batch', '/batch', { body: 'x'.repeat(600 * 1024) });
+    await call('POST', '/batch', '/batch', { body: '{"ips":["1.1.1.1"]}', headers: bearer('isk_nope') });
+  });
+
+  test('the account and key management', async () => {
+    await call('GET', '/api/v1/account/me', '/api/v1/account/me', { headers: bearer(key) });
+    await call('GET', '/api/v1/account/me', '/api/v1/account/me');
+    await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager) });
+    await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(key) });
+    const created = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: JSON.stringify({ name: 'doc', allowed_scopes: ['db.download'] }) });
+    await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: '{"name": 3}' });
+    await call('POST', '/api/v1/iam/apikeys/{id}/rotate', `/api/v1/iam/apikeys/${created.json.id}/rotate`, { headers: bearer(manager) });
+    await call('DELETE', '/api/v1/iam/apikeys/{id}', `/api/v1/iam/apikeys/${created.json.id}`, { headers: bearer(manager) });
+    await call('DELETE', '/api/v1/iam/apikeys/{id}', '/api/v1/iam/apikeys/00000000-0000-0000-0000-000000000000', { headers: bearer(manager) });
+    await call('POST', '/api/v1/iam/apikeys/{id}/rotate', `/api/v1/iam/apikeys/${created.json.id}/rotate`, { headers: bearer(manager) });
+  });
+
+  test('databases, files and geoipupdate', async () => {
+    await call('GET', '/api/v1/database/list', '/api/v1/database/list', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/list', '/api/v1/database/list');
+    const link = await call('GET', '/api/v1/database/download', '/api/v1/database/download?id=vpn_v1&format=mmdb', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/download', '/api/v1/database/download?id=geoip2_anonymous_v1&format=mmdb', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/download', '/api/v1/database/download?id=nope_v1&format=mmdb', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/download', '/api/v1/database/download?id=vpn_v1', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/download', '/api/v1/database/download?id=vpn_provider_v1&format=mmdb', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/metadata', '/api/v1/database/metadata?id=vpn_v1', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/metadata', '/api/v1/database/metadata', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/checksum', '/api/v1/database/checksum?id=vpn_v1&format=csvgz', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/downloads', '/api/v1/database/downloads?limit=5', { headers: bearer(key) });
+    await call('GET', '/api/v1/database/downloads', '/api/v1/database/downloads?limit=500', { headers: bearer(key) });
+    const file = await fetchBytes(`http://127.0.0.1:${svc.port}${String(link.headers.location)}`);
+    check('GET', '/files/{key}', file);
+    await call('GET', '/files/{key}', `${String(link.headers.location).replace(/sig=./, 'sig=A')}`);
+    const basic = (user: string, pass: string): Record<string, string> => ({ Authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` });
+    const update = await fetchBytes(`http://127.0.0.1:${svc.port}/geoip/databases/vpn_v1/update?db_md5=0`, basic(account, key));
+    check('GET', '/geoip/databases/{edition}/update', update);
+    await call('GET', '/geoip/databases/{edition}/update', '/geoip/databases/vpn_v1/update', { headers: basic(account, 'isk_nope') });
+    await call('GET', '/geoip/databases/{edition}/update', '/geoip/databases/nope_v1/update', { headers: basic(account, key) });
+    await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata?edition_id=vpn_v1', { headers: basic(account, key) });
+    await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata', { headers: basic(account, key) });
+    await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata?edition_id=geoip2_anonymous_v1', { headers: basic(account, key) });
+    check('GET', '/geoip/databases/{edition}/download', await fetchBytes(`http://127.0.0.1:${svc.port}/geoip/databases/vpn_v1/download?suffix=tar.gz`, basic(account, key)));
+    await call('GET', '/geoip/databases/{edition}/download', '/geoip/databases/vpn_v1/download', { headers: basic('2', key) });
+    await call('GET', '/api/v1/openapi.json', '/api/v1/openapi.json');
+  });
+
+  test('the admin port', async () => {
+    const port = svc.adminPort;
+    for (const p of ['/healthz', '/readyz', '/metrics', '/openapi.json']) await call('GET', p, p, { port });
+    await call('GET', '/explain/{ip}', '/explain/81.7.3.9', { port });
+    await call('GET', '/explain/{ip}', '/explain/nope', { port });
+  });
+
+  test('describes exactly the routes both apps register, and every operation was called', () => {
+    const tables = svc.routeTables();
+    assert.ok(tables.public, 'one front-end thread in the tests');
+    const registered = new Set<string>();
+    for (const t of [tables.public!, tables.admin]) {
+      for (const r of t.table()) for (const m of r.methods) if (m !== 'HEAD') registered.add(`${m} ${asPath(r.pattern)}`);
+    }
+    const documented = new Set<string>();
+    for (const [p, item] of Object.entries(doc.paths)) for (const m of Object.keys(item)) if (METHODS.includes(m)) documented.add(`${m.toUpperCase()} ${p}`);
+    assert.deepEqual([...registered].sort(), [...documented].sort());
+    assert.deepEqual([...documented].filter((o) => !called.has(o)).sort(), [], 'operations no test called');
+  });
+});
