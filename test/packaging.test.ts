@@ -1,0 +1,71 @@
+// Packaging: the Dockerfile replayed on this machine (docker build cannot run here; see
+// scripts/dockerfile-check.ts) and run as a container would be, and the systemd unit and
+// compose file checked against the configuration they set.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { CONFIG_VARIABLES } from '../src/config.js';
+import { build, finalImage, platformMatches, start } from '../scripts/dockerfile-check.js';
+import { PROJECT_ROOT, get } from './helpers.js';
+
+const mismatch = platformMatches(finalImage());
+
+describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false }, () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ipsift-image-'));
+  after(() => fs.rmSync(work, { recursive: true, force: true }));
+
+  test('builds, serves the demo on the exposed ports, passes its health check, keeps its data on the volume, stops cleanly', { timeout: 300_000 }, async () => {
+    const img = build(work);
+    assert.deepEqual(img.exposed, [8080, 8081]);
+    assert.deepEqual(img.volumes, ['/data']);
+    // No development dependency in the image: the TypeScript compiler and the type packages stay in the build stage.
+    for (const dev of ['typescript', '@types/node', '@maxmind/geoip2-node']) assert.ok(!fs.existsSync(path.join(img.cwd, 'node_modules', dev)), `${dev} in the image`);
+    assert.ok(fs.existsSync(path.join(img.cwd, 'node_modules', 'uWebSockets.js')));
+    const s = await start(img);
+    try {
+      assert.deepEqual([s.port, s.adminPort], [8080, 8081]);
+      assert.match(s.log(), /"http_server":"uws"/, 'the uWS binary loads in the image');
+      assert.equal((await get(s.adminPort, '/readyz')).status, 200);
+      const keys = (JSON.parse(s.stdout().trim()) as { keys: { plan: string; key: string }[] }).keys;
+      const max = keys.find((k) => k.plan === 'max')!;
+      const r = await get(s.port, '/81.7.3.20', { Authorization: `Bearer ${max.key}` });
+      assert.deepEqual([r.status, r.json.is_tor], [200, true]);
+      const [cmd, ...args] = img.healthcheck!;
+      assert.equal(spawnSync(cmd, args, { env: { PATH: process.env.PATH, ...img.env } }).status, 0, 'HEALTHCHECK');
+      // DATA_DIR is the volume: the stores live there, not in the image's working directory.
+      const volume = path.join(img.root, 'data');
+      for (const f of ['control.sqlite', 'accounting.lmdb', 'demo-keys.json']) assert.ok(fs.existsSync(path.join(volume, f)), `${f} on the volume`);
+      assert.ok(!fs.existsSync(path.join(img.cwd, 'data', 'control.sqlite')));
+    } finally {
+      assert.equal(await s.stop(), 0, 'exit 0 on STOPSIGNAL');
+    }
+  });
+});
+
+describe('the systemd unit and the compose file', () => {
+  const unit = fs.readFileSync(path.join(PROJECT_ROOT, 'deploy/ipsift.service'), 'utf8');
+  const compose = fs.readFileSync(path.join(PROJECT_ROOT, 'deploy/compose.yaml'), 'utf8');
+  const known = new Set<string>([...CONFIG_VARIABLES, 'CONFIG_FILE', 'GLIBC_TUNABLES']);
+
+  test('every setting they make is one ipsift reads; stop timeouts outlast the shutdown grace', () => {
+    const unitVars = [...unit.matchAll(/^Environment=([A-Z0-9_]+)=/gm)].map((m) => m[1]);
+    assert.ok(unitVars.includes('DATA_DIR'));
+    for (const v of unitVars) assert.ok(known.has(v), `the unit sets ${v}`);
+    assert.match(unit, /^ExecStart=\/usr\/bin\/node \/opt\/ipsift\/dist\/src\/cli\.js serve$/m);
+    assert.match(unit, /^KillSignal=SIGTERM$/m);
+    assert.match(unit, /^ExecReload=\/bin\/kill -HUP \$MAINPID$/m);
+    const grace = 30; // SHUTDOWN_GRACE_S's default
+    assert.ok(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)![1]) > grace);
+    const composeVars = [...compose.matchAll(/^\s+#?\s*([A-Z0-9_]+): "/gm)].map((m) => m[1]);
+    assert.ok(composeVars.length >= 3);
+    for (const v of composeVars) assert.ok(known.has(v), `compose sets ${v}`);
+    assert.ok(Number(/stop_grace_period: (\d+)s/.exec(compose)![1]) > grace);
+    assert.match(compose, /- ipsift-data:\/data/);
+    const example = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'deploy/ipsift.example.json'), 'utf8')) as Record<string, unknown>;
+    for (const k of Object.keys(example)) assert.ok(known.has(k), `the example config sets ${k}`);
+  });
+});
