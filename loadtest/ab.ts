@@ -1,0 +1,58 @@
+// `npm run bench:ab -- <other checkout>`: keyed GET /{ip} on this checkout (A) and another
+// one (B, built there), each server pinned to CPU 1 and wrk to CPU 0, in alternating rounds on
+// the same build; prints req/s and server CPU µs per request, their medians and B/A. What a
+// change costs on the hot path, measured the only way this noisy machine allows. B gets its own
+// data directory (the build hard-linked, its own control database and accounting, its key made
+// by its own CLI): an older checkout refuses a control database this one has migrated.
+
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CONNECTIONS, DIR, SECONDS, benchPlans, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
+
+const other = process.argv[2];
+const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
+if (!other) {
+  process.stderr.write('usage: npm run bench:ab -- <path of another checkout, built>\n');
+  process.exit(2);
+}
+if (!(await haveWrk()) || !(await haveTaskset())) {
+  process.stderr.write('bench:ab needs wrk and taskset\n');
+  process.exit(2);
+}
+const dataDir = await prepareBuild();
+const key = scaleKey(dataDir);
+const otherDir = path.join(DIR, 'data-ab-other');
+fs.rmSync(otherDir, { recursive: true, force: true });
+fs.mkdirSync(otherDir);
+for (const part of ['builds', 'feeds', 'current']) {
+  const from = path.join(dataDir, part);
+  if (fs.existsSync(from)) execFileSync('cp', ['-al', from, path.join(otherDir, part)]);
+}
+const otherCli = (args: string[]): Record<string, string> =>
+  JSON.parse(execFileSync(process.execPath, [path.join(path.resolve(other), 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: otherDir, PLANS_FILE: benchPlans() }, encoding: 'utf8' }));
+const otherOrg = otherCli(['org', 'create', '--name', 'bench', '--plan', 'scale']);
+const otherKey = otherCli(['key', 'create', '--org', otherOrg.id, '--name', 'bench']).key;
+const servers: [string, Server, string][] = [
+  ['A (this checkout)', await startIpsift(dataDir, {}, process.execPath, '1'), key],
+  [`B (${path.resolve(other)})`, await startIpsift(otherDir, {}, process.execPath, '1', path.resolve(other)), otherKey],
+];
+const rps: number[][] = [[], []];
+const us: number[][] = [[], []];
+try {
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate which goes first, so a drift in the machine's load falls on both.
+    const order = r % 2 === 0 ? [0, 1] : [1, 0];
+    for (const i of order) {
+      const res = await wrk(servers[i][1], 'random-get.lua', 100 + r, CONNECTIONS, servers[i][2], SECONDS, '0');
+      if (res.errors > 0) throw new Error(`${servers[i][0]}: ${res.errors} non-2xx answers`);
+      rps[i].push(res.rps);
+      us[i].push((res.cpu / res.rps) * 1e6);
+    }
+  }
+} finally {
+  for (const [, s] of servers) await s.stop();
+}
+for (const i of [0, 1]) out(`${servers[i][0]}: ${Math.round(Number(median(rps[i]))).toLocaleString('en')} req/s (${range(rps[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
+const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
+out(`B/A over ${ROUNDS} rounds: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
