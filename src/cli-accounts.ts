@@ -1,31 +1,16 @@
 // `ipsift org …`, `ipsift key …`, `ipsift usage …`: the operator's side of accounts.
 // Changes reach running servers within AUTH_POLL_MS (they watch the control database).
 
-import {
-  AccountError,
-  keyJson,
-  createKey,
-  createOrganisation,
-  effectiveHardLimit,
-  getKey,
-  getOrganisation,
-  listKeys,
-  listOrganisations,
-  planOf,
-  revokeKey,
-  rotateKey,
-  setHardLimit,
-  setPlan,
-  type ApiKey,
-  type Organisation,
-} from './accounts/accounts.js';
+import os from 'node:os';
+import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './accounts/admin-tokens.js';
+import { recordAudit } from './accounts/audit.js';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, Operator } from './accounts/operator.js';
 import { openControlDb, type ControlDb } from './accounts/control-db.js';
 import { loadPlans, type Plans } from './accounts/plans.js';
 import { AccountingStore } from './accounting/store.js';
-import { WindowClock, orgCounter } from './accounting/windows.js';
 import { UsageError, parse, print } from './cli-common.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
-import { grantLicence, listLicences, revokeLicence, standingOf, type Licence, type LicenseType } from './catalogue/licences.js';
+import type { LicenseType } from './catalogue/licences.js';
 import { publishExports } from './catalogue/publish.js';
 import { readCurrentBuildId } from './build/builds.js';
 import { openStore } from './store/open-store.js';
@@ -39,10 +24,27 @@ export const ACCOUNT_HELP: Record<string, string> = {
   ipsift org show <org-id> [--json]
   ipsift org plan <org-id> <plan> [--json]
   ipsift org limit <org-id> <requests>|none|default [--json]
+  ipsift org delete <org-id> [--json]
 
 Plans come from PLANS_FILE (default config/plans.json). The overage limit (hard_limit) is
 the number of requests in the calendar month (UTC) after which lookups answer 429; 'none'
-allows overage without limit; 'default' follows the plan (free: its quota; paid: none).`,
+allows overage without limit; 'default' follows the plan (free: its quota; paid: none).
+'delete' revokes the organisation's keys and ends its licences at once; the organisation is
+kept, marked deleted (list --deleted shows it), so its download history and audit entries
+keep their subject and its ids are never reused. Every change is in the audit log.`,
+  admin: `Usage:
+  ipsift admin token create --name <name> --scope admin.read|admin.write [--json]
+  ipsift admin token list [--json]
+  ipsift admin token revoke <token-id> [--json]
+
+Operator tokens authenticate the admin API (/admin/v1/… on the admin port): admin.read may
+read organisations, keys, licences, usage, downloads and the audit log; admin.write may also
+change them. The secret (iat_…) is printed once and stored only as a hash.`,
+  audit: `Usage: ipsift audit [--org <org-id>] [--limit <1..200>] [--before <entry id>] [--json]
+
+The audit log, newest first: every change to organisations, licences, keys and operator
+tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key managing keys
+(key:<key id>), with where from. Entries never hold a secret.`,
   key: `Usage:
   ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage]...
                     [--cidr <cidr>]... [--expires <ISO date-time>] [--json]
@@ -90,18 +92,41 @@ function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
   }
 }
 
-function orgView(org: Organisation, plans: Plans): Record<string, unknown> {
-  const plan = planOf(plans, org);
-  return { id: org.id, account_id: org.accountId, name: org.name, plan: org.plan, tier: plan.tier, quota: plan.quota, hard_limit: effectiveHardLimit(org, plan), created_at: org.createdAt };
+/** The service layer the admin API uses too, acting as this OS user. */
+function withOperator<T>(fn: (op: Operator) => T): T {
+  return withDb((db, plans, dataDir) => {
+    const bases = loadCatalogue(loadConfig(process.env).catalogueFile).bases.map((b) => b.base);
+    const opened: AccountingStore[] = [];
+    const spent = (counter: string): number => {
+      if (opened.length === 0) opened.push(new AccountingStore(dataDir));
+      return opened[0].spent(counter);
+    };
+    try {
+      return fn(new Operator({ db, plans, bases, spent }, { who: `cli:${userName()}`, source: 'local' }));
+    } finally {
+      for (const s of opened) void s.close();
+    }
+  });
 }
 
+function userName(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return String(process.getuid?.() ?? 'unknown');
+  }
+}
 
-const keyLine = (k: ApiKey): string =>
-  `${k.id}  ${k.keyPrefix}…  ${k.name}  org ${k.orgId}  scopes [${k.scopes.join(' ')}]` +
-  `${k.allowedCidrs.length ? `  cidrs [${k.allowedCidrs.join(' ')}]` : ''}${k.expires ? `  expires ${k.expires}` : ''}${k.revokedAt ? '  REVOKED' : ''}`;
+type View = Record<string, unknown>;
 
-const orgLine = (o: Record<string, unknown>): string =>
-  `${o.id}  account ${o.account_id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}`;
+const keyLine = (k: View): string =>
+  `${k.id}  ${k.key_prefix}…  ${k.name}  org ${k.org_id}  scopes [${(k.allowed_scopes as string[]).join(' ')}]` +
+  `${(k.allowed_cidrs as string[]).length ? `  cidrs [${(k.allowed_cidrs as string[]).join(' ')}]` : ''}${k.expires ? `  expires ${k.expires}` : ''}${k.revoked_at ? '  REVOKED' : ''}`;
+
+const orgLine = (o: View): string =>
+  `${o.id}  account ${o.account_id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}${o.deleted_at ? `  DELETED ${o.deleted_at}` : ''}`;
+
+const licenceLine = (l: View): string => `${l.org_id}  ${l.base}  ${l.license_type}  ${l.starts} – ${l.expires}  ${l.standing}`;
 
 function one(positionals: string[], what: string): string {
   if (positionals.length !== 1) throw new UsageError(`takes exactly one ${what}`);
@@ -109,41 +134,42 @@ function one(positionals: string[], what: string): string {
 }
 
 async function org(sub: string | undefined, args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { name: { type: 'string' }, plan: { type: 'string' } });
+  const { values, positionals } = parse(args, { name: { type: 'string' }, plan: { type: 'string' }, deleted: { type: 'boolean' } });
   if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.org);
   const json = values.json as boolean;
-  withDb((db, plans) => {
+  withOperator((op) => {
     switch (sub) {
       case 'create': {
         if (typeof values.name !== 'string' || typeof values.plan !== 'string') throw new UsageError('org create needs --name and --plan');
-        const o = orgView(createOrganisation(db, plans, values.name, values.plan), plans);
+        const o = op.createOrganisation(values.name, values.plan);
         return print(json, o, () => `created organisation ${orgLine(o)}`);
       }
       case 'list': {
-        const list = listOrganisations(db).map((o) => orgView(o, plans));
+        const list = op.listOrganisations(values.deleted === true);
         return print(json, list, () => (list.length ? list.map(orgLine).join('\n') : 'no organisations'));
       }
       case 'show': {
-        const o = getOrganisation(db, one(positionals, 'organisation id'));
-        if (!o) throw new AccountError(`no organisation ${positionals[0]}`);
-        const keys = listKeys(db, o.id);
-        const view = { ...orgView(o, plans), keys: keys.map(keyJson) };
-        return print(json, view, () => [orgLine(view), ...keys.map((k) => '  key ' + keyLine(k))].join('\n'));
+        const view = op.showOrganisation(one(positionals, 'organisation id'));
+        return print(json, view, () => [orgLine(view), ...(view.keys as View[]).map((k) => '  key ' + keyLine(k))].join('\n'));
       }
       case 'plan': {
         if (positionals.length !== 2) throw new UsageError('org plan takes an organisation id and a plan');
-        const o = orgView(setPlan(db, plans, positionals[0], positionals[1]), plans);
+        const o = op.setPlan(positionals[0], positionals[1]);
         return print(json, o, () => orgLine(o));
       }
       case 'limit': {
         if (positionals.length !== 2) throw new UsageError('org limit takes an organisation id and a number, none or default');
         const v = positionals[1];
         if (v !== 'none' && v !== 'default' && !/^\d+$/.test(v)) throw new UsageError('the limit is a whole number, none or default');
-        const o = orgView(setHardLimit(db, positionals[0], v === 'none' ? null : v === 'default' ? 'default' : Number(v)), plans);
+        const o = op.setHardLimit(positionals[0], v);
         return print(json, o, () => orgLine(o));
       }
+      case 'delete': {
+        const o = op.deleteOrganisation(one(positionals, 'organisation id'));
+        return print(json, o, () => `deleted ${orgLine(o)}: ${o.keys_revoked} keys revoked, ${o.licences_ended} licences ended`);
+      }
       default:
-        throw new UsageError(`unknown org command ${sub}: create, list, show, plan or limit`);
+        throw new UsageError(`unknown org command ${sub}: create, list, show, plan, limit or delete`);
     }
   });
 }
@@ -159,35 +185,33 @@ async function key(sub: string | undefined, args: string[]): Promise<void> {
   if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.key);
   const json = values.json as boolean;
   const v = values as Record<string, string | string[] | boolean | undefined>;
-  withDb((db) => {
+  withOperator((op) => {
     switch (sub) {
       case 'create': {
         if (typeof v.org !== 'string' || typeof v.name !== 'string') throw new UsageError('key create needs --org and --name');
-        const { key: k, secret } = createKey(db, {
-          orgId: v.org,
+        const k = op.createKey(v.org, {
           name: v.name,
           scopes: (v.scope as string[] | undefined) ?? [],
           allowedCidrs: (v.cidr as string[] | undefined) ?? [],
           expires: (v.expires as string | undefined) ?? null,
         });
-        return print(json, { ...keyJson(k), key: secret }, () => `created key ${keyLine(k)}\nsecret (shown only now): ${secret}`);
+        return print(json, k, () => `created key ${keyLine(k)}\nsecret (shown only now): ${k.key}`);
       }
       case 'list': {
-        const list = listKeys(db, typeof v.org === 'string' ? v.org : undefined);
-        return print(json, list.map(keyJson), () => (list.length ? list.map(keyLine).join('\n') : 'no keys'));
+        const list = op.listKeys(typeof v.org === 'string' ? v.org : undefined);
+        return print(json, list, () => (list.length ? list.map(keyLine).join('\n') : 'no keys'));
       }
       case 'show': {
-        const k = getKey(db, one(positionals, 'key id'));
-        if (!k) throw new AccountError(`no API key ${positionals[0]}`);
-        return print(json, keyJson(k), () => keyLine(k));
+        const k = op.showKey(one(positionals, 'key id'));
+        return print(json, k, () => keyLine(k));
       }
       case 'revoke': {
-        const k = revokeKey(db, one(positionals, 'key id'));
-        return print(json, keyJson(k), () => `revoked ${keyLine(k)}`);
+        const k = op.revokeKey(one(positionals, 'key id'));
+        return print(json, k, () => `revoked ${keyLine(k)}`);
       }
       case 'rotate': {
-        const { key: k, secret } = rotateKey(db, one(positionals, 'key id'));
-        return print(json, { ...keyJson(k), key: secret }, () => `rotated ${keyLine(k)}\nnew secret (shown only now): ${secret}`);
+        const k = op.rotateKey(one(positionals, 'key id'));
+        return print(json, k, () => `rotated ${keyLine(k)}\nnew secret (shown only now): ${k.key}`);
       }
       default:
         throw new UsageError(`unknown key command ${sub}: create, list, show, revoke or rotate`);
@@ -199,26 +223,7 @@ async function usage(args: string[]): Promise<void> {
   const { values, positionals } = parse(args);
   if (values.help) return print(false, null, () => ACCOUNT_HELP.usage);
   const id = one(positionals, 'organisation id');
-  const view = withDb((db, plans, dataDir) => {
-    const o = getOrganisation(db, id);
-    if (!o) throw new AccountError(`no organisation ${id}`);
-    const plan = planOf(plans, o);
-    const window = new WindowClock().month(Date.now());
-    const store = new AccountingStore(dataDir);
-    try {
-      return {
-        org_id: o.id,
-        plan: o.plan,
-        requests: store.spent(orgCounter(o.id, window)),
-        quota: plan.quota,
-        hard_limit: effectiveHardLimit(o, plan),
-        window_start: new Date(window.startMs).toISOString(),
-        window_end: new Date(window.endMs).toISOString(),
-      };
-    } finally {
-      void store.close();
-    }
-  });
+  const view = withOperator((op) => op.usage(id));
   print(values.json as boolean, view, () =>
     `${view.org_id}  plan ${view.plan}: ${view.requests} requests of quota ${view.quota}, hard_limit ${view.hard_limit ?? 'none'}, window ${view.window_start} – ${view.window_end}`,
   );
@@ -236,39 +241,65 @@ async function license(sub: string | undefined, args: string[]): Promise<void> {
   });
   if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.license);
   const v = values as Record<string, string | undefined>;
-  const bases = loadCatalogue(loadConfig(process.env).catalogueFile).bases.map((b) => b.base);
-  const view = (l: Licence): Record<string, unknown> => ({
-    org_id: l.orgId,
-    base: l.base,
-    license_type: l.licenseType,
-    starts: l.starts,
-    expires: l.expires,
-    renews_at: l.renewsAt,
-    notice_due_at: l.noticeDueAt,
-    standing: standingOf(l, Date.now()),
-  });
-  const line = (l: Licence): string => `${l.orgId}  ${l.base}  ${l.licenseType}  ${l.starts} – ${l.expires}  ${standingOf(l, Date.now())}`;
-  withDb((db) => {
+  const json = values.json as boolean;
+  withOperator((op) => {
     if (sub === 'grant') {
       if (!v.org || !v.base || !v.type || !v.starts || !v.expires) throw new UsageError('license grant needs --org, --base, --type, --starts and --expires');
-      const l = grantLicence(
-        db,
-        { orgId: v.org, base: v.base, licenseType: v.type as LicenseType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null },
-        bases,
-      );
-      return print(values.json as boolean, view(l), () => `granted ${line(l)}`);
+      const l = op.grantLicence({ orgId: v.org, base: v.base, licenseType: v.type as LicenseType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null });
+      return print(json, l, () => `granted ${licenceLine(l)}`);
     }
     if (sub === 'revoke') {
       if (!v.org || !v.base) throw new UsageError('license revoke needs --org and --base');
-      if (!revokeLicence(db, v.org, v.base)) throw new AccountError(`organisation ${v.org} holds no licence for ${v.base}`);
-      return print(values.json as boolean, { revoked: { org_id: v.org, base: v.base } }, () => `revoked the ${v.base} licence of ${v.org}`);
+      const r = op.revokeLicence(v.org, v.base);
+      return print(json, r, () => `revoked the ${v.base} licence of ${v.org}`);
     }
     if (sub === 'list') {
-      const list = listLicences(db, v.org);
-      return print(values.json as boolean, list.map(view), () => (list.length ? list.map(line).join('\n') : 'no licences'));
+      const list = op.listLicences(v.org);
+      return print(json, list, () => (list.length ? list.map(licenceLine).join('\n') : 'no licences'));
     }
     throw new UsageError(`unknown license command ${sub}: grant, revoke or list`);
   });
+}
+
+async function admin(sub: string | undefined, args: string[]): Promise<void> {
+  const what = sub === 'token' ? args[0] : undefined;
+  const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, { name: { type: 'string' }, scope: { type: 'string', multiple: true } });
+  if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => ACCOUNT_HELP.admin);
+  const json = values.json as boolean;
+  const line = (t: View): string => `${t.id}  ${t.token_prefix}…  ${t.name}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
+  withDb((db) => {
+    const actor = { who: `cli:${userName()}`, source: 'local' };
+    if (what === 'create') {
+      if (typeof values.name !== 'string') throw new UsageError('admin token create needs --name');
+      const { token, secret } = createAdminToken(db, values.name, (values.scope as unknown as string[] | undefined) ?? []);
+      recordAudit(db, actor, 'admin_token.create', null, token.id, { name: token.name, token_prefix: token.tokenPrefix, scopes: token.scopes });
+      const view = { ...adminTokenJson(token), token: secret };
+      return print(json, view, () => `created operator token ${line(view)}\nsecret (shown only now): ${secret}`);
+    }
+    if (what === 'list') {
+      const list = listAdminTokens(db).map(adminTokenJson);
+      return print(json, list, () => (list.length ? list.map(line).join('\n') : 'no operator tokens'));
+    }
+    if (what === 'revoke') {
+      const t = adminTokenJson(revokeAdminToken(db, one(positionals, 'token id')));
+      recordAudit(db, actor, 'admin_token.revoke', null, String(t.id), { token_prefix: t.token_prefix });
+      return print(json, t, () => `revoked ${line(t)}`);
+    }
+    throw new UsageError(`unknown admin token command ${what}: create, list or revoke`);
+  });
+}
+
+async function audit(args: string[]): Promise<void> {
+  const { values } = parse(args, { org: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' } });
+  if (values.help) return print(false, null, () => ACCOUNT_HELP.audit);
+  const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : Number(values.limit);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new UsageError(`--limit is a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  const before = values.before === undefined ? undefined : Number(values.before);
+  if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) throw new UsageError('--before is an audit entry id');
+  const entries = withOperator((op) => op.auditLog({ orgId: values.org as string | undefined, before, limit }));
+  print(values.json as boolean, entries, () =>
+    entries.length ? entries.map((e) => `${e.id}  ${e.at}  ${e.actor} (${e.source})  ${e.action}  ${e.org_id ?? '-'}  ${e.target ?? '-'}  ${JSON.stringify(e.detail)}`).join('\n') : 'no audit entries',
+  );
 }
 
 async function publish(args: string[]): Promise<void> {
@@ -311,5 +342,7 @@ export async function accountCommand(cmd: string, sub: string | undefined, rest:
   if (cmd === 'sources') return sources(sub, rest);
   if (cmd === 'publish') return publish(sub === undefined ? rest : [sub, ...rest]);
   if (cmd === 'key') return key(sub, rest);
+  if (cmd === 'admin') return admin(sub, rest);
+  if (cmd === 'audit') return audit(sub === undefined ? rest : [sub, ...rest]);
   return usage(sub === undefined ? rest : [sub, ...rest]);
 }

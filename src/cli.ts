@@ -38,8 +38,10 @@ Commands:
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
   explain <ip>          every feed that covers an address, and the rule that decided each category
-  org create|list|show|plan|limit     organisations, plans and overage limits
+  org create|list|show|plan|limit|delete  organisations, plans and overage limits
   key create|list|show|revoke|rotate  API keys
+  admin token create|list|revoke      operator tokens for the admin API
+  audit                 who changed which organisation, licence or key, when, from where
   usage <org-id>        requests in the current window against quota and overage limit
   license grant|revoke|list           database licences per organisation and base
   publish               publish the serving build's database exports to the object store
@@ -323,6 +325,8 @@ export async function main(argv: string[]): Promise<number> {
       case 'key':
       case 'usage':
       case 'license':
+      case 'admin':
+      case 'audit':
       case 'publish':
       case 'sources':
         await accountCommand(cmd, sub, rest);

@@ -137,7 +137,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };
-    const { app: admin, routes: adminRoutes } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control));
+    const { app: admin, routes: adminRoutes } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control), {
+      db: control,
+      plans,
+      bases: catalogue.bases.map((b) => b.base),
+      spent: (counter) => store.spent(counter),
+    });
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {

@@ -4,7 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Service } from '../src/service.js';
-import { fuzz } from './fuzz.js';
+import { fuzz, operatorTargets } from './fuzz.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { createAdminToken } from '../src/accounts/admin-tokens.js';
+import { Operator } from '../src/accounts/operator.js';
+import { loadPlans } from '../src/accounts/plans.js';
 import { get, publishedDataDir, startTestService } from './helpers.js';
 
 
@@ -12,6 +16,8 @@ describe('fuzzing every route', () => {
   let svc: Service;
   const keys: string[] = [];
   const links: string[] = [];
+  const tokens: string[] = [];
+  let ids = { org: '', key: '' };
 
   before(async () => {
     const d = await publishedDataDir([
@@ -24,6 +30,15 @@ describe('fuzzing every route', () => {
     keys.push(...d.keys, 'isk_unknown', '');
     links.push(d.link);
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
+    const db = openControlDb(d.dataDir);
+    try {
+      tokens.push(createAdminToken(db, 'fuzz', ['admin.write']).secret, createAdminToken(db, 'fuzz-read', ['admin.read']).secret, 'iat_unknown', keys[0], '');
+      const op = new Operator({ db, plans: loadPlans(d.plans), bases: [], spent: () => 0 }, { who: 'test', source: 'local' });
+      const org = op.createOrganisation('Fuzzed', 'free');
+      ids = { org: String(org.id), key: String(op.createKey(String(org.id), { name: 'fuzzed' }).id) };
+    } finally {
+      db.close();
+    }
   });
   after(() => svc.close());
 
@@ -35,5 +50,16 @@ describe('fuzzing every route', () => {
     assert.equal(svc.metrics.handlerFailures, 0);
     for (const status of [200, 201, 206, 302, 400, 401, 403, 404, 405, 413]) assert.ok(r.byStatus.has(status), `the fuzzer never reached ${status}`);
     assert.equal((await get(svc.port, '/81.7.3.9')).status, 200, 'the server still answers');
+  });
+
+  test('2 000 seeded requests on the operator API (admin port): documented statuses only, no 5xx (no handler failure)', async (t) => {
+    const r = await fuzz(svc.adminPort, tokens, 20261124, 2000, 4, [], operatorTargets(ids));
+    t.diagnostic(`operator fuzz: ${r.requests} requests, statuses ${JSON.stringify([...r.byStatus].sort((a, b) => a[0] - b[0]))}`);
+    assert.deepEqual(r.problems.slice(0, 10), []);
+    assert.deepEqual(r.unanswered.slice(0, 5), []);
+    // A handler failure answers 500 (the admin port counts its own): none may appear.
+    assert.ok(![...r.byStatus.keys()].some((s) => s >= 500), 'no 5xx');
+    for (const status of [200, 201, 400, 401, 403, 404, 405]) assert.ok(r.byStatus.has(status), `the fuzzer never reached ${status}`);
+    assert.equal((await get(svc.adminPort, '/healthz')).status, 200, 'the admin port still answers');
   });
 });

@@ -8,7 +8,7 @@ import net from 'node:net';
 import { prng } from '../scripts/gen-feeds.js';
 
 /** Statuses the contract and README document for these routes. */
-export const DOCUMENTED = new Set([200, 201, 206, 302, 304, 400, 401, 403, 404, 405, 413, 416, 429, 500, 503]);
+export const DOCUMENTED = new Set([200, 201, 206, 302, 304, 400, 401, 403, 404, 405, 409, 413, 416, 429, 500, 503]);
 
 export interface FuzzResult {
   requests: number;
@@ -77,13 +77,46 @@ const LATER_TARGETS = [
 ];
 const ACCEPT_ENCODINGS = ['gzip', 'br', 'gzip, br', 'gzip;q=0', '*', 'br;q=abc', 'x'.repeat(600), ', ,;', 'identity'];
 
-function requestOf(rnd: () => number, later: () => number, keys: readonly string[], links: readonly string[]): { bytes: Buffer; head: boolean } {
+/** What a fuzz run aims at: the lookup port's routes (the default) or another app's. */
+export interface Targets {
+  paths: readonly string[];
+  queries: readonly string[];
+  meant: readonly (readonly [string, string])[];
+  bodies: readonly string[];
+  later: readonly string[];
+}
+
+const LOOKUP_TARGETS: Targets = { paths: PATHS, queries: QUERIES, meant: MEANT, bodies: BODIES, later: LATER_TARGETS };
+
+/**
+ * The operator's API on the admin port; `ids` are a live organisation's and key's, so that
+ * requests reach past the not-found answers.
+ */
+export function operatorTargets(ids: { org: string; key: string }): Targets {
+  const o = `/admin/v1/organizations/${ids.org}`;
+  const paths = ['/admin/v1/organizations', o, `${o}/keys`, `${o}/licenses`, `${o}/licenses/vpn`, `${o}/licenses/%ZZ`, `${o}/usage`, `${o}/downloads`,
+    `/admin/v1/keys/${ids.key}`, `/admin/v1/keys/${ids.key}/rotate`, '/admin/v1/keys/x', '/admin/v1/audit', '/admin/v1/organizations/%E0%A4%A',
+    '/admin/v1/organizations//keys', '/admin/v1', '/admin/v1/organizations/x/licenses/'];
+  return {
+    paths,
+    queries: ['', '?deleted=true', '?limit=0', '?limit=201', '?limit=abc', '?before=1', '?before=x', `?org_id=${ids.org}`, '?&&=&', '?limit=%ZZ'],
+    meant: [['GET', '/admin/v1/organizations'], ['POST', '/admin/v1/organizations'], ['GET', o], ['POST', o], ['POST', `${o}/keys`], ['POST', `${o}/licenses`],
+      ['GET', `${o}/usage`], ['GET', `/admin/v1/keys/${ids.key}`], ['POST', `/admin/v1/keys/${ids.key}/rotate`], ['GET', '/admin/v1/audit?limit=5']],
+    bodies: ['', '{}', '[', 'null', '[1]', '{"name":"F","plan":"free"}', '{"name":"F","plan":"gold"}', '{"plan":"scale"}', '{"hard_limit":null}',
+      '{"hard_limit":"default"}', '{"hard_limit":-1}', '{"hard_limit":1e99}', '{"name":"k","allowed_scopes":["db.download"]}', '{"name":"k","allowed_cidrs":["x"]}',
+      '{"name":"k","expires":"2999-01-01"}', '{"base":"vpn","license_type":"evaluation","starts":"2026-01-01","expires":"2099-01-01"}',
+      '{"base":"vpn","license_type":"forever","starts":"x","expires":"y"}', '\u0000\u00ff', '{"name":"' + 'x'.repeat(70 * 1024) + '"}'],
+    later: paths,
+  };
+}
+
+function requestOf(rnd: () => number, later: () => number, keys: readonly string[], links: readonly string[], t: Targets): { bytes: Buffer; head: boolean } {
   let method = pick(rnd, METHODS);
-  let target = pick(rnd, PATHS) + pick(rnd, QUERIES);
+  let target = pick(rnd, t.paths) + pick(rnd, t.queries);
   const roll = rnd();
-  if (roll < 0.35) [method, target] = pick(rnd, MEANT);
+  if (roll < 0.35) [method, target] = pick(rnd, t.meant);
   else if (roll < 0.45 && links.length) [method, target] = [rnd() < 0.8 ? 'GET' : 'HEAD', pick(rnd, links)];
-  if (later() < 0.08) [method, target] = [later() < 0.85 ? 'GET' : pick(later, METHODS), pick(later, LATER_TARGETS)];
+  if (later() < 0.08) [method, target] = [later() < 0.85 ? 'GET' : pick(later, METHODS), pick(later, t.later)];
   if (rnd() < 0.4) target = mutate(rnd, target);
   if (!target.startsWith('/')) target = '/' + target;
   target = target.replace(/[\s]/g, '%20');
@@ -99,7 +132,7 @@ function requestOf(rnd: () => number, later: () => number, keys: readonly string
   if (rnd() < 0.1) headers.push(`X-Forwarded-For: ${pick(rnd, ['1.2.3.4', '::1', 'garbage', '1.2.3.4, 5.6.7.8', ''])}`);
   let body = '';
   if (method === 'POST' || method === 'PUT' || rnd() < 0.05) {
-    body = rnd() < 0.04 ? `{"ips":["${' '.repeat(600 * 1024)}"]}` : pick(rnd, BODIES);
+    body = rnd() < 0.04 ? `{"ips":["${' '.repeat(600 * 1024)}"]}` : pick(rnd, t.bodies);
     if (rnd() < 0.3) body = mutate(rnd, body);
   }
   const bodyBytes = Buffer.from(body, 'utf8');
@@ -113,7 +146,7 @@ function requestOf(rnd: () => number, later: () => number, keys: readonly string
  * flight per connection, and checks each answer. A connection the server closes (a 413, a
  * refusal before the body) is reopened.
  */
-export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8, links: readonly string[] = []): Promise<FuzzResult> {
+export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8, links: readonly string[] = [], targets = LOOKUP_TARGETS): Promise<FuzzResult> {
   const rnd = prng(seed);
   const later = prng(seed ^ 0x5bd1e995);
   const result: FuzzResult = { requests: 0, byStatus: new Map(), problems: [], unanswered: [] };
@@ -146,7 +179,7 @@ export async function fuzz(port: number, keys: readonly string[], seed: number, 
       // A request sent on a connection the server was closing (after an answer that closes)
       // is sent once more on a fresh one; unanswered twice, it is a problem.
       const again = retry !== null;
-      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, later, keys, links);
+      const req: { bytes: Buffer; head: boolean } = retry ?? requestOf(rnd, later, keys, links, targets);
       const { bytes, head } = req;
       if (!again) next++;
       retry = null;

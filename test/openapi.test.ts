@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { listOrganisations } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
+import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { openApiDocument } from '../src/http/openapi.js';
 import type { Service } from '../src/service.js';
 import { fetchBytes, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
@@ -77,6 +78,8 @@ describe('the OpenAPI document against the server', () => {
   let fenced: string;
   /** The organisation's account id (geoipupdate's user). */
   let account: string;
+  let operator: string;
+  let reader: string;
   /** Operations called, as `METHOD path`. */
   const called = new Set<string>();
 
@@ -86,6 +89,8 @@ describe('the OpenAPI document against the server', () => {
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
     const db = openControlDb(d.dataDir);
     account = String(listOrganisations(db)[0].accountId);
+    operator = createAdminToken(db, 'openapi', ['admin.write']).secret;
+    reader = createAdminToken(db, 'openapi-read', ['admin.read']).secret;
     db.close();
   });
   after(() => svc.close());
@@ -179,6 +184,40 @@ describe('the OpenAPI document against the server', () => {
     for (const p of ['/healthz', '/readyz', '/metrics', '/openapi.json']) await call('GET', p, p, { port });
     await call('GET', '/explain/{ip}', '/explain/81.7.3.9', { port });
     await call('GET', '/explain/{ip}', '/explain/nope', { port });
+  });
+
+  test('the operator API', async () => {
+    const o = { port: svc.adminPort, headers: bearer(operator) };
+    const body = (doc: unknown): { port: number; headers: Record<string, string>; body: string } => ({ ...o, body: JSON.stringify(doc) });
+    await call('GET', '/admin/v1/organizations', '/admin/v1/organizations', { port: svc.adminPort });
+    await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', { port: svc.adminPort, headers: bearer(reader), body: '{}' });
+    await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', body({ name: 'x', plan: 'nope' }));
+    const org = (await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', body({ name: 'Doc', plan: 'starter' }))).json;
+    await call('GET', '/admin/v1/organizations', '/admin/v1/organizations?deleted=true', o);
+    await call('GET', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
+    await call('POST', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, body({ plan: 'scale', hard_limit: 'default' }));
+    await call('POST', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, body({ hard_limit: -3 }));
+    const k = (await call('POST', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, body({ name: 'doc', allowed_scopes: ['db.download'] }))).json;
+    await call('POST', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, body({ name: 'doc', allowed_cidrs: ['nope'] }));
+    await call('GET', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, o);
+    await call('GET', '/admin/v1/keys/{id}', `/admin/v1/keys/${k.id}`, o);
+    await call('POST', '/admin/v1/keys/{id}/rotate', `/admin/v1/keys/${k.id}/rotate`, o);
+    await call('DELETE', '/admin/v1/keys/{id}', `/admin/v1/keys/${k.id}`, o);
+    await call('POST', '/admin/v1/keys/{id}/rotate', `/admin/v1/keys/${k.id}/rotate`, o);
+    await call('GET', '/admin/v1/keys/{id}', '/admin/v1/keys/nope', o);
+    await call('POST', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, body({ base: 'vpn', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }));
+    await call('POST', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, body({ base: 'vpn' }));
+    await call('GET', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, o);
+    await call('DELETE', '/admin/v1/organizations/{id}/licenses/{base}', `/admin/v1/organizations/${org.id}/licenses/vpn`, o);
+    await call('DELETE', '/admin/v1/organizations/{id}/licenses/{base}', `/admin/v1/organizations/${org.id}/licenses/vpn`, o);
+    await call('GET', '/admin/v1/organizations/{id}/usage', `/admin/v1/organizations/${org.id}/usage`, o);
+    await call('GET', '/admin/v1/organizations/{id}/downloads', `/admin/v1/organizations/${org.id}/downloads?limit=3`, o);
+    await call('GET', '/admin/v1/organizations/{id}/downloads', `/admin/v1/organizations/${org.id}/downloads?limit=x`, o);
+    await call('GET', '/admin/v1/audit', `/admin/v1/audit?org_id=${org.id}`, o);
+    await call('GET', '/admin/v1/audit', '/admin/v1/audit?before=0', o);
+    await call('DELETE', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
+    await call('GET', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
+    await call('DELETE', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
   });
 
   test('describes exactly the routes both apps register, and every operation was called', () => {

@@ -31,6 +31,8 @@ export interface Organisation {
   hardLimitMode: 'default' | 'none' | 'set';
   hardLimit: number | null;
   createdAt: string;
+  /** Deleted organisations are kept (history and audit name them), their keys revoked. */
+  deletedAt: string | null;
 }
 
 export interface ApiKey {
@@ -53,6 +55,7 @@ interface OrgRow {
   hard_limit_mode: Organisation['hardLimitMode'];
   hard_limit: number | null;
   created_at: string;
+  deleted_at: string | null;
 }
 
 interface KeyRow {
@@ -75,6 +78,7 @@ const orgOf = (r: OrgRow): Organisation => ({
   hardLimitMode: r.hard_limit_mode,
   hardLimit: r.hard_limit,
   createdAt: r.created_at,
+  deletedAt: r.deleted_at,
 });
 
 const keyOf = (r: KeyRow): ApiKey => ({
@@ -153,7 +157,24 @@ export function getOrganisation(db: ControlDb, id: string): Organisation | null 
 function mustGetOrganisation(db: ControlDb, id: string): Organisation {
   const org = getOrganisation(db, id);
   if (!org) throw new AccountError(`no organisation ${id}`);
+  if (org.deletedAt) throw new AccountError(`organisation ${id} was deleted at ${org.deletedAt}`);
   return org;
+}
+
+/**
+ * Deletes an organisation: its keys are revoked and its licences end, at once and together;
+ * the row stays, marked, so that its download history and audit entries keep their subject
+ * and its ids (and account number) are never given to another. Returns what was ended.
+ */
+export function deleteOrganisation(db: ControlDb, id: string): { org: Organisation; keysRevoked: number; licencesEnded: number } {
+  return db.transaction(() => {
+    mustGetOrganisation(db, id);
+    const now = new Date().toISOString();
+    const keys = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE org_id = ? AND revoked_at IS NULL').run(now, id).changes;
+    const licences = db.prepare('DELETE FROM licences WHERE org_id = ?').run(id).changes;
+    db.prepare('UPDATE organisations SET deleted_at = ? WHERE id = ?').run(now, id);
+    return { org: getOrganisation(db, id)!, keysRevoked: Number(keys), licencesEnded: Number(licences) };
+  }, true);
 }
 
 export function setPlan(db: ControlDb, plans: Plans, id: string, plan: string): Organisation {

@@ -79,6 +79,29 @@ const MIGRATIONS: readonly string[] = [
   `ALTER TABLE organisations ADD COLUMN account_id INTEGER;
    UPDATE organisations SET account_id = (SELECT COUNT(*) FROM organisations o WHERE o.rowid <= organisations.rowid);
    CREATE UNIQUE INDEX organisations_account ON organisations(account_id);`,
+  // 4: the operator's API: its credentials, the audit log, deleted organisations (kept, so
+  // their download history and audit entries still name them and their ids are never reused)
+  `CREATE TABLE admin_tokens (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL,
+     token_prefix TEXT NOT NULL,
+     secret_hash TEXT NOT NULL UNIQUE,
+     scopes TEXT NOT NULL,
+     revoked_at TEXT,
+     created_at TEXT NOT NULL
+   );
+   CREATE TABLE audit (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at TEXT NOT NULL,
+     actor TEXT NOT NULL,
+     source TEXT NOT NULL,
+     action TEXT NOT NULL,
+     org_id TEXT,
+     target TEXT,
+     detail TEXT NOT NULL
+   );
+   CREATE INDEX audit_org ON audit(org_id, id);
+   ALTER TABLE organisations ADD COLUMN deleted_at TEXT;`,
 ];
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */
@@ -107,6 +130,8 @@ export function openControlDb(dataDir: string): ControlDb {
 function open(file: string): ControlDb {
   // Organisations, keys and download history (client addresses): readable by the owner only.
   const created = !fs.existsSync(file);
+  // A fresh data directory (the CLI before any serve or import): made, not a stack trace.
+  if (created) fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   if (created) fs.closeSync(fs.openSync(file, 'a', 0o600));
   const db = openSqlite(file);
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {

@@ -33,6 +33,7 @@ const REASONS: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  409: 'Conflict',
   408: 'Request Timeout',
   413: 'Payload Too Large',
   416: 'Range Not Satisfiable',
@@ -85,6 +86,8 @@ export const RC = Object.freeze({
   UNAUTHORIZED: rcError(401, 'UNAUTHORIZED'),
   FORBIDDEN: rcError(403, 'FORBIDDEN'),
   NOT_FOUND: rcError(404, 'NOT_FOUND'),
+  /** The admin API: the subject's state forbids the change (rotating a revoked key). */
+  CONFLICT: rcError(409, 'CONFLICT'),
   FORMAT_NOT_BUILT: rcError(400, 'FORMAT_NOT_BUILT'),
   NO_LICENSE: rcError(403, 'NO_LICENSE'),
   LICENSE_EXPIRED: rcError(403, 'LICENSE_EXPIRED'),

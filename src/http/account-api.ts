@@ -18,12 +18,13 @@ import type { RequestClient } from './client.js';
 import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
+import { recordAudit, type Actor } from '../accounts/audit.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_BODY = 64 * 1024;
 
 /** Reads a small request body; calls back once with the text, or null when over the limit. */
-function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
+export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
   const parts: Buffer[] = [];
   let length = 0;
   let over = false;
@@ -131,10 +132,16 @@ export class AccountApi {
     const p = pending(res);
     const c = this.manager(res, req);
     if (!c) return;
-    readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, text)));
+    const actor = this.actorOf(c);
+    readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, actor, text)));
   }
 
-  private createFrom(res: HttpResponse, c: Caller, text: string | null): void {
+  /** The audit log's actor: the managing key, from the client's address (read in the handler). */
+  private actorOf(c: Caller): Actor {
+    return { who: `key:${c.key.id}`, source: this.client.text() };
+  }
+
+  private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: string | null): void {
     const bad = (e: ApiError | typeof RC.BAD_REQUEST = RC.BAD_REQUEST): void => sendError(res, e, this.metrics);
     if (text === null) return bad();
     let body: unknown;
@@ -160,6 +167,7 @@ export class AccountApi {
     if (!holdsAtMost(wanted, c)) return sendError(res, RC.FORBIDDEN, this.metrics);
     const { key, secret } = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires });
     this.keys.invalidate();
+    recordAudit(this.db, actor, 'key.create', key.orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
     this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
     sendJson(
       res,
@@ -190,6 +198,7 @@ export class AccountApi {
     if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendError(res, RC.FORBIDDEN, this.metrics);
     const key = revokeKey(this.db, id);
     this.keys.invalidate();
+    if (!own.revokedAt) recordAudit(this.db, this.actorOf(c), 'key.revoke', own.orgId, id, { key_prefix: own.keyPrefix });
     this.log.info('api key revoked', { key_id: id, by_key: c.key.id });
     sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, this.metrics);
   }
@@ -206,6 +215,7 @@ export class AccountApi {
     // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
     const { key, secret } = rotateKey(this.db, id);
     this.keys.invalidate();
+    recordAudit(this.db, this.actorOf(c), 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: key.keyPrefix });
     this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
     sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.metrics);
   }

@@ -1,5 +1,5 @@
-// Admin port: liveness, readiness (an index is loaded), Prometheus metrics, and why an
-// address answers as it does (explain-api.ts).
+// Admin port: liveness, readiness (an index is loaded), Prometheus metrics, why an address
+// answers as it does (explain-api.ts), and the operator's API (operator-api.ts).
 
 import type { HttpApp, HttpResponse, HttpServer } from './server/types.js';
 import type { BatchPool } from '../batch/pool.js';
@@ -11,6 +11,8 @@ import type { Logger } from '../log.js';
 import { registerExplain } from './explain-api.js';
 import { metricsText } from './metrics-text.js';
 import { registerOpenApi } from './openapi.js';
+import { registerOperatorApi } from './operator-api.js';
+import type { OperatorDeps } from '../accounts/operator.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
@@ -39,6 +41,7 @@ export function createAdminApp(
   life: Lifecycle = { draining: false },
   threads: ThreadsView | null = null,
   lastPublishedAt: () => Date | null = () => null,
+  operator: OperatorDeps | null = null,
 ): { app: HttpApp; routes: RouteTable } {
   const app = server.app();
   const adminMetrics = new Metrics();
@@ -58,6 +61,7 @@ export function createAdminApp(
   routes.get('/metrics', (res) => {
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt }));
   }, { compress: true });
+  if (operator) registerOperatorApi(routes, operator, adminMetrics);
   routes.fallback();
   return { app, routes };
 }

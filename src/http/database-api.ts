@@ -22,6 +22,7 @@ import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 import { GeoipUpdateApi } from './geoipupdate-api.js';
+import { downloadHistory } from '../accounts/operator.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
@@ -242,21 +243,7 @@ export class DatabaseApi {
     const raw = a.query.get('limit');
     if (raw !== null && !/^[1-9]\d{0,8}$/.test(raw)) return rc(a, RC.BAD_REQUEST, this.metrics);
     const limit = Math.min(200, raw === null ? 50 : Number(raw));
-    const rows = this.db
-      .prepare('SELECT * FROM downloads WHERE org_id = ? ORDER BY id DESC LIMIT ?')
-      .all(a.caller.org.id, limit) as Record<string, string | number>[];
-    const downloads = rows.map((d) => ({
-      dataset_id: d.dataset_id,
-      format: d.format,
-      outcome: d.outcome,
-      sample: d.sample === 1,
-      bytes: d.bytes,
-      http_status: d.http_status,
-      apikey_id: d.apikey_id,
-      client_ip: d.client_ip,
-      user_agent: d.user_agent,
-      created: d.created,
-    }));
+    const downloads = downloadHistory(this.db, a.caller.org.id, limit);
     json(a, 200, { downloads }, this.metrics);
   }
 }

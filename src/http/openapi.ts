@@ -9,18 +9,9 @@ import { ERRORS, RC } from '../api/errors.js';
 import { VERSION } from '../version.js';
 import type { Metrics } from './metrics.js';
 import type { RouteTable } from './routes.js';
+import { ADMIN, DATE, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
+import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 
-type Schema = Record<string, unknown>;
-
-const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const DATE = { type: 'string', format: 'date' };
-const DATE_TIME = { type: 'string', format: 'date-time' };
-const object = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), extra = false): Schema => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: extra,
-});
 
 const DETAIL_SCHEMAS: Record<DetailField, Schema> = {
   provider: { type: 'string' },
@@ -51,11 +42,6 @@ const errorBody = (...messages: string[]): Schema => object({ error: { enum: mes
 /** `{rc}` bodies of the database group and key management. */
 const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes } });
 
-const json = (schema: Schema, description: string, headers?: Record<string, unknown>): Schema => ({
-  description,
-  ...(headers ? { headers } : {}),
-  content: { 'application/json': { schema } },
-});
 
 const H = {
   retryAfter: { description: 'Seconds to wait (integer).', schema: { type: 'string', pattern: '^[0-9]+$' } },
@@ -106,17 +92,6 @@ const idParam = query('id', { type: 'string', pattern: '^[a-z0-9_]+_v[0-9]+$' },
 const formatParam = query('format', { enum: ['csvgz', 'mmdb'] }, true, 'File format.');
 const validator = { ETag: { description: 'Strong validator of the document (a compressed answer has a tag of its own).', schema: { type: 'string' } } };
 
-const apiKeyFields = {
-  id: { type: 'string', format: 'uuid' },
-  org_id: { type: 'string', format: 'uuid' },
-  name: { type: 'string' },
-  key_prefix: { type: 'string' },
-  allowed_cidrs: { type: 'array', items: { type: 'string' } },
-  allowed_scopes: { type: 'array', items: { enum: ['db.download', 'apikeys.manage'] } },
-  expires: { type: ['string', 'null'], format: 'date-time' },
-  revoked_at: { type: ['string', 'null'], format: 'date-time' },
-  created_at: DATE_TIME,
-};
 const keyManagement = { security: [{ bearer: [] }] };
 const keyRefusals = {
   '400': json(rcBody(RC.BAD_REQUEST.code), 'A body or field that does not parse, or a revoked key to rotate.'),
@@ -126,7 +101,6 @@ const keyRefusals = {
 };
 const keyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 
-const ADMIN = [{ url: 'http://127.0.0.1:8081', description: 'The admin port (ADMIN_HOST:ADMIN_PORT).' }];
 
 export function openApiDocument(): Schema {
   const schemas: Record<string, Schema> = {
@@ -205,6 +179,7 @@ export function openApiDocument(): Schema {
     ApiKey: object(apiKeyFields),
     ApiKeyAnswer: object({ rc: { const: 'OK' }, ...apiKeyFields }),
     RotatedApiKey: object({ rc: { const: 'OK' }, ...apiKeyFields, key: { type: 'string', description: 'The new secret, in this answer only.' } }),
+    ...operatorSchemas(),
     CreatedApiKey: object({ rc: { const: 'OK' }, id: apiKeyFields.id, name: apiKeyFields.name, key: { type: 'string' }, key_prefix: apiKeyFields.key_prefix, allowed_cidrs: apiKeyFields.allowed_cidrs, allowed_scopes: apiKeyFields.allowed_scopes }),
   };
 
@@ -424,6 +399,7 @@ export function openApiDocument(): Schema {
         responses: { '200': json({ type: 'object' }, 'The explanation.'), '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), '429': json(errorBody(E.rateLimited.message), 'One explanation runs at a time.', { 'Retry-After': H.retryAfter }) },
       },
     },
+    ...operatorPaths(),
     '/openapi.json': { servers: ADMIN, get: { operationId: 'openapiAdmin', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } } },
   };
 
@@ -443,6 +419,7 @@ export function openApiDocument(): Schema {
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'apikey' },
+        operator: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <operator token> (iat_…, ipsift admin token create): admin.read for GET, admin.write for changes.' },
         geoipupdate: { type: 'http', scheme: 'basic', description: "Organisation account id and an API key with db.download (geoipupdate's AccountID and LicenseKey)." },
       },
     },

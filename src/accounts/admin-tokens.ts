@@ -1,0 +1,83 @@
+// Operator credentials for the admin API (http/operator-api.ts): secrets made by
+// `ipsift admin token create`, shown once and stored as their SHA-256 like API keys, with a
+// scope — admin.read (GET) or admin.write (everything) — and revocable. Kept apart from API
+// keys: a customer's key can never become an operator's, whatever its scopes.
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import { AccountError, hashSecret } from './accounts.js';
+import type { ControlDb } from './control-db.js';
+
+export const ADMIN_SCOPES = ['admin.read', 'admin.write'] as const;
+export type AdminScope = (typeof ADMIN_SCOPES)[number];
+
+const TAG = 'iat_';
+const PREFIX_LENGTH = TAG.length + 8;
+
+export interface AdminToken {
+  id: string;
+  name: string;
+  tokenPrefix: string;
+  scopes: AdminScope[];
+  revokedAt: string | null;
+  createdAt: string;
+}
+
+interface Row {
+  id: string;
+  name: string;
+  token_prefix: string;
+  scopes: string;
+  revoked_at: string | null;
+  created_at: string;
+}
+
+const tokenOf = (r: Row): AdminToken => ({
+  id: r.id,
+  name: r.name,
+  tokenPrefix: r.token_prefix,
+  scopes: JSON.parse(r.scopes) as AdminScope[],
+  revokedAt: r.revoked_at,
+  createdAt: r.created_at,
+});
+
+export function adminTokenJson(t: AdminToken): Record<string, unknown> {
+  return { id: t.id, name: t.name, token_prefix: t.tokenPrefix, scopes: t.scopes, revoked_at: t.revokedAt, created_at: t.createdAt };
+}
+
+/** Creates a token; the secret is returned here and never again. */
+export function createAdminToken(db: ControlDb, name: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > 200) throw new AccountError('an operator token needs a name (1..200 characters)');
+  if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
+  for (const s of scopes) if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
+  // admin.write implies admin.read: an operator who may change things may read them.
+  const granted: AdminScope[] = scopes.includes('admin.write') ? ['admin.read', 'admin.write'] : ['admin.read'];
+  const secret = TAG + randomBytes(24).toString('base64url');
+  const row: Row = { id: randomUUID(), name, token_prefix: secret.slice(0, PREFIX_LENGTH), scopes: JSON.stringify(granted), revoked_at: null, created_at: new Date().toISOString() };
+  db.prepare('INSERT INTO admin_tokens (id, name, token_prefix, secret_hash, scopes, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    row.id,
+    row.name,
+    row.token_prefix,
+    hashSecret(secret),
+    row.scopes,
+    row.revoked_at,
+    row.created_at,
+  );
+  return { token: tokenOf(row), secret };
+}
+
+export function listAdminTokens(db: ControlDb): AdminToken[] {
+  return (db.prepare('SELECT * FROM admin_tokens ORDER BY created_at, id').all() as Row[]).map(tokenOf);
+}
+
+export function revokeAdminToken(db: ControlDb, id: string): AdminToken {
+  if (!db.prepare('SELECT id FROM admin_tokens WHERE id = ?').get(id)) throw new AccountError(`no operator token ${id}`);
+  db.prepare('UPDATE admin_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?').run(new Date().toISOString(), id);
+  return tokenOf(db.prepare('SELECT * FROM admin_tokens WHERE id = ?').get(id) as Row);
+}
+
+/** The live token a secret belongs to; null for an unknown or revoked one. */
+export function findAdminToken(db: ControlDb, secret: string): AdminToken | null {
+  if (!secret.startsWith(TAG)) return null;
+  const row = db.prepare('SELECT * FROM admin_tokens WHERE secret_hash = ?').get(hashSecret(secret)) as Row | undefined;
+  return row && row.revoked_at === null ? tokenOf(row) : null;
+}

@@ -1,0 +1,265 @@
+// The operator's service layer: every change to organisations, licences and keys that the CLI
+// (cli-accounts.ts) and the admin API (http/operator-api.ts) make goes through here, so that
+// neither can do what the other cannot — the same validation, the same answers (the CLI's
+// --json is the API's body) and one audit entry per change.
+
+import {
+  AccountError,
+  createKey,
+  createOrganisation,
+  deleteOrganisation,
+  effectiveHardLimit,
+  getKey,
+  getOrganisation,
+  keyJson,
+  listKeys,
+  listOrganisations,
+  planOf,
+  revokeKey,
+  rotateKey,
+  setHardLimit,
+  setPlan,
+  type Organisation,
+} from './accounts.js';
+import { listAudit, recordAudit, type Actor, type AuditEntry } from './audit.js';
+import type { ControlDb } from './control-db.js';
+import type { Plans } from './plans.js';
+import { grantLicence, listLicences, revokeLicence, standingOf, type Grant, type Licence } from '../catalogue/licences.js';
+import { WindowClock, orgCounter } from '../accounting/windows.js';
+import { IpsiftError } from '../errors.js';
+
+/** What went wrong, as the admin API's result code: the request (400), its subject (404), or its state (409). */
+export type OperatorRc = 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT';
+
+export class OperatorError extends IpsiftError {
+  constructor(
+    readonly rc: OperatorRc,
+    message: string,
+  ) {
+    super('ACCOUNT', message);
+  }
+}
+
+export interface OperatorDeps {
+  db: ControlDb;
+  plans: Plans;
+  /** Database bases a licence may name (CATALOGUE_FILE). */
+  bases: readonly string[];
+  /** Units spent on an accounting counter (the accounting store of the data directory). */
+  spent: (counter: string) => number;
+}
+
+export interface KeyFields {
+  name: string;
+  scopes?: readonly string[];
+  allowedCidrs?: readonly string[];
+  expires?: string | null;
+}
+
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 200;
+
+export function licenceJson(l: Licence): Record<string, unknown> {
+  return {
+    org_id: l.orgId,
+    base: l.base,
+    license_type: l.licenseType,
+    starts: l.starts,
+    expires: l.expires,
+    renews_at: l.renewsAt,
+    notice_due_at: l.noticeDueAt,
+    standing: standingOf(l, Date.now()),
+  };
+}
+
+export class Operator {
+  constructor(
+    private readonly deps: OperatorDeps,
+    private readonly actor: Actor,
+  ) {}
+
+  private get db(): ControlDb {
+    return this.deps.db;
+  }
+
+  orgJson(org: Organisation): Record<string, unknown> {
+    const plan = planOf(this.deps.plans, org);
+    return {
+      id: org.id,
+      account_id: org.accountId,
+      name: org.name,
+      plan: org.plan,
+      tier: plan.tier,
+      quota: plan.quota,
+      hard_limit: effectiveHardLimit(org, plan),
+      created_at: org.createdAt,
+      ...(org.deletedAt ? { deleted_at: org.deletedAt } : {}),
+    };
+  }
+
+  /** A live organisation, or NOT_FOUND (unknown or deleted). */
+  private org(id: string): Organisation {
+    const org = getOrganisation(this.db, id);
+    if (!org || org.deletedAt) throw new OperatorError('NOT_FOUND', `no organisation ${id}`);
+    return org;
+  }
+
+  /** Runs a change of the lower layer: its AccountErrors are the request's fault. */
+  private change<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      if (e instanceof AccountError) throw new OperatorError('BAD_REQUEST', e.message);
+      throw e;
+    }
+  }
+
+  private audit(action: string, orgId: string | null, target: string | null, detail: Record<string, unknown> = {}): void {
+    recordAudit(this.db, this.actor, action, orgId, target, detail);
+  }
+
+  createOrganisation(name: unknown, plan: unknown): Record<string, unknown> {
+    if (typeof name !== 'string' || typeof plan !== 'string') throw new OperatorError('BAD_REQUEST', 'an organisation needs a name and a plan (strings)');
+    const org = this.change(() => createOrganisation(this.db, this.deps.plans, name, plan));
+    this.audit('org.create', org.id, org.id, { name, plan });
+    return this.orgJson(org);
+  }
+
+  listOrganisations(includeDeleted = false): Record<string, unknown>[] {
+    return listOrganisations(this.db)
+      .filter((o) => includeDeleted || !o.deletedAt)
+      .map((o) => this.orgJson(o));
+  }
+
+  showOrganisation(id: string): Record<string, unknown> {
+    const org = this.org(id);
+    return { ...this.orgJson(org), keys: listKeys(this.db, org.id).map(keyJson) };
+  }
+
+  setPlan(id: string, plan: unknown): Record<string, unknown> {
+    const before = this.org(id);
+    if (typeof plan !== 'string') throw new OperatorError('BAD_REQUEST', 'plan must be a string');
+    const org = this.change(() => setPlan(this.db, this.deps.plans, id, plan));
+    this.audit('org.plan', id, id, { from: before.plan, to: plan });
+    return this.orgJson(org);
+  }
+
+  /** `limit`: a whole number, null or 'none' (no limit), or 'default' (the plan's). */
+  setHardLimit(id: string, limit: unknown): Record<string, unknown> {
+    this.org(id);
+    let v: number | null | 'default';
+    if (limit === 'default') v = 'default';
+    else if (limit === null || limit === 'none') v = null;
+    else if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 0) v = limit;
+    else if (typeof limit === 'string' && /^\d{1,15}$/.test(limit)) v = Number(limit);
+    else throw new OperatorError('BAD_REQUEST', 'the overage limit is a whole number ≥ 0, none (null) or default');
+    const org = this.change(() => setHardLimit(this.db, id, v));
+    this.audit('org.hard_limit', id, id, { hard_limit: v === null ? 'none' : v });
+    return this.orgJson(org);
+  }
+
+  deleteOrganisation(id: string): Record<string, unknown> {
+    this.org(id);
+    const r = this.change(() => deleteOrganisation(this.db, id));
+    this.audit('org.delete', id, id, { keys_revoked: r.keysRevoked, licences_ended: r.licencesEnded });
+    return { ...this.orgJson(r.org), keys_revoked: r.keysRevoked, licences_ended: r.licencesEnded };
+  }
+
+  createKey(orgId: string, f: KeyFields): Record<string, unknown> {
+    this.org(orgId);
+    const { key, secret } = this.change(() => createKey(this.db, { orgId, ...f }));
+    this.audit('key.create', orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
+    return { ...keyJson(key), key: secret };
+  }
+
+  listKeys(orgId?: string): Record<string, unknown>[] {
+    if (orgId !== undefined) this.org(orgId);
+    return listKeys(this.db, orgId).map(keyJson);
+  }
+
+  showKey(id: string): Record<string, unknown> {
+    const k = getKey(this.db, id);
+    if (!k) throw new OperatorError('NOT_FOUND', `no API key ${id}`);
+    return keyJson(k);
+  }
+
+  revokeKey(id: string): Record<string, unknown> {
+    const k = getKey(this.db, id);
+    if (!k) throw new OperatorError('NOT_FOUND', `no API key ${id}`);
+    const after = revokeKey(this.db, id);
+    if (!k.revokedAt) this.audit('key.revoke', k.orgId, id, { key_prefix: k.keyPrefix });
+    return keyJson(after);
+  }
+
+  rotateKey(id: string): Record<string, unknown> {
+    const k = getKey(this.db, id);
+    if (!k) throw new OperatorError('NOT_FOUND', `no API key ${id}`);
+    if (k.revokedAt) throw new OperatorError('CONFLICT', `API key ${id} is revoked`);
+    const { key, secret } = this.change(() => rotateKey(this.db, id));
+    this.audit('key.rotate', k.orgId, id, { from_prefix: k.keyPrefix, key_prefix: key.keyPrefix });
+    return { ...keyJson(key), key: secret };
+  }
+
+  grantLicence(g: Grant): Record<string, unknown> {
+    this.org(g.orgId);
+    const l = this.change(() => grantLicence(this.db, g, this.deps.bases));
+    this.audit('license.grant', g.orgId, l.base, { license_type: l.licenseType, starts: l.starts, expires: l.expires, renews_at: l.renewsAt, notice_due_at: l.noticeDueAt });
+    return licenceJson(l);
+  }
+
+  revokeLicence(orgId: string, base: string): Record<string, unknown> {
+    this.org(orgId);
+    if (!revokeLicence(this.db, orgId, base)) throw new OperatorError('NOT_FOUND', `organisation ${orgId} holds no licence for ${base}`);
+    this.audit('license.revoke', orgId, base);
+    return { revoked: { org_id: orgId, base } };
+  }
+
+  listLicences(orgId?: string): Record<string, unknown>[] {
+    if (orgId !== undefined) this.org(orgId);
+    return listLicences(this.db, orgId).map(licenceJson);
+  }
+
+  /** This calendar month's requests against quota and overage limit. */
+  usage(orgId: string, nowMs = Date.now()): Record<string, unknown> {
+    const org = this.org(orgId);
+    const plan = planOf(this.deps.plans, org);
+    const window = new WindowClock().month(nowMs);
+    return {
+      org_id: org.id,
+      plan: org.plan,
+      requests: this.deps.spent(orgCounter(org.id, window)),
+      quota: plan.quota,
+      hard_limit: effectiveHardLimit(org, plan),
+      window_start: new Date(window.startMs).toISOString(),
+      window_end: new Date(window.endMs).toISOString(),
+    };
+  }
+
+  /** The organisation's download history (interface.md §2.7), newest first. */
+  downloads(orgId: string, limit = DEFAULT_LIST_LIMIT): Record<string, unknown>[] {
+    const org = getOrganisation(this.db, orgId);
+    if (!org) throw new OperatorError('NOT_FOUND', `no organisation ${orgId}`);
+    return downloadHistory(this.db, org.id, limit);
+  }
+
+  auditLog(q: { orgId?: string; before?: number; limit?: number }): AuditEntry[] {
+    return listAudit(this.db, { orgId: q.orgId, before: q.before, limit: q.limit ?? DEFAULT_LIST_LIMIT });
+  }
+}
+
+/** An organisation's download history as interface.md §2.7 has it, newest first. */
+export function downloadHistory(db: ControlDb, orgId: string, limit: number): Record<string, unknown>[] {
+  const rows = db.prepare('SELECT * FROM downloads WHERE org_id = ? ORDER BY id DESC LIMIT ?').all(orgId, limit) as Record<string, string | number>[];
+  return rows.map((d) => ({
+    dataset_id: d.dataset_id,
+    format: d.format,
+    outcome: d.outcome,
+    sample: d.sample === 1,
+    bytes: d.bytes,
+    http_status: d.http_status,
+    apikey_id: d.apikey_id,
+    client_ip: d.client_ip,
+    user_agent: d.user_agent,
+    created: d.created,
+  }));
+}

@@ -1,0 +1,133 @@
+// The operator's API (operator-api.ts) in the OpenAPI document: paths under /admin/v1 on the
+// admin port, and the schemas of its answers (the same documents the CLI prints with --json).
+
+import { ADMIN, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
+
+const rc = (code: string, description: string): Schema => json(object({ rc: { const: code }, message: { type: 'string' } }), description);
+const refusals = (write: boolean): Record<string, Schema> => ({
+  '401': rc('UNAUTHORIZED', 'No operator token, an unknown one or a revoked one.'),
+  ...(write ? { '403': rc('FORBIDDEN', 'The token lacks admin.write.') } : {}),
+  '500': rc('INTERNAL', 'An unexpected failure.'),
+});
+const bad = rc('BAD_REQUEST', 'A body or field the service layer refuses; the message says why.');
+const notFound = rc('NOT_FOUND', 'No such organisation (or it was deleted), key or licence.');
+
+const pathParam = (name: string, description: string): Schema => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
+const orgId = pathParam('id', 'Organisation id.');
+const limit = { name: 'limit', in: 'query', required: false, description: 'Entries, 1..200 (default 50).', schema: { type: 'integer', minimum: 1 } };
+
+const body = (schema: Schema): Schema => ({ required: true, content: { 'application/json': { schema } } });
+
+/** One operation on the admin port, authenticated by an operator token. */
+function op(operationId: string, summary: string, write: boolean, responses: Record<string, Schema>, extra: Schema = {}): Schema {
+  return { operationId, summary, security: [{ operator: [] }], ...extra, responses: { ...responses, ...refusals(write) } };
+}
+
+export function operatorSchemas(): Record<string, Schema> {
+  const organisation = {
+    id: { type: 'string', format: 'uuid' },
+    account_id: { type: 'integer', minimum: 1 },
+    name: { type: 'string' },
+    plan: { type: 'string' },
+    tier: { enum: ['free', 'starter', 'scale', 'max'] },
+    quota: { type: 'integer', minimum: 0 },
+    hard_limit: { type: ['integer', 'null'] },
+    created_at: DATE_TIME,
+    deleted_at: DATE_TIME,
+  };
+  const required = Object.keys(organisation).filter((k) => k !== 'deleted_at');
+  return {
+    Organisation: object(organisation, required),
+    OrganisationWithKeys: object({ ...organisation, keys: { type: 'array', items: ref('ApiKey') } }, [...required, 'keys']),
+    DeletedOrganisation: object({ ...organisation, keys_revoked: { type: 'integer', minimum: 0 }, licences_ended: { type: 'integer', minimum: 0 } }, [...required, 'deleted_at', 'keys_revoked', 'licences_ended']),
+    OperatorKey: object({ ...apiKeyFields, key: { type: 'string', description: 'The secret, in this answer only.' } }),
+    Licence: object({
+      org_id: { type: 'string', format: 'uuid' },
+      base: { type: 'string' },
+      license_type: { enum: ['evaluation', 'subscription'] },
+      starts: DATE_TIME,
+      expires: DATE_TIME,
+      renews_at: { type: ['string', 'null'], format: 'date-time' },
+      notice_due_at: { type: ['string', 'null'], format: 'date-time' },
+      standing: { enum: ['licensed', 'expired', 'unlicensed'] },
+    }),
+    Usage: object({
+      org_id: { type: 'string', format: 'uuid' },
+      plan: { type: 'string' },
+      requests: { type: 'integer', minimum: 0 },
+      quota: { type: 'integer', minimum: 0 },
+      hard_limit: { type: ['integer', 'null'] },
+      window_start: DATE_TIME,
+      window_end: DATE_TIME,
+    }),
+    AuditEntry: object({
+      id: { type: 'integer', minimum: 1 },
+      at: DATE_TIME,
+      actor: { type: 'string', description: 'cli:<OS user>, admin:<operator token id> or key:<API key id>.' },
+      source: { type: 'string', description: 'The client address, or local for the CLI.' },
+      action: { type: 'string' },
+      org_id: { type: ['string', 'null'] },
+      target: { type: ['string', 'null'] },
+      detail: { type: 'object' },
+    }),
+  };
+}
+
+export function operatorPaths(): Record<string, Schema> {
+  const admin = (item: Schema): Schema => ({ servers: ADMIN, ...item });
+  return {
+    '/admin/v1/organizations': admin({
+      get: op('adminListOrganisations', 'Every organisation (deleted ones with ?deleted=true)', false, { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') } }), 'The organisations.') }, {
+        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }],
+      }),
+      post: op('adminCreateOrganisation', 'Create an organisation on a plan', true, { '201': json(ref('Organisation'), 'Created.'), '400': bad }, {
+        requestBody: body(object({ name: { type: 'string' }, plan: { type: 'string' } })),
+      }),
+    }),
+    '/admin/v1/organizations/{id}': admin({
+      get: op('adminShowOrganisation', 'An organisation with its keys', false, { '200': json(ref('OrganisationWithKeys'), 'The organisation.'), '404': notFound }, { parameters: [orgId] }),
+      post: op('adminUpdateOrganisation', 'Change the plan and/or the overage limit (a number, null for none, or "default")', true, { '200': json(ref('Organisation'), 'Changed.'), '400': bad, '404': notFound }, {
+        parameters: [orgId],
+        requestBody: body(object({ plan: { type: 'string' }, hard_limit: { type: ['integer', 'null', 'string'] } }, [])),
+      }),
+      delete: op('adminDeleteOrganisation', 'Delete: keys revoked and licences ended at once; history and audit kept', true, { '200': json(ref('DeletedOrganisation'), 'Deleted.'), '404': notFound }, { parameters: [orgId] }),
+    }),
+    '/admin/v1/organizations/{id}/keys': admin({
+      get: op('adminListKeys', "An organisation's keys (no secrets)", false, { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') } }), 'The keys.'), '404': notFound }, { parameters: [orgId] }),
+      post: op('adminCreateKey', 'Create a key; its secret is in this answer only', true, { '201': json(ref('OperatorKey'), 'Created.'), '400': bad, '404': notFound }, {
+        parameters: [orgId],
+        requestBody: body(object({ name: { type: 'string' }, allowed_scopes: apiKeyFields.allowed_scopes, allowed_cidrs: apiKeyFields.allowed_cidrs, expires: apiKeyFields.expires }, ['name'])),
+      }),
+    }),
+    '/admin/v1/keys/{id}': admin({
+      get: op('adminShowKey', 'A key (no secret)', false, { '200': json(ref('ApiKey'), 'The key.'), '404': notFound }, { parameters: [pathParam('id', 'Key id.')] }),
+      delete: op('adminRevokeKey', 'Revoke a key', true, { '200': json(ref('ApiKey'), 'Revoked.'), '404': notFound }, { parameters: [pathParam('id', 'Key id.')] }),
+    }),
+    '/admin/v1/keys/{id}/rotate': admin({
+      post: op('adminRotateKey', 'A new secret for a key; the old one stops working', true, { '200': json(ref('OperatorKey'), 'Rotated.'), '404': notFound, '409': rc('CONFLICT', 'The key is revoked.') }, { parameters: [pathParam('id', 'Key id.')] }),
+    }),
+    '/admin/v1/organizations/{id}/licenses': admin({
+      get: op('adminListLicences', "An organisation's licences", false, { '200': json(object({ licenses: { type: 'array', items: ref('Licence') } }), 'The licences.'), '404': notFound }, { parameters: [orgId] }),
+      post: op('adminGrantLicence', 'Grant (or replace) a licence for a database base', true, { '201': json(ref('Licence'), 'Granted.'), '400': bad, '404': notFound }, {
+        parameters: [orgId],
+        requestBody: body(object({ base: { type: 'string' }, license_type: { enum: ['evaluation', 'subscription'] }, starts: { type: 'string' }, expires: { type: 'string' }, renews_at: { type: 'string' }, notice_due_at: { type: 'string' } }, ['base', 'license_type', 'starts', 'expires'])),
+      }),
+    }),
+    '/admin/v1/organizations/{id}/licenses/{base}': admin({
+      delete: op('adminRevokeLicence', 'End a licence', true, { '200': json(object({ revoked: object({ org_id: { type: 'string' }, base: { type: 'string' } }) }), 'Ended.'), '404': notFound }, { parameters: [orgId, pathParam('base', 'Database base.')] }),
+    }),
+    '/admin/v1/organizations/{id}/usage': admin({
+      get: op('adminUsage', "This calendar month's requests against quota and overage limit", false, { '200': json(ref('Usage'), 'The usage.'), '404': notFound }, { parameters: [orgId] }),
+    }),
+    '/admin/v1/organizations/{id}/downloads': admin({
+      get: op('adminDownloads', "An organisation's download history, newest first", false, { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': bad, '404': notFound }, {
+        parameters: [orgId, limit],
+      }),
+    }),
+    '/admin/v1/audit': admin({
+      get: op('adminAudit', 'The audit log, newest first', false, { '200': json(object({ entries: { type: 'array', items: ref('AuditEntry') } }), 'The entries.'), '400': bad }, {
+        parameters: [{ name: 'org_id', in: 'query', required: false, schema: { type: 'string' } }, { name: 'before', in: 'query', required: false, description: 'Entries older than this id.', schema: { type: 'integer' } }, limit],
+      }),
+    }),
+  };
+}

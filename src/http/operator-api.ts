@@ -1,0 +1,181 @@
+// The operator's API on the admin port (/admin/v1/…): organisations, licences, keys of any
+// organisation, usage, download history and the audit log, through the same service layer as
+// the CLI (accounts/operator.ts). Every request carries an operator token
+// (`Authorization: Bearer iat_…`, made by `ipsift admin token create`): admin.read for GET,
+// admin.write for changes. Errors are {"rc": code, "message": why}: 400 BAD_REQUEST, 401
+// UNAUTHORIZED (no token, unknown or revoked), 403 FORBIDDEN (scope), 404 NOT_FOUND, 409 CONFLICT.
+
+import { RC, statusLine, type RcError } from '../api/errors.js';
+import { findAdminToken, type AdminScope } from '../accounts/admin-tokens.js';
+import type { Actor } from '../accounts/audit.js';
+import { bearerToken } from '../accounts/auth.js';
+import { MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT, Operator, OperatorError, type OperatorDeps } from '../accounts/operator.js';
+import type { LicenseType } from '../catalogue/licences.js';
+import { readSmallBody } from './account-api.js';
+import { peerText } from './client.js';
+import { writeJsonType } from './json-head.js';
+import type { Metrics } from './metrics.js';
+import { late, pending } from './reply.js';
+import type { RouteTable } from './routes.js';
+import type { HttpRequest, HttpResponse } from './server/types.js';
+
+const BASE = '/admin/v1';
+
+type Doc = Record<string, unknown>;
+/** A request's work: reads `op` (acting as the token's holder) and the body, returns the answer. */
+type Work = (op: Operator, body: Doc, params: readonly string[], query: URLSearchParams) => { status: number; doc: unknown };
+
+function send(res: HttpResponse, status: number, doc: unknown, metrics: Metrics): void {
+  metrics.count(status);
+  writeJsonType(res.writeStatus(statusLine(status))).end(JSON.stringify(doc));
+}
+
+function refuse(res: HttpResponse, e: RcError, message: string, metrics: Metrics): void {
+  send(res, e.status, { rc: e.code, message }, metrics);
+}
+
+const RC_OF = { BAD_REQUEST: RC.BAD_REQUEST, NOT_FOUND: RC.NOT_FOUND, CONFLICT: RC.CONFLICT } as const;
+
+/** A list's `limit` query parameter: 1..MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT when absent. */
+function limitOf(q: URLSearchParams): number {
+  const raw = q.get('limit');
+  if (raw === null) return DEFAULT_LIST_LIMIT;
+  if (!/^[1-9]\d{0,8}$/.test(raw)) throw new OperatorError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  return Math.min(MAX_LIST_LIMIT, Number(raw));
+}
+
+const optionalString = (body: Doc, field: string): string | undefined => {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw new OperatorError('BAD_REQUEST', `${field} must be a string`);
+  return v;
+};
+
+const requiredString = (body: Doc, field: string): string => {
+  const v = optionalString(body, field);
+  if (v === undefined) throw new OperatorError('BAD_REQUEST', `${field} is required (a string)`);
+  return v;
+};
+
+const optionalStrings = (body: Doc, field: string): string[] | undefined => {
+  const v = body[field];
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new OperatorError('BAD_REQUEST', `${field} must be an array of strings`);
+  return v as string[];
+};
+
+export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metrics: Metrics): void {
+  /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
+  const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work): void => {
+    const arity = pattern.split('/').filter((s) => s.startsWith(':')).length;
+    routes[method](
+      BASE + pattern,
+      (res, req) => {
+        const actor = authorise(res, req, scope);
+        if (actor === null) return;
+        const params: string[] = [];
+        try {
+          for (let i = 0; i < arity; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''));
+        } catch {
+          return refuse(res, RC.BAD_REQUEST, 'malformed percent-encoding in the path', metrics);
+        }
+        const query = new URLSearchParams(req.getQuery() ?? '');
+        const run = (body: Doc): void => {
+          try {
+            const { status, doc } = work(new Operator(deps, actor), body, params, query);
+            send(res, status, doc, metrics);
+          } catch (e) {
+            if (!(e instanceof OperatorError)) throw e;
+            refuse(res, RC_OF[e.rc], e.message, metrics);
+          }
+        };
+        if (method !== 'post') return run({});
+        const p = pending(res);
+        readSmallBody(res, p, routes, (text) =>
+          late(res, p, () => {
+            if (text === null) return refuse(res, RC.BAD_REQUEST, 'body too large', metrics);
+            let body: unknown = {};
+            try {
+              if (text.trim() !== '') body = JSON.parse(text);
+            } catch {
+              return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+            }
+            if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+            run(body as Doc);
+          }),
+        );
+      },
+      { internal: RC.INTERNAL, family: 'account' },
+    );
+  };
+
+  /** The acting operator, or null once refused (401 no or unknown token, 403 without the scope). */
+  const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => {
+    const secret = bearerToken(req.getHeader('authorization'));
+    const token = secret ? findAdminToken(deps.db, secret) : null;
+    if (token === null) {
+      refuse(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
+      return null;
+    }
+    if (!token.scopes.includes(scope)) {
+      refuse(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
+      return null;
+    }
+    return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
+  };
+
+  const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
+
+  route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok({ organizations: op.listOrganisations(q.get('deleted') === 'true') }));
+  route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
+  route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
+  route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
+    if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
+    let doc = op.showOrganisation(id);
+    if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
+    if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
+    return ok(doc);
+  });
+  route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
+
+  route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id]) => ok({ apikeys: op.listKeys(id) }));
+  route('post', '/organizations/:id/keys', 'admin.write', (op, b, [id]) =>
+    ok(
+      op.createKey(id, {
+        name: requiredString(b, 'name'),
+        scopes: optionalStrings(b, 'allowed_scopes'),
+        allowedCidrs: optionalStrings(b, 'allowed_cidrs'),
+        expires: optionalString(b, 'expires') ?? null,
+      }),
+      201,
+    ),
+  );
+  route('get', '/keys/:id', 'admin.read', (op, _b, [id]) => ok(op.showKey(id)));
+  route('del', '/keys/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeKey(id)));
+  route('post', '/keys/:id/rotate', 'admin.write', (op, _b, [id]) => ok(op.rotateKey(id)));
+
+  route('get', '/organizations/:id/licenses', 'admin.read', (op, _b, [id]) => ok({ licenses: op.listLicences(id) }));
+  route('post', '/organizations/:id/licenses', 'admin.write', (op, b, [id]) =>
+    ok(
+      op.grantLicence({
+        orgId: id,
+        base: requiredString(b, 'base'),
+        licenseType: requiredString(b, 'license_type') as LicenseType,
+        starts: requiredString(b, 'starts'),
+        expires: requiredString(b, 'expires'),
+        renewsAt: optionalString(b, 'renews_at') ?? null,
+        noticeDueAt: optionalString(b, 'notice_due_at') ?? null,
+      }),
+      201,
+    ),
+  );
+  route('del', '/organizations/:id/licenses/:base', 'admin.write', (op, _b, [id, base]) => ok(op.revokeLicence(id, base)));
+
+  route('get', '/organizations/:id/usage', 'admin.read', (op, _b, [id]) => ok(op.usage(id)));
+  route('get', '/organizations/:id/downloads', 'admin.read', (op, _b, [id], q) => ok({ downloads: op.downloads(id, limitOf(q)) }));
+  route('get', '/audit', 'admin.read', (op, _b, _p, q) => {
+    const before = q.get('before');
+    if (before !== null && !/^[1-9]\d{0,15}$/.test(before)) throw new OperatorError('BAD_REQUEST', 'before must be an audit entry id');
+    return ok({ entries: op.auditLog({ orgId: q.get('org_id') ?? undefined, before: before === null ? undefined : Number(before), limit: limitOf(q) }) });
+  });
+}

@@ -1,0 +1,255 @@
+// The operator's API (/admin/v1/… on the admin port) against the real server, and the CLI on
+// the same data directory: authorisation (no token, unknown, revoked, read-only scope, public
+// port), every endpoint, the errors, the audit log, and that the CLI and the API answer alike.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { importFeed } from '../src/feeds/import.js';
+import { runBuild } from '../src/build/build.js';
+import { openControlDb } from '../src/accounts/control-db.js';
+import { createAdminToken } from '../src/accounts/admin-tokens.js';
+import { AUTH_POLL_MS } from '../src/accounts/auth.js';
+import type { Service } from '../src/service.js';
+import { PROJECT_ROOT, get, plansFile, request, startTestService, tempDir, writeFile, type Reply } from './helpers.js';
+
+const run = promisify(execFile);
+const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
+
+const FEED = `network,category,provider,confidence,method,last_seen
+81.7.3.16/28,tor,Tor Project,high,,2026-11-02
+`;
+
+describe('operator API (admin port)', () => {
+  let svc: Service;
+  let dataDir: string;
+  let plans: string;
+  let write: string;
+  let read: string;
+  let revoked: string;
+
+  /** The CLI on the service's data directory, --json, parsed; or its exit code and stderr. */
+  async function cli(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans } });
+      return { code: 0, json: JSON.parse(stdout), stderr };
+    } catch (e) {
+      const err = e as { code: number; stderr: string };
+      return { code: err.code, json: null, stderr: err.stderr };
+    }
+  }
+
+  const as = (token: string | null, method: string, p: string, body?: unknown): Promise<Reply> =>
+    request(svc.adminPort, method, `/admin/v1${p}`, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), token ? { Authorization: `Bearer ${token}` } : {});
+
+  const settle = (): Promise<void> => new Promise((r) => setTimeout(r, AUTH_POLL_MS * 3));
+
+  before(async () => {
+    dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir });
+    plans = plansFile(tempDir());
+    svc = await startTestService({ dataDir, plansFile: plans });
+    const db = openControlDb(dataDir);
+    try {
+      write = createAdminToken(db, 'billing', ['admin.write']).secret;
+      read = createAdminToken(db, 'support', ['admin.read']).secret;
+    } finally {
+      db.close();
+    }
+  });
+  after(() => svc.close());
+
+  test('no token, an unknown one, an API key, a read-only token for a change, and the public port are refused', async () => {
+    for (const [token, status, rc] of [
+      [null, 401, 'UNAUTHORIZED'],
+      ['iat_not-a-real-token', 401, 'UNAUTHORIZED'],
+      ['isk_a-customer-key-is-never-an-operator', 401, 'UNAUTHORIZED'],
+    ] as const) {
+      const r = await as(token, 'GET', '/organizations');
+      assert.equal(r.status, status);
+      assert.equal(r.json.rc, rc);
+      assert.equal(typeof r.json.message, 'string');
+    }
+    const r = await as(read, 'POST', '/organizations', { name: 'Nope', plan: 'free' });
+    assert.equal(r.status, 403);
+    assert.equal(r.json.rc, 'FORBIDDEN');
+    assert.match(r.json.message, /admin\.write/);
+    assert.equal((await as(read, 'GET', '/organizations')).status, 200);
+    // Not on the public port, whatever the token.
+    const pub = await request(svc.port, 'GET', '/admin/v1/organizations', undefined, { Authorization: `Bearer ${write}` });
+    assert.notEqual(pub.status, 200);
+    assert.equal(pub.json?.organizations, undefined);
+  });
+
+  test('organisations: create, list, show, plan and limit, delete (keys revoked at once, licences ended, history kept)', async () => {
+    const created = await as(write, 'POST', '/organizations', { name: 'Acme', plan: 'starter' });
+    assert.equal(created.status, 201);
+    const org = created.json;
+    assert.equal(org.name, 'Acme');
+    assert.equal(org.plan, 'starter');
+    assert.ok(Number.isInteger(org.account_id));
+    assert.ok((await as(read, 'GET', '/organizations')).json.organizations.some((o: { id: string }) => o.id === org.id));
+
+    const changed = await as(write, 'POST', `/organizations/${org.id}`, { plan: 'scale', hard_limit: 5000 });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.json.plan, 'scale');
+    assert.equal(changed.json.hard_limit, 5000);
+    assert.equal((await as(write, 'POST', `/organizations/${org.id}`, { hard_limit: null })).json.hard_limit, null);
+
+    const key = await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'prod', allowed_scopes: ['db.download'] });
+    assert.equal(key.status, 201);
+    assert.match(key.json.key, /^isk_/);
+    assert.deepEqual(key.json.allowed_scopes, ['db.download']);
+    await settle();
+    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).json.is_tor, true);
+
+    const lic = await as(write, 'POST', `/organizations/${org.id}/licenses`, { base: 'ipsift', license_type: 'subscription', starts: '2026-01-01', expires: '2099-01-01' });
+    assert.equal(lic.status, 201, lic.text);
+    assert.equal(lic.json.standing, 'licensed');
+
+    const shown = await as(read, 'GET', `/organizations/${org.id}`);
+    assert.deepEqual(shown.json.keys.map((k: { id: string }) => k.id), [key.json.id]);
+    assert.equal(shown.json.keys[0].key, undefined, 'a listing never holds a secret');
+
+    const deleted = await as(write, 'DELETE', `/organizations/${org.id}`);
+    assert.equal(deleted.status, 200);
+    assert.equal(deleted.json.keys_revoked, 1);
+    assert.equal(deleted.json.licences_ended, 1);
+    assert.match(deleted.json.deleted_at, /^\d{4}-/);
+    await settle();
+    const refused = await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` });
+    assert.equal(refused.status, 401);
+    assert.equal(refused.json.error, 'API key revoked');
+    assert.equal((await as(read, 'GET', `/organizations/${org.id}`)).status, 404);
+    assert.equal((await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'again' })).status, 404);
+    assert.ok(!(await as(read, 'GET', '/organizations')).json.organizations.some((o: { id: string }) => o.id === org.id));
+    assert.ok((await as(read, 'GET', '/organizations?deleted=true')).json.organizations.some((o: { id: string }) => o.id === org.id));
+    assert.equal((await as(read, 'GET', `/organizations/${org.id}/downloads`)).status, 200, 'the history of a deleted organisation stays readable');
+  });
+
+  test('keys of any organisation: list, show, rotate (old secret refused), revoke; rotating a revoked key is a conflict', async () => {
+    const org = (await as(write, 'POST', '/organizations', { name: 'Keys Ltd', plan: 'free' })).json;
+    const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'k1' })).json;
+    assert.equal((await as(read, 'GET', `/keys/${k.id}`)).json.key_prefix, k.key_prefix);
+    assert.deepEqual((await as(read, 'GET', `/organizations/${org.id}/keys`)).json.apikeys.map((x: { id: string }) => x.id), [k.id]);
+    const rotated = await as(write, 'POST', `/keys/${k.id}/rotate`);
+    assert.equal(rotated.status, 200);
+    assert.notEqual(rotated.json.key, k.key);
+    await settle();
+    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${k.key}` })).status, 401);
+    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${rotated.json.key}` })).status, 200);
+    const revokedKey = await as(write, 'DELETE', `/keys/${k.id}`);
+    assert.equal(revokedKey.status, 200);
+    assert.match(revokedKey.json.revoked_at, /^\d{4}-/);
+    const conflict = await as(write, 'POST', `/keys/${k.id}/rotate`);
+    assert.equal(conflict.status, 409);
+    assert.equal(conflict.json.rc, 'CONFLICT');
+    assert.equal((await as(read, 'GET', '/keys/no-such-key')).status, 404);
+  });
+
+  test('requests the service layer refuses answer 400 with the reason; unknown subjects 404', async () => {
+    const org = (await as(write, 'POST', '/organizations', { name: 'Bad Input', plan: 'free' })).json;
+    for (const [method, p, body, rc, why] of [
+      ['POST', '/organizations', { name: 'X', plan: 'platinum' }, 'BAD_REQUEST', /unknown plan/],
+      ['POST', '/organizations', { name: 42, plan: 'free' }, 'BAD_REQUEST', /name and a plan/],
+      ['POST', '/organizations', '{"name":', 'BAD_REQUEST', /JSON object/],
+      ['POST', '/organizations', '[1]', 'BAD_REQUEST', /JSON object/],
+      ['POST', `/organizations/${org.id}`, {}, 'BAD_REQUEST', /nothing to change/],
+      ['POST', `/organizations/${org.id}`, { hard_limit: -1 }, 'BAD_REQUEST', /whole number/],
+      ['POST', `/organizations/${org.id}/keys`, { name: 'k', allowed_scopes: ['root'] }, 'BAD_REQUEST', /unknown scope/],
+      ['POST', `/organizations/${org.id}/keys`, { name: 'k', allowed_cidrs: ['10.0.0.1'] }, 'BAD_REQUEST', /not a CIDR/],
+      ['POST', `/organizations/${org.id}/keys`, { allowed_scopes: [] }, 'BAD_REQUEST', /name is required/],
+      ['POST', `/organizations/${org.id}/licenses`, { base: 'nope', license_type: 'evaluation', starts: '2026-01-01', expires: '2026-02-01' }, 'BAD_REQUEST', /base/],
+      ['DELETE', `/organizations/${org.id}/licenses/ipsift`, undefined, 'NOT_FOUND', /no licence/],
+      ['GET', '/organizations/00000000-0000-0000-0000-000000000000', undefined, 'NOT_FOUND', /no organisation/],
+      ['GET', `/organizations/${org.id}/downloads?limit=0`, undefined, 'BAD_REQUEST', /limit/],
+      ['GET', '/audit?before=x', undefined, 'BAD_REQUEST', /before/],
+      ['GET', '/organizations/%E0%A4%A', undefined, 'BAD_REQUEST', /percent-encoding/],
+    ] as const) {
+      const r = await as(write, method, p, body);
+      assert.equal(r.json?.rc, rc, `${method} ${p}: ${r.status} ${r.text}`);
+      assert.equal(r.status, rc === 'NOT_FOUND' ? 404 : 400);
+      assert.match(r.json.message, why, `${method} ${p}`);
+    }
+  });
+
+  test('usage and download history of any organisation', async () => {
+    const org = (await as(write, 'POST', '/organizations', { name: 'Usage Co', plan: 'starter' })).json;
+    const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'u' })).json;
+    await settle();
+    for (let i = 0; i < 3; i++) assert.equal((await get(svc.port, `/81.7.3.${20 + i}`, { Authorization: `Bearer ${k.key}` })).status, 200);
+    // Leases held by the front end count as used until given back (about 1.5 s idle).
+    await new Promise((r) => setTimeout(r, 2000));
+    const u = await as(read, 'GET', `/organizations/${org.id}/usage`);
+    assert.equal(u.status, 200);
+    assert.equal(u.json.requests, 3);
+    assert.equal(u.json.plan, 'starter');
+    assert.ok(Date.parse(u.json.window_end) > Date.parse(u.json.window_start));
+    const d = await as(read, 'GET', `/organizations/${org.id}/downloads?limit=5`);
+    assert.deepEqual(d.json, { downloads: [] });
+  });
+
+  test('the audit log names who did what, from where, and never holds a secret; the CLI reads the same log', async () => {
+    const org = (await as(write, 'POST', '/organizations', { name: 'Audited', plan: 'free' })).json;
+    const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'a' })).json;
+    await as(write, 'POST', `/keys/${k.id}/rotate`);
+    const log = await as(read, 'GET', `/audit?org_id=${org.id}`);
+    assert.equal(log.status, 200);
+    assert.deepEqual(
+      log.json.entries.map((e: { action: string }) => e.action),
+      ['key.rotate', 'key.create', 'org.create'],
+    );
+    for (const e of log.json.entries) {
+      assert.match(e.actor, /^admin:[0-9a-f-]{36}$/);
+      assert.equal(e.source, '127.0.0.1');
+      assert.ok(!JSON.stringify(e).includes(k.key), 'no secret in the audit log');
+    }
+    const paged = await as(read, 'GET', `/audit?org_id=${org.id}&limit=1&before=${log.json.entries[0].id}`);
+    assert.deepEqual(paged.json.entries.map((e: { action: string }) => e.action), ['key.create']);
+    const fromCli = await cli(['audit', '--org', org.id]);
+    assert.equal(fromCli.code, 0, fromCli.stderr);
+    assert.deepEqual(fromCli.json, log.json.entries);
+  });
+
+  test('the CLI and the API give identical answers, and the CLI\'s changes are audited as its user', async () => {
+    const viaApi = (await as(write, 'POST', '/organizations', { name: 'Twin', plan: 'scale' })).json;
+    const viaCli = await cli(['org', 'create', '--name', 'Twin', '--plan', 'scale']);
+    assert.equal(viaCli.code, 0, viaCli.stderr);
+    const strip = (o: Record<string, unknown>): Record<string, unknown> => ({ ...o, id: '', account_id: 0, created_at: '' });
+    assert.deepEqual(strip(viaCli.json), strip(viaApi));
+    assert.deepEqual((await cli(['org', 'show', viaApi.id])).json, (await as(read, 'GET', `/organizations/${viaApi.id}`)).json);
+    const limited = await cli(['org', 'limit', viaApi.id, '700']);
+    const { keys, ...shownAfter } = (await as(read, 'GET', `/organizations/${viaApi.id}`)).json;
+    assert.deepEqual(keys, []);
+    assert.deepEqual(limited.json, shownAfter);
+    assert.equal(shownAfter.hard_limit, 700);
+    assert.deepEqual((await cli(['usage', viaApi.id])).json, (await as(read, 'GET', `/organizations/${viaApi.id}/usage`)).json);
+    assert.deepEqual((await cli(['license', 'list', '--org', viaApi.id])).json, (await as(read, 'GET', `/organizations/${viaApi.id}/licenses`)).json.licenses);
+    // The same refusal, in the same words.
+    const bad = await cli(['org', 'plan', viaApi.id, 'platinum']);
+    assert.notEqual(bad.code, 0);
+    const apiBad = await as(write, 'POST', `/organizations/${viaApi.id}`, { plan: 'platinum' });
+    assert.ok(bad.stderr.includes(apiBad.json.message), `${bad.stderr} / ${apiBad.json.message}`);
+    const entries = (await as(read, 'GET', `/audit?org_id=${viaCli.json.id}`)).json.entries;
+    assert.equal(entries[0].action, 'org.create');
+    assert.match(entries[0].actor, /^cli:/);
+    assert.equal(entries[0].source, 'local');
+  });
+
+  test('a revoked operator token is refused at once', async () => {
+    const made = await cli(['admin', 'token', 'create', '--name', 'temp', '--scope', 'admin.read']);
+    assert.equal(made.code, 0, made.stderr);
+    revoked = made.json.token;
+    assert.equal((await as(revoked, 'GET', '/organizations')).status, 200);
+    assert.equal((await cli(['admin', 'token', 'revoke', made.json.id])).code, 0);
+    const r = await as(revoked, 'GET', '/organizations');
+    assert.equal(r.status, 401);
+    assert.equal(r.json.rc, 'UNAUTHORIZED');
+    const tokens = (await cli(['admin', 'token', 'list'])).json as { id: string; revoked_at: string | null; token?: string }[];
+    assert.ok(tokens.find((t) => t.id === made.json.id)!.revoked_at);
+    assert.ok(tokens.every((t) => t.token === undefined), 'a listing never holds a secret');
+  });
+});
