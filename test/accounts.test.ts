@@ -376,10 +376,10 @@ describe('account ids', () => {
     let db = openControlDb(dir);
     const made = ['A', 'B', 'C'].map((n) => createOrganisation(db, plans, n, 'free'));
     assert.deepEqual(made.map((o) => o.accountId), [1, 2, 3]);
-    // As schema 2 left it: no account_id column (nor what schema 4 added).
+    // As schema 2 left it: no account_id column (nor what schemas 4 and 5 added).
     db.exec(
       'DROP INDEX organisations_account; ALTER TABLE organisations DROP COLUMN account_id; ALTER TABLE organisations DROP COLUMN deleted_at; ' +
-        'DROP TABLE audit; DROP TABLE admin_tokens; DELETE FROM schema_migrations WHERE version >= 3',
+        'DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; DELETE FROM schema_migrations WHERE version >= 3',
     );
     db.close();
     db = openControlDb(dir);

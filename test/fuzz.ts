@@ -74,6 +74,7 @@ const LATER_TARGETS = [
   '/geoip/databases//update', '/geoip/databases/vpn_v1/update/x', '/geoip/updates/metadata?edition_id=vpn_v1',
   '/api/v1/openapi.json', '/api/v1/openapi.json?x=%ZZ', '/geoip/databases/vpn_v1/download?date=20260101&suffix=tar.gz',
   '/geoip/databases/nope/download', '/geoip/updates/metadata?edition_id=vpn_v1&edition_id=nope', '/geoip/updates/metadata',
+  '/api/v1/auth/token', '/api/v1/auth/token?x=1', '/api/v1/auth/token/x',
 ];
 const ACCEPT_ENCODINGS = ['gzip', 'br', 'gzip, br', 'gzip;q=0', '*', 'br;q=abc', 'x'.repeat(600), ', ,;', 'identity'];
 

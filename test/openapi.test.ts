@@ -148,6 +148,13 @@ describe('the OpenAPI document against the server', () => {
     await call('DELETE', '/api/v1/iam/apikeys/{id}', `/api/v1/iam/apikeys/${created.json.id}`, { headers: bearer(manager) });
     await call('DELETE', '/api/v1/iam/apikeys/{id}', '/api/v1/iam/apikeys/00000000-0000-0000-0000-000000000000', { headers: bearer(manager) });
     await call('POST', '/api/v1/iam/apikeys/{id}/rotate', `/api/v1/iam/apikeys/${created.json.id}/rotate`, { headers: bearer(manager) });
+    const token = await call('POST', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(key), body: JSON.stringify({ lifetime_s: 60 }) });
+    await call('POST', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(key), body: '{"lifetime_s":-1}' });
+    await call('POST', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(key), body: '{"scopes":["apikeys.manage"]}' });
+    await call('POST', '/api/v1/auth/token', '/api/v1/auth/token');
+    await call('DELETE', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(key) });
+    await call('DELETE', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(token.json.token) });
+    await call('DELETE', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer('ist_nope') });
   });
 
   test('databases, files and geoipupdate', async () => {

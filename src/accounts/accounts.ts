@@ -93,6 +93,19 @@ const keyOf = (r: KeyRow): ApiKey => ({
   createdAt: r.created_at,
 });
 
+/** The same key with other scopes, built as keyOf builds keys (one object shape for both). */
+export const withScopes = (k: ApiKey, scopes: Scope[]): ApiKey => ({
+  id: k.id,
+  orgId: k.orgId,
+  name: k.name,
+  keyPrefix: k.keyPrefix,
+  scopes,
+  allowedCidrs: k.allowedCidrs,
+  expires: k.expires,
+  revokedAt: k.revokedAt,
+  createdAt: k.createdAt,
+});
+
 /** The public view of a key (API listings and the CLI's --json): never the secret. */
 export function keyJson(k: ApiKey): Record<string, unknown> {
   return {

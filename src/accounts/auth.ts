@@ -6,7 +6,8 @@
 import type { ApiError } from '../api/errors.js';
 import { ERRORS } from '../api/errors.js';
 import { networksOf, type Network } from '../net/network.js';
-import { effectiveHardLimit, findKeyBySecret, getOrganisation, planOf, type ApiKey, type Organisation } from './accounts.js';
+import { effectiveHardLimit, findKeyBySecret, getKey, getOrganisation, planOf, withScopes, type ApiKey, type Organisation, type Scope } from './accounts.js';
+import { TOKEN_TAG, isTokenRevoked, mintToken, tokenSigningKey, verifyToken, type TokenClaims } from './tokens.js';
 import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
 
@@ -23,6 +24,8 @@ export interface Caller {
   readonly networks: readonly Network[];
   /** Expiry in ms since the epoch; Infinity for never. */
   readonly expiresMs: number;
+  /** Set when the credential is a short-lived token (tokens.ts): its id; `key` then holds the token's scopes. */
+  readonly tokenId: string | undefined;
 }
 
 type Resolved = Caller | ApiError;
@@ -85,11 +88,13 @@ export class KeyCache {
   private readonly poller: NodeJS.Timeout;
   /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
   private readonly peers: BroadcastChannel | null;
+  /** The data directory's token signing key, read when the first token arrives. */
+  private signingKey: Buffer | null = null;
 
   constructor(
     private readonly db: ControlDb,
     private readonly plans: Plans,
-    dataDir?: string,
+    private readonly dataDir?: string,
   ) {
     this.version = dataVersion(db);
     this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
@@ -136,8 +141,14 @@ export class KeyCache {
   }
 
   private load(secret: string): Resolved {
+    if (secret.startsWith(TOKEN_TAG)) return this.loadToken(secret);
     const key = findKeyBySecret(this.db, secret);
     if (!key) return ERRORS.keyInvalid;
+    return this.callerOf(key);
+  }
+
+  /** One object shape for every caller, key or token, so the hot path stays monomorphic. */
+  private callerOf(key: ApiKey, tokenId?: string, tokenExpiresMs = Infinity): Resolved {
     if (key.revokedAt) return ERRORS.keyRevoked;
     const org = getOrganisation(this.db, key.orgId);
     if (!org) return ERRORS.keyInvalid;
@@ -148,8 +159,37 @@ export class KeyCache {
       plan,
       hardLimit: effectiveHardLimit(org, plan),
       networks: networksOf(key.allowedCidrs),
-      expiresMs: key.expires ? Date.parse(key.expires) : Infinity,
+      expiresMs: Math.min(key.expires ? Date.parse(key.expires) : Infinity, tokenExpiresMs),
+      tokenId,
     };
+  }
+
+  private key(): Buffer | null {
+    if (this.dataDir === undefined) return null;
+    return (this.signingKey ??= tokenSigningKey(this.dataDir));
+  }
+
+  /** A new token for a key (null: this cache has no data directory to sign with). */
+  mint(keyId: string, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } | null {
+    const k = this.key();
+    return k === null ? null : mintToken(k, keyId, scopes, expiresMs);
+  }
+
+  /** A token's claims if we signed it. */
+  claims(token: string): TokenClaims | null {
+    const k = this.key();
+    return k === null ? null : verifyToken(k, token);
+  }
+
+  /** A token stands for its key, narrowed to the token's scopes and expiry; refused with it. */
+  private loadToken(token: string): Resolved {
+    const claims = this.claims(token);
+    if (claims === null) return ERRORS.keyInvalid;
+    if (isTokenRevoked(this.db, claims.id)) return ERRORS.keyRevoked;
+    const key = getKey(this.db, claims.keyId);
+    if (!key) return ERRORS.keyInvalid;
+    // The key as the token holds it: its scopes narrowed (revokedAt still the key's own).
+    return this.callerOf(withScopes(key, key.scopes.filter((s) => claims.scopes.includes(s))), claims.id, claims.expiresMs);
   }
 
   close(): void {

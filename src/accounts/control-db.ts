@@ -102,6 +102,13 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX audit_org ON audit(org_id, id);
    ALTER TABLE organisations ADD COLUMN deleted_at TEXT;`,
+  // 5: short-lived tokens revoked before their expiry (tokens themselves are signed, not stored)
+  `CREATE TABLE revoked_tokens (
+     id TEXT PRIMARY KEY,
+     key_id TEXT NOT NULL,
+     expires_at TEXT NOT NULL,
+     revoked_at TEXT NOT NULL
+   );`,
 ];
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */

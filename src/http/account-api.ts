@@ -1,6 +1,7 @@
 // Account and key endpoints (interface.md §2.8, §2.9; DESIGN.md §5): GET /api/v1/account/me
-// and /api/v1/iam/apikeys (create, list, revoke, rotate). Key management answers with
-// {"rc": …} bodies; the account answer uses the lookup group's {"error": …}.
+// and /api/v1/iam/apikeys (create, list, revoke, rotate), and /api/v1/auth/token (a key
+// exchanged for a short-lived token; the token revoked). Key management and tokens answer
+// with {"rc": …} bodies; the account answer uses the lookup group's {"error": …}.
 //
 // A key hands on only what it holds (DESIGN.md §5): a key it creates has scopes among its
 // own, an expiry no later than its own and source ranges inside its own (both inherited when
@@ -19,6 +20,7 @@ import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import { recordAudit, type Actor } from '../accounts/audit.js';
+import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, TOKEN_TAG, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_BODY = 64 * 1024;
@@ -81,6 +83,8 @@ export class AccountApi {
     routes.get('/api/v1/iam/apikeys', (res, req) => this.list(res, req), { ...rc, compress: true });
     routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.revoke(res, req), rc);
     routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.rotate(res, req), rc);
+    routes.post('/api/v1/auth/token', (res, req) => this.token(res, req), rc);
+    routes.del('/api/v1/auth/token', (res, req) => this.revokeToken(res, req), rc);
   }
 
   private me(res: HttpResponse, req: HttpRequest): void {
@@ -111,17 +115,8 @@ export class AccountApi {
 
   /** The caller of a key-management request: a Bearer key with apikeys.manage, or null once refused. */
   private manager(res: HttpResponse, req: HttpRequest): Caller | null {
-    const secret = Gate.keyOf(req);
-    if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
-      sendError(res, RC.UNAUTHORIZED, this.metrics);
-      return null;
-    }
-    const c = this.gate.caller(secret, this.client.of(res, req), Date.now());
-    if (c === null || !('key' in c)) {
-      sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, this.metrics);
-      return null;
-    }
-    if (!c.key.scopes.includes('apikeys.manage')) {
+    const c = this.bearerCaller(res, req);
+    if (c !== null && !c.key.scopes.includes('apikeys.manage')) {
       sendError(res, RC.UNAUTHORIZED, this.metrics);
       return null;
     }
@@ -157,8 +152,10 @@ export class AccountApi {
     if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad();
     let fields: ReturnType<typeof checkKeyFields>;
     try {
-      // Not given: the creating key's own expiry and ranges.
-      fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? c.key.expires : expires });
+      // Not given: the creator's own expiry and ranges (a token's expiry where a token creates
+      // it, so a short-lived token cannot leave a lasting key behind).
+      const ownExpiry = c.tokenId === undefined ? c.key.expires : new Date(c.expiresMs).toISOString();
+      fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? ownExpiry : expires });
     } catch (e) {
       if (e instanceof AccountError) return bad();
       throw e;
@@ -181,6 +178,81 @@ export class AccountApi {
     const c = this.manager(res, req);
     if (!c) return;
     sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyJson) }, this.metrics);
+  }
+
+  /**
+   * A key (Bearer, never a token: a token cannot extend itself) exchanged for a short-lived
+   * token: {scopes?: a subset of the key's, lifetime_s?: 1..MAX_TOKEN_LIFETIME_S, default 15
+   * minutes}, never outliving the key.
+   */
+  private token(res: HttpResponse, req: HttpRequest): void {
+    const p = pending(res);
+    const secret = bearerToken(req.getHeader('authorization'));
+    const c = this.bearerCaller(res, req);
+    if (!c) return;
+    if (secret!.startsWith(TOKEN_TAG)) return sendError(res, RC.FORBIDDEN, this.metrics);
+    readSmallBody(res, p, this.routes, (text) =>
+      late(res, p, () => {
+        let body: unknown = {};
+        try {
+          if (text === null) throw new Error('too large');
+          if (text.trim() !== '') body = JSON.parse(text);
+        } catch {
+          return sendError(res, RC.BAD_REQUEST, this.metrics);
+        }
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendError(res, RC.BAD_REQUEST, this.metrics);
+        const { scopes, lifetime_s: lifetime } = body as Record<string, unknown>;
+        if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string'))) return sendError(res, RC.BAD_REQUEST, this.metrics);
+        if (lifetime !== undefined && !(Number.isSafeInteger(lifetime) && (lifetime as number) >= 1 && (lifetime as number) <= MAX_TOKEN_LIFETIME_S)) {
+          return sendError(res, RC.BAD_REQUEST, this.metrics);
+        }
+        const wanted = (scopes as string[] | undefined) ?? c.key.scopes;
+        if (!wanted.every((s) => (c.key.scopes as string[]).includes(s))) return sendError(res, RC.FORBIDDEN, this.metrics);
+        const now = Date.now();
+        const expiresMs = Math.min(c.expiresMs, now + ((lifetime as number | undefined) ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
+        const granted = c.key.scopes.filter((s) => wanted.includes(s));
+        const minted = this.keys.mint(c.key.id, granted, expiresMs);
+        if (minted === null) return sendError(res, RC.INTERNAL, this.metrics);
+        const expires = Math.floor(expiresMs / 1000) * 1000;
+        sendJson(
+          res,
+          201,
+          { rc: 'OK', token: minted.token, token_id: minted.id, token_type: 'Bearer', expires: new Date(expires).toISOString(), expires_in: Math.max(0, Math.floor((expires - now) / 1000)), scopes: granted, org_id: c.org.id },
+          this.metrics,
+        );
+      }),
+    );
+  }
+
+  /** Revokes the token presented as the Bearer credential; its key and other tokens stand. */
+  private revokeToken(res: HttpResponse, req: HttpRequest): void {
+    const secret = bearerToken(req.getHeader('authorization'));
+    const c = this.bearerCaller(res, req);
+    if (!c) return;
+    const claims = c.tokenId === undefined ? null : this.keys.claims(secret!);
+    if (claims === null) return sendError(res, RC.BAD_REQUEST, this.metrics);
+    const now = Date.now();
+    revokeTokenRow(this.db, claims, now);
+    this.keys.invalidate();
+    sendJson(res, 200, { rc: 'OK', token_id: claims.id, revoked_at: new Date(now).toISOString() }, this.metrics);
+  }
+
+  /**
+   * The caller of a Bearer credential (key or token; no other credential beside it) from an
+   * allowed source, or null once refused.
+   */
+  private bearerCaller(res: HttpResponse, req: HttpRequest): Caller | null {
+    const secret = Gate.keyOf(req);
+    if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
+      sendError(res, RC.UNAUTHORIZED, this.metrics);
+      return null;
+    }
+    const c = this.gate.caller(secret, this.client.of(res, req), Date.now());
+    if (c === null || !('key' in c)) {
+      sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, this.metrics);
+      return null;
+    }
+    return c;
   }
 
   /** The key named in the path, if it belongs to the caller's organisation. */

@@ -256,6 +256,46 @@ export function openApiDocument(): Schema {
         responses: { '200': json(ref('RotatedApiKey'), 'The key with its new secret.'), ...keyRefusals },
       },
     },
+    '/api/v1/auth/token': {
+      post: {
+        operationId: 'createToken',
+        summary: 'Exchange a key for a short-lived token, usable wherever the key is (browsers: use tokens, not keys)',
+        security: [{ bearer: [] }],
+        requestBody: {
+          required: false,
+          content: { 'application/json': { schema: object({ scopes: apiKeyFields.allowed_scopes, lifetime_s: { type: 'integer', minimum: 1, maximum: 86400, default: 900 } }, []) } },
+        },
+        responses: {
+          '201': json(
+            object({
+              rc: { const: 'OK' },
+              token: { type: 'string', pattern: '^ist_[A-Za-z0-9_.-]+$' },
+              token_id: { type: 'string' },
+              token_type: { const: 'Bearer' },
+              expires: DATE_TIME,
+              expires_in: { type: 'integer', minimum: 0 },
+              scopes: apiKeyFields.allowed_scopes,
+              org_id: { type: 'string', format: 'uuid' },
+            }),
+            "The token; it never outlives the key, and holds the key's scopes or the subset asked for.",
+          ),
+          '400': json(rcBody(RC.BAD_REQUEST.code), 'A body or field that does not parse.'),
+          '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, or an invalid, revoked or expired one.'),
+          '403': json(rcBody(RC.FORBIDDEN.code), "A scope the key lacks, a token presented instead of a key, or a source outside the key's ranges."),
+        },
+      },
+      delete: {
+        operationId: 'revokeToken',
+        summary: 'Revoke the token presented as the Bearer credential',
+        security: [{ bearer: [] }],
+        responses: {
+          '200': json(object({ rc: { const: 'OK' }, token_id: { type: 'string' }, revoked_at: DATE_TIME }), 'Revoked.'),
+          '400': json(rcBody(RC.BAD_REQUEST.code), 'The credential is a key, not a token.'),
+          '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer credential, or an invalid, revoked or expired one.'),
+          '403': json(rcBody(RC.FORBIDDEN.code), "A source outside the key's ranges."),
+        },
+      },
+    },
     '/api/v1/database/list': {
       get: { operationId: 'listDatabases', summary: 'The catalogue with the organisation\'s licences', security: keyAuth, responses: { '200': json(object({ databases: { type: 'array', items: ref('Database') } }), 'The databases.'), ...dbRefusals() } },
     },
