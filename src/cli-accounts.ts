@@ -7,7 +7,8 @@ import { recordAudit } from './accounts/audit.js';
 import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, Operator } from './accounts/operator.js';
 import { openControlDb, type ControlDb } from './accounts/control-db.js';
 import { loadPlans, type Plans } from './accounts/plans.js';
-import { AccountingStore } from './accounting/store.js';
+import type { AccountingStore } from './accounting/store.js';
+import { openAccountingStore } from './accounting/open-store.js';
 import { UsageError, parse, print } from './cli-common.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import type { LicenseType } from './catalogue/licences.js';
@@ -95,10 +96,11 @@ function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
 /** The service layer the admin API uses too, acting as this OS user. */
 function withOperator<T>(fn: (op: Operator) => T): T {
   return withDb((db, plans, dataDir) => {
-    const bases = loadCatalogue(loadConfig(process.env).catalogueFile).bases.map((b) => b.base);
+    const config = loadConfig(process.env);
+    const bases = loadCatalogue(config.catalogueFile).bases.map((b) => b.base);
     const opened: AccountingStore[] = [];
     const spent = (counter: string): number => {
-      if (opened.length === 0) opened.push(new AccountingStore(dataDir));
+      if (opened.length === 0) opened.push(openAccountingStore(config.accounting, dataDir));
       return opened[0].spent(counter);
     };
     try {

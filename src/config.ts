@@ -33,6 +33,8 @@ export interface Config {
   readonly bodyTimeoutMs: number;
   /** Keyless IPv6 clients are counted per network of this prefix length (IPv4: per address). */
   readonly keylessIpv6Prefix: number;
+  /** Where the shared counters live: LMDB in the data directory, or Redis (a cluster). */
+  readonly accounting: AccountingConfig;
   /** How long lookups go on being answered, counted in memory, while accounting cannot write. */
   readonly accountingGraceMs: number;
   /** On SIGTERM/SIGINT, how long requests and downloads in flight may take to finish. */
@@ -75,6 +77,10 @@ export interface Config {
 export type StoreConfig =
   | { readonly kind: 'local' }
   | { readonly kind: 's3'; readonly bucket: string; readonly prefix: string; readonly region: string; readonly endpoint?: string };
+
+export type AccountingConfig =
+  | { readonly kind: 'lmdb' }
+  | { readonly kind: 'redis'; readonly url: string; readonly prefix: string; readonly timeoutMs: number };
 
 /**
  * Every valid 1000-address batch fits: the longest address is 45 characters, and even with
@@ -125,6 +131,15 @@ function storeConfig(get: (name: ConfigVariable) => string | undefined): StoreCo
   if (!bucket) throw new ConfigError('STORE=s3 needs S3_BUCKET');
   const endpoint = get('S3_ENDPOINT');
   return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
+}
+
+function accountingConfig(get: (name: ConfigVariable) => string | undefined): AccountingConfig {
+  const kind = get('ACCOUNTING') ?? 'lmdb';
+  if (kind === 'lmdb') return { kind };
+  if (kind !== 'redis') throw new ConfigError(`ACCOUNTING must be lmdb or redis, got ${JSON.stringify(kind)}`);
+  const url = get('REDIS_URL') ?? 'redis://127.0.0.1:6379';
+  if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL must be redis://[user:password@]host[:port][/db] or rediss://… (TLS)');
+  return { kind, url, prefix: get('REDIS_PREFIX') ?? 'ipsift:', timeoutMs: integer('REDIS_TIMEOUT_MS', get('REDIS_TIMEOUT_MS') ?? '100', 1, 60_000) };
 }
 
 function logLevel(text: string): LogLevel {
@@ -212,7 +227,8 @@ export const CONFIG_VARIABLES = [
   'MAX_BATCH_BODY_BYTES', 'BATCH_BODY_MEMORY_MIB', 'BODY_TIMEOUT_S', 'KEYLESS_IPV6_PREFIX', 'ACCOUNTING_GRACE_S',
   'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
-  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE',
+  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
+  'REDIS_TIMEOUT_MS',
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -281,6 +297,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     bodyTimeoutMs: integer('BODY_TIMEOUT_S', get('BODY_TIMEOUT_S') ?? String(DEFAULTS.bodyTimeoutS), 1, 3600) * 1000,
     keylessIpv6Prefix: integer('KEYLESS_IPV6_PREFIX', get('KEYLESS_IPV6_PREFIX') ?? String(DEFAULTS.keylessIpv6Prefix), 1, 128),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_S', get('SHUTDOWN_GRACE_S') ?? String(DEFAULTS.shutdownGraceS), 0, 3600) * 1000,
+    accounting: accountingConfig(get),
     accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,
     keylessTier: tierIndex(tierName),
@@ -290,7 +307,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     indexPollMs: integer('INDEX_POLL_MS', get('INDEX_POLL_MS') ?? String(DEFAULTS.indexPollMs), 50, 60000),
     plansFile: path.resolve(get('PLANS_FILE') ?? DEFAULTS.plansFile),
     catalogueFile: path.resolve(get('CATALOGUE_FILE') ?? DEFAULTS.catalogueFile),
-    publishAt: publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
+    // Set and empty means no daily build (an empty value elsewhere means the default).
+    publishAt: (env.PUBLISH_AT ?? file.PUBLISH_AT) === '' ? '' : publishAt(get('PUBLISH_AT') ?? DEFAULTS.publishAt),
     publicUrl: get('PUBLIC_URL') === undefined ? '' : publicUrl(get('PUBLIC_URL')!),
     corsOrigins: corsOrigins(get('CORS_ORIGINS') ?? ''),
     logLevel: logLevel(get('LOG_LEVEL') ?? 'info'),

@@ -17,7 +17,8 @@ import { listFeeds } from './feeds/store.js';
 import { openControlDb } from './accounts/control-db.js';
 import { ensureDemoAccounts } from './accounts/demo-accounts.js';
 import { loadPlans } from './accounts/plans.js';
-import { AccountingStore } from './accounting/store.js';
+import type { AccountingStore } from './accounting/store.js';
+import { openAccountingStore } from './accounting/open-store.js';
 import { Pruner, bucketRefillMs } from './accounting/pruner.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './catalogue/demo-publication.js';
@@ -45,7 +46,7 @@ export interface Service {
   readonly holder: IndexHolder;
   readonly pool: BatchPool;
   readonly metrics: Metrics;
-  /** The shared accounting counters (LMDB). */
+  /** The shared accounting counters (LMDB, or Redis). */
   readonly accounting: AccountingStore;
   /**
    * Graceful shutdown: readiness turns false, the lookup port stops listening, batches and
@@ -101,7 +102,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   // The control database, the accounting store (checked once, here) and the object store of
   // the main thread: for the demo, the pruner and the scheduler. Each front end opens its own.
   const control = openControlDb(config.dataDir);
-  const store = new AccountingStore(config.dataDir, true);
+  const store = openAccountingStore(config.accounting, config.dataDir, true);
   const pruner = new Pruner(store, bucketRefillMs(plans), log);
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {

@@ -3,17 +3,19 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, beforeEach, describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { LEASE_MAX } from '../src/accounting/meter.js';
-import { AccountingStore } from '../src/accounting/store.js';
+import { openAccountingStore } from '../src/accounting/open-store.js';
+import type { AccountingConfig } from '../src/config.js';
 import { WindowClock, orgCounter } from '../src/accounting/windows.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { openServer } from '../src/http/server/open.js';
+import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
 import { PROJECT_ROOT, get, plansFile, request, serveProcess, tempDir, writeFile, type ServeProcess } from './helpers.js';
 
 const rate = { per_second: 1_000_000, burst: 1_000_000 };
@@ -36,29 +38,56 @@ function setup(plan: Record<string, unknown>): { dataDir: string; plans: string;
   return { dataDir, plans, orgId: org.id, secret };
 }
 
-// Every test runs on servers of one front-end thread, then of two (each thread its own leases).
+// Every test runs on servers of one front-end thread, then of two (each thread its own leases),
+// with the counters in LMDB, then in Redis (ACCOUNTING=redis: a cluster's nodes, here three
+// processes on one machine, each of 200 connections).
 // (Not where the server under test cannot share a port between threads: node:http on Node 20.)
 const sharing = (await openServer(process.env.HTTP_SERVER === 'node' ? 'node' : 'auto', { keepAliveTimeoutMs: 1000 })).server.cannotSharePort;
-for (const frontEnds of [1, 2]) describe(`accounting exactness, FRONTEND_THREADS=${frontEnds}`, { skip: frontEnds > 1 && sharing !== null ? sharing : false }, () => {
-  const serve = (env: Record<string, string>): Promise<ServeProcess> => serveOne({ FRONTEND_THREADS: String(frontEnds), ...env });
-  // Connections spread over every thread of both processes.
-  const CONNECTIONS = frontEnds === 1 ? 12 : 240;
+let redis: TestRedis | null = null;
+after(() => redis?.kill());
+let prefixes = 0;
+const RUNS = [
+  { kind: 'lmdb', frontEnds: 1 },
+  { kind: 'lmdb', frontEnds: 2 },
+  { kind: 'redis', frontEnds: 2 },
+] as const;
+for (const { kind, frontEnds } of RUNS) describe(`accounting exactness, ${kind}, FRONTEND_THREADS=${frontEnds}`, { skip: frontEnds > 1 && sharing !== null ? sharing : kind === 'redis' && REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  let accounting: AccountingConfig = { kind: 'lmdb' };
+  let env: Record<string, string> = {};
+  beforeEach(async () => {
+    if (kind === 'lmdb') return;
+    redis ??= await startRedis();
+    accounting = { kind, url: redis.url, prefix: `a${process.pid}.${++prefixes}:`, timeoutMs: 500 };
+    env = { ACCOUNTING: 'redis', REDIS_URL: accounting.url, REDIS_PREFIX: accounting.prefix };
+  });
+  const serve = (more: Record<string, string>): Promise<ServeProcess> => serveOne({ FRONTEND_THREADS: String(frontEnds), ...env, ...more });
+  const spentOn = async (dataDir: string, counter: string): Promise<number> => {
+    const store = openAccountingStore(accounting, dataDir);
+    try {
+      return store.spent(counter);
+    } finally {
+      await store.close();
+    }
+  };
+  const NODES = kind === 'redis' ? 3 : 2;
+  // Connections spread over every thread of every process.
+  const CONNECTIONS = kind === 'redis' ? NODES * 200 : frontEnds === 1 ? 12 : 240;
 
-  test(`threads and two processes of ${frontEnds} front-end threads on one data directory answer exactly hard_limit lookups`, async (t) => {
+  test(`threads and ${NODES} processes of ${frontEnds} front-end threads on one data directory answer exactly hard_limit lookups`, async (t) => {
     const HARD_LIMIT = 1500;
     const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
-    const servers = [await serve({ DATA_DIR: dataDir, PLANS_FILE: plans }), await serve({ DATA_DIR: dataDir, PLANS_FILE: plans })];
+    const servers = await Promise.all(Array.from({ length: NODES }, () => serve({ DATA_DIR: dataDir, PLANS_FILE: plans })));
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    // Two more threads spend the same allowance directly, through their own LMDB handles.
-    const threads = [0, 1].map(() => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { dataDir, counter, limit: HARD_LIMIT, extra: 8 } }));
+    // Two more threads spend the same allowance directly, through their own store handles.
+    const threads = [0, 1].map(() => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting, dataDir, counter, limit: HARD_LIMIT, extra: 8 } }));
     try {
       let ok = 0;
       let lastOk = Date.now();
       const client = async (i: number): Promise<void> => {
-        const port = servers[i % 2].port;
+        const port = servers[i % NODES].port;
         // Until nothing has been answered for 1.5 s: leases idle elsewhere return within 1 s.
         while (Date.now() - lastOk < 1500) {
-          const r = await get(port, `/81.7.${i}.1`, { Authorization: `Bearer ${secret}` });
+          const r = await get(port, `/81.7.${i % 256}.1`, { Authorization: `Bearer ${secret}` });
           if (r.status === 200) {
             ok++;
             lastOk = Date.now();
@@ -73,13 +102,11 @@ for (const frontEnds of [1, 2]) describe(`accounting exactness, FRONTEND_THREADS
       const byThreads = granted.reduce((a, b) => a + b, 0);
       assert.ok(ok > 0 && byThreads > 0, `both sides spent: http ${ok}, threads ${byThreads}`);
       // Threads may still hold a returned lease; together everything granted is the limit.
-      const store = new AccountingStore(dataDir);
-      const spent = store.spent(counter);
-      await store.close();
+      const spent = await spentOn(dataDir, counter);
       assert.equal(ok + byThreads, spent, `answered ${ok} + ${byThreads}, counted ${spent}`);
       assert.ok(spent <= HARD_LIMIT, `counted ${spent} > ${HARD_LIMIT}`);
       assert.equal(ok + byThreads, HARD_LIMIT);
-      t.diagnostic(`hard_limit ${HARD_LIMIT}: ${ok} HTTP 200s on two processes of ${frontEnds} front-end threads over ${CONNECTIONS} connections + ${byThreads} grants on two threads; counted ${spent}`);
+      t.diagnostic(`${kind}, hard_limit ${HARD_LIMIT}: ${ok} HTTP 200s on ${NODES} processes of ${frontEnds} front-end threads over ${CONNECTIONS} connections + ${byThreads} grants on two threads; counted ${spent}`);
     } finally {
       for (const s of servers) s.child.kill('SIGKILL');
       await Promise.all(servers.map((s) => stopped(s.child)));
@@ -113,16 +140,14 @@ for (const frontEnds of [1, 2]) describe(`accounting exactness, FRONTEND_THREADS
     const restarted = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans });
     try {
       const me = await get(restarted.port, '/api/v1/account/me', { Authorization: `Bearer ${secret}` });
-      const store = new AccountingStore(dataDir);
-      const spent = store.spent(counter);
-      await store.close();
+      const spent = await spentOn(dataDir, counter);
       assert.equal(me.json.usage.requests, spent);
       assert.ok(spent >= ok, `counted ${spent} < ${ok} answered`);
       // Each thread's unused lease in the killed process (≤ LEASE_MAX + 1 a thread), plus answers
       // in flight when it died.
       const bound = frontEnds * (LEASE_MAX + 1) + CLIENTS;
       assert.ok(spent - ok <= bound, `over-count ${spent - ok}`);
-      t.diagnostic(`kill -9 after ${ok} answered 200s: counted ${spent}, over-count ${spent - ok} (bound ${bound})`);
+      t.diagnostic(`${kind}: kill -9 after ${ok} answered 200s: counted ${spent}, over-count ${spent - ok} (bound ${bound})`);
     } finally {
       restarted.child.kill('SIGKILL');
       await stopped(restarted.child);
@@ -152,11 +177,49 @@ for (const frontEnds of [1, 2]) describe(`accounting exactness, FRONTEND_THREADS
     await stopped(server.child);
     stop = true;
     await load;
-    const store = new AccountingStore(dataDir);
-    const spent = store.spent(counter);
-    await store.close();
-    t.diagnostic(`kill -9 after ${answered} all-400 batches: ${spent} units counted`);
+    const spent = await spentOn(dataDir, counter);
+    t.diagnostic(`${kind}: kill -9 after ${answered} all-400 batches: ${spent} units counted`);
     assert.ok(spent <= 300, `phantom usage ${spent}`);
     assert.equal(spent, 0);
+  });
+});
+
+describe('accounting in Redis: the server through a Redis restart', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('lookups go on while Redis is down (counted in memory, within the grace), and what they owe is written once it is back', async (t) => {
+    const own = await startRedis(tempDir('ipsift-redis-'));
+    const accounting: AccountingConfig = { kind: 'redis', url: own.url, prefix: 'restart:', timeoutMs: 500 };
+    const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
+    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'restart:', REDIS_TIMEOUT_MS: '200' });
+    const auth = { Authorization: `Bearer ${secret}` };
+    const lookups = async (n: number): Promise<number> => {
+      let ok = 0;
+      for (let i = 0; i < n; i++) if ((await get(server.port, `/81.7.${i % 256}.9`, auth)).status === 200) ok++;
+      return ok;
+    };
+    try {
+      let ok = await lookups(100);
+      await own.kill();
+      // More than the leases the server's two threads hold (≤ 257 each): Redis is needed, and down.
+      const during = await lookups(1000);
+      assert.equal(during, 1000, 'answered while Redis is down');
+      ok += during;
+      assert.match(server.log(), /accounting store cannot be written: counting in memory/);
+      await own.start();
+      // The next sweep after the retry pause writes what is owed; idle leases go back within 1.5 s.
+      await new Promise((r) => setTimeout(r, 3000));
+      ok += await lookups(100);
+      await new Promise((r) => setTimeout(r, 2000));
+      const store = openAccountingStore(accounting, dataDir);
+      const spent = store.spent(counter);
+      await store.close();
+      assert.match(server.log(), /accounting store takes writes again/);
+      assert.equal(spent, ok, `answered ${ok}, counted ${spent}`);
+      t.diagnostic(`Redis killed after 100 lookups, 1 000 answered while it was down, 100 after its restart: counted ${spent} of ${ok}`);
+    } finally {
+      server.child.kill('SIGKILL');
+      await stopped(server.child);
+      await own.kill();
+    }
   });
 });

@@ -14,7 +14,7 @@ import { createKey, createOrganisation, listKeys } from '../src/accounts/account
 import { KeyCache } from '../src/accounts/auth.js';
 import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
-import { AccountingStore, ACCOUNTING_DIR } from '../src/accounting/store.js';
+import { LmdbAccountingStore, ACCOUNTING_DIR } from '../src/accounting/lmdb-store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
 import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
 import { BatchPool } from '../src/batch/pool.js';
@@ -356,7 +356,7 @@ describe('stores and workers at fault', () => {
 
   test('stale day counters, old month counters and full token buckets are pruned; current ones stay', async () => {
     const dataDir = tempDir();
-    const store = new AccountingStore(dataDir);
+    const store = new LmdbAccountingStore(dataDir);
     try {
       const now = Date.UTC(2026, 10, 22, 12);
       store.reserve('d:2026-11-20:1.2.3.4', 5, 0, null);
@@ -380,7 +380,7 @@ describe('stores and workers at fault', () => {
 
   test('degraded accounting: counted in memory within the limit, written once the store recovers, refused past the grace', async () => {
     const dataDir = tempDir();
-    const real = new AccountingStore(dataDir);
+    const real = new LmdbAccountingStore(dataDir);
     let failing = false;
     const fail = (): never => {
       throw new Error('ENOSPC');
@@ -390,7 +390,7 @@ describe('stores and workers at fault', () => {
       reserve: (c: string, n: number, e: number, l: number | null) => (failing ? fail() : real.reserve(c, n, e, l)),
       release: (c: string, n: number) => (failing ? fail() : real.release(c, n)),
       takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? fail() : real.takeTokens(b, w, r, bu, t)),
-    } as unknown as AccountingStore;
+    } as unknown as LmdbAccountingStore;
     const meter = new Meter(store, 5_000);
     try {
       real.reserve('m:x', 90, 0, null); // another process used 90 of 100
@@ -530,7 +530,7 @@ describe('stores and workers at fault', () => {
         await sleep(1500);
         closed = true;
         await svc.close();
-        const store = new AccountingStore(dataDir);
+        const store = new LmdbAccountingStore(dataDir);
         const day = new Date().toISOString().slice(0, 10);
         assert.equal(store.spent(`d:${day}:10.0.0.7`), 1);
         assert.equal(store.spent(`d:${day}:10.15.159.7`), 1);

@@ -191,6 +191,16 @@ export function responses(stream: string, heads: readonly boolean[] = []): RawRe
   return out;
 }
 
+/** A port nothing listens on now (for servers that cannot be given port 0). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 export interface ServeProcess {
   child: ChildProcess;
   port: number;

@@ -6,22 +6,12 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Service } from '../src/service.js';
-import { fetchBytes, get, postBatch, PROJECT_ROOT, publishedDataDir, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, freePort, get, postBatch, PROJECT_ROOT, publishedDataDir, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 const NGINX = ['/usr/sbin/nginx', '/usr/local/sbin/nginx'].find((p) => fs.existsSync(p)) ?? null;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** nginx's defaults: proxy_pass and nothing else (HTTP/1.0 upstream, no forwarding headers). */
 const NGINX_DEFAULTS = `upstream ipsift {

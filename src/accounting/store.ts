@@ -1,151 +1,44 @@
-// Shared counters in LMDB (DATA_DIR/accounting.lmdb): allowance spent per window and token
-// buckets, for every thread and process on the node. Each change is one synchronous write
-// transaction, so it is atomic across processes (LMDB's writer lock); callers lease units in
-// blocks (see meter.ts), so a transaction is made per lease, not per request.
-//
-// Durability: commits are not fsynced (noSync). A crashed or killed process loses nothing
-// it committed — the pages are in the OS cache — only a machine crash can lose the last
-// seconds of counts.
+// The shared counters every thread and process (and, on Redis, every node) spends from:
+// allowance per window and token buckets. Two implementations: LMDB in the data directory
+// (one machine, the default) and Redis (a cluster). Both are synchronous to their callers —
+// the Meter (meter.ts) goes to the store once per lease, not per request — and both throw when
+// they cannot be written, which puts the Meter in its degraded mode.
 
-import fs from 'node:fs';
-import path from 'node:path';
-import { open, type RootDatabase } from 'lmdb';
-import { checkAccountingFile } from './check-store.js';
-import { IpsiftError } from '../errors.js';
-
-export const ACCOUNTING_DIR = 'accounting.lmdb';
-/**
- * Writes stop while the disk has less free space than this: LMDB does not survive ENOSPC (it
- * prints to stdout and then corrupts its heap: malloc aborts the process), so the store never
- * lets a write meet a full disk. The Meter counts in memory meanwhile (degraded mode).
- */
-export const MIN_FREE_BYTES = 32 * 1024 * 1024;
-
-/** The store refuses writes: the disk is (nearly) full. */
-export class DiskFullError extends IpsiftError {
-  constructor(dir: string, free: number) {
-    super('DISK_FULL', `${dir}: ${Math.floor(free / 1048576)} MiB free, under the ${MIN_FREE_BYTES / 1048576} MiB accounting needs to write safely; free some space`);
-  }
-}
-
-type Bucket = [tokens: number, atMs: number];
-
-export class AccountingStore {
-  private readonly db: RootDatabase<number | Bucket, string>;
-  private readonly dir: string;
-
-  /** Opens the data directory's store; `check`: verify the file first (once per process, at start). */
-  constructor(dataDir: string, check = false) {
-    const file = path.join(dataDir, ACCOUNTING_DIR);
-    this.dir = dataDir;
-    if (check) checkAccountingFile(file);
-    this.db = open<number | Bucket, string>({ path: file, noSync: true, cache: false });
-    // Keyless clients' addresses are in the keys: personal data, readable by the owner only.
-    for (const f of [file, `${file}-lock`]) {
-      try {
-        fs.chmodSync(f, 0o600);
-      } catch {
-        // another user's file: left as it is
-      }
-    }
-  }
-
-  /** Throws DiskFullError unless a write can safely go ahead (a statfs: about 2 µs). */
-  private writable(): void {
-    const s = fs.statfsSync(this.dir);
-    const free = s.bavail * s.bsize;
-    if (free < MIN_FREE_BYTES) throw new DiskFullError(this.dir, free);
-  }
-
+export interface AccountingStore {
   /** Units spent (granted) on a counter. */
-  spent(counter: string): number {
-    return (this.db.get(counter) as number | undefined) ?? 0;
-  }
+  spent(counter: string): number;
 
   /**
    * Grants `need` units plus up to `extra` more, never taking the counter past `limit`
-   * (null: no limit). Near the limit the extra shrinks, so few units sit unused in leases.
+   * (null: no limit). Near the limit the extra shrinks, so few units sit unused in leases:
+   * granted = min(room, need + min(extra, ⌊max(0, room − need) / 16⌋)), room = limit − spent.
    * Returns the units granted and the counter after the grant.
    */
-  reserve(counter: string, need: number, extra: number, limit: number | null): { granted: number; spent: number } {
-    this.writable();
-    return this.db.transactionSync(() => {
-      const spent = (this.db.get(counter) as number | undefined) ?? 0;
-      let granted: number;
-      if (limit === null) granted = need + extra;
-      else {
-        const room = Math.max(0, limit - spent);
-        granted = Math.min(room, need + Math.min(extra, Math.floor(Math.max(0, room - need) / 16)));
-      }
-      if (granted > 0) this.db.putSync(counter, spent + granted);
-      return { granted, spent: spent + granted };
-    });
-  }
+  reserve(counter: string, need: number, extra: number, limit: number | null): { granted: number; spent: number };
 
-  /** Gives back units granted but not used. */
-  release(counter: string, units: number): void {
-    if (units <= 0) return;
-    this.writable();
-    this.db.transactionSync(() => {
-      const spent = (this.db.get(counter) as number | undefined) ?? 0;
-      this.db.putSync(counter, Math.max(0, spent - units));
-    });
-  }
+  /** Gives back units granted but not used (never below zero). */
+  release(counter: string, units: number): void;
 
   /**
-   * Takes up to `want` whole tokens from a token bucket (rate per second, capacity burst).
-   * Returns the tokens granted and those left in the bucket after the grant.
+   * Takes up to `want` whole tokens from a token bucket (rate per second, capacity burst),
+   * refilled since its last use. Returns the tokens granted and those left after the grant.
    */
-  takeTokens(bucket: string, want: number, perSecond: number, burst: number, nowMs: number): { granted: number; left: number } {
-    this.writable();
-    return this.db.transactionSync(() => {
-      const b = this.db.get(bucket) as Bucket | undefined;
-      let tokens = burst;
-      if (b) tokens = Math.min(burst, b[0] + (Math.max(0, nowMs - b[1]) / 1000) * perSecond);
-      const granted = Math.max(0, Math.min(want, Math.floor(tokens)));
-      tokens -= granted;
-      this.db.putSync(bucket, [tokens, nowMs]);
-      return { granted, left: tokens };
-    });
-  }
+  takeTokens(bucket: string, want: number, perSecond: number, burst: number, nowMs: number): { granted: number; left: number };
 
   /**
-   * Deletes what no longer counts, a bounded number of keys per write transaction so that
-   * writers never wait long: day counters of days before `dayBefore`, month counters of
-   * months before `monthBefore`, and token buckets untouched for `bucketIdleMs` (full again,
-   * which is what a missing bucket means). Returns the keys deleted.
+   * Deletes what no longer counts: day counters of days before `dayBefore`, month counters
+   * of months before `monthBefore`, and token buckets untouched for `bucketIdleMs` (full
+   * again, which is what a missing bucket means). Returns the keys deleted (0 where the
+   * store expires keys itself).
    */
-  prune(dayBefore: string, monthBefore: string, bucketIdleMs: number, nowMs: number): number {
-    this.writable();
-    let n = this.removeWhere({ start: 'd:', end: `d:${dayBefore}` }, () => true);
-    n += this.removeWhere({ start: 'm:', end: `m:${monthBefore}` }, () => true);
-    n += this.removeWhere({ start: 'r:', end: 'r;' }, (v) => Array.isArray(v) && nowMs - v[1] >= bucketIdleMs);
-    return n;
-  }
+  prune(dayBefore: string, monthBefore: string, bucketIdleMs: number, nowMs: number): number;
 
-  private removeWhere(range: { start: string; end: string }, stale: (v: number | Bucket) => boolean): number {
-    const CHUNK = 1000;
-    let n = 0;
-    let start = range.start;
-    for (;;) {
-      let last: string | null = null;
-      let seen = 0;
-      this.db.transactionSync(() => {
-        for (const { key, value } of this.db.getRange({ start, end: range.end, limit: CHUNK })) {
-          last = key;
-          seen++;
-          if (stale(value)) {
-            this.db.removeSync(key);
-            n++;
-          }
-        }
-      });
-      if (seen < CHUNK || last === null) return n;
-      start = `${last as string}\u0000`;
-    }
-  }
+  close(): Promise<void>;
+}
 
-  close(): Promise<void> {
-    return this.db.close();
-  }
+/** Grants for `need` (+ up to `extra`) on a counter at `spent` under `limit`: the rule of reserve(). */
+export function grantFor(spent: number, need: number, extra: number, limit: number | null): number {
+  if (limit === null) return need + extra;
+  const room = Math.max(0, limit - spent);
+  return Math.min(room, need + Math.min(extra, Math.floor(Math.max(0, room - need) / 16)));
 }

@@ -7,7 +7,8 @@ import { KeyCache } from '../accounts/auth.js';
 import { openControlDb } from '../accounts/control-db.js';
 import { loadPlans } from '../accounts/plans.js';
 import { Meter } from '../accounting/meter.js';
-import { AccountingStore } from '../accounting/store.js';
+import type { AccountingStore } from '../accounting/store.js';
+import { openAccountingStore } from '../accounting/open-store.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
 import { retryAfterOf } from '../catalogue/scheduler.js';
@@ -56,7 +57,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const plans = loadPlans(config.plansFile);
   const catalogue = loadCatalogue(config.catalogueFile);
   const control = openControlDb(config.dataDir);
-  const store = s.accounting ?? new AccountingStore(config.dataDir);
+  const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
   const meter = new Meter(store, config.accountingGraceMs, log);
   const keys = new KeyCache(control, plans, config.dataDir);
   const gate = new Gate(keys, meter, plans, config.keylessTier);

@@ -1,0 +1,119 @@
+// One suite for every accounting store (store.ts): LMDB and Redis grant, give back and refill
+// alike, and threads racing on one counter never take it past its limit. Then what is Redis's
+// own: an unreachable server makes calls fail fast (the Meter's degraded mode takes over) and
+// a restarted one is used again.
+
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import type { AccountingConfig } from '../src/config.js';
+import { openAccountingStore } from '../src/accounting/open-store.js';
+import { RETRY_MS, RedisAccountingStore, RedisUnavailable } from '../src/accounting/redis-store.js';
+import type { AccountingStore } from '../src/accounting/store.js';
+import { Meter } from '../src/accounting/meter.js';
+import { PROJECT_ROOT, freePort, tempDir } from './helpers.js';
+import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
+
+let redis: TestRedis | null = null;
+before(async () => {
+  if (REDIS_SERVER !== null) redis = await startRedis();
+});
+after(() => redis?.kill());
+
+let runs = 0;
+/** A fresh store: its own data directory, or its own key prefix on the test's Redis. */
+function backend(kind: 'lmdb' | 'redis'): { config: AccountingConfig; dataDir: string } {
+  const dataDir = tempDir();
+  if (kind === 'lmdb') return { config: { kind }, dataDir };
+  return { config: { kind, url: redis!.url, prefix: `t${process.pid}.${++runs}:`, timeoutMs: 500 }, dataDir };
+}
+
+for (const kind of ['lmdb', 'redis'] as const) {
+  describe(`accounting store: ${kind}`, { skip: kind === 'redis' && REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+    let store: AccountingStore;
+    let b: ReturnType<typeof backend>;
+    before(() => {
+      b = backend(kind);
+      store = openAccountingStore(b.config, b.dataDir);
+    });
+    after(() => store.close());
+
+    test('reserve grants the need and a shrinking extra, never past the limit; release never goes below zero', () => {
+      assert.equal(store.spent('m:2026-11:a'), 0);
+      assert.deepEqual(store.reserve('m:2026-11:a', 1, 10, 100), { granted: 7, spent: 7 }); // room 99 → extra ⌊99/16⌋ = 6
+      assert.deepEqual(store.reserve('m:2026-11:a', 5, 256, null), { granted: 261, spent: 268 });
+      assert.deepEqual(store.reserve('m:2026-11:a', 1, 0, 268), { granted: 0, spent: 268 });
+      assert.deepEqual(store.reserve('m:2026-11:a', 10, 0, 272), { granted: 4, spent: 272 });
+      store.release('m:2026-11:a', 2);
+      assert.equal(store.spent('m:2026-11:a'), 270);
+      store.release('m:2026-11:a', 1000);
+      assert.equal(store.spent('m:2026-11:a'), 0);
+      store.release('d:2026-11-24:10.0.0.1', 5);
+      assert.equal(store.spent('d:2026-11-24:10.0.0.1'), 0);
+    });
+
+    test('a token bucket starts full, grants whole tokens and refills at its rate', async () => {
+      assert.deepEqual(store.takeTokens('r:k:a', 15, 10, 20, Date.now()), { granted: 15, left: 5 });
+      const second = store.takeTokens('r:k:a', 15, 10, 20, Date.now());
+      assert.equal(second.granted, 5);
+      assert.ok(second.left >= 0 && second.left < 1, `left ${second.left}`);
+      await new Promise((r) => setTimeout(r, 350));
+      const later = store.takeTokens('r:k:a', 15, 10, 20, Date.now());
+      assert.ok(later.granted >= 3 && later.granted <= 4, `3.5 s⁻¹ × 10: granted ${later.granted}`);
+    });
+
+    test('four threads with their own handles and Meters race on one counter: exactly its limit is granted', async () => {
+      const LIMIT = 5000;
+      const counter = 'm:2026-11:race';
+      const threads = [0, 1, 2, 3].map(
+        () => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 } }),
+      );
+      await new Promise((r) => setTimeout(r, 1500));
+      const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
+      await Promise.all(threads.map((t) => t.terminate()));
+      assert.ok(granted.every((g) => g > 0), `every thread was granted some: ${granted}`);
+      assert.equal(granted.reduce((x, y) => x + y, 0), LIMIT);
+      assert.equal(store.spent(counter), LIMIT);
+    });
+  });
+}
+
+describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('calls fail at once while it is down (one wait a second at most), the Meter counts in memory, and writes what it owes once Redis is back', async () => {
+    const own = await startRedis(tempDir('ipsift-redis-'));
+    const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'down:', timeoutMs: 200 }, tempDir());
+    const meter = new Meter(store, 60_000);
+    try {
+      assert.equal(meter.spend('m:x', 1, 0, 100, Date.now()), 1);
+      await own.kill();
+      const t0 = performance.now();
+      assert.throws(() => store.reserve('m:x', 1, 0, 100), RedisUnavailable);
+      for (let i = 0; i < 1000; i++) assert.throws(() => store.reserve('m:x', 1, 0, 100), RedisUnavailable);
+      const ms = performance.now() - t0;
+      assert.ok(ms < 200 + 100, `1001 calls on a dead server took ${ms.toFixed(0)} ms`);
+      // Degraded: answered from memory, within the limit.
+      let answered = 0;
+      for (let i = 0; i < 50; i++) answered += meter.spend('m:x', 1, 0, 100, Date.now());
+      assert.equal(answered, 50);
+      assert.ok(meter.degraded);
+      await own.start();
+      await new Promise((r) => setTimeout(r, RETRY_MS + 200));
+      meter.sweep(Date.now());
+      assert.ok(!meter.degraded, 'recovered');
+      assert.equal(store.spent('m:x'), 51, 'the first unit survived the restart (append-only file) and the 50 owed were written');
+    } finally {
+      meter.close();
+      await store.close();
+      await own.kill();
+    }
+  });
+
+  test('a server that cannot be reached is refused at start, naming the URL without its password', async () => {
+    const port = await freePort(); // nothing listens there
+    assert.throws(
+      () => new RedisAccountingStore({ url: `redis://user:secret@127.0.0.1:${port}`, prefix: 'x:', timeoutMs: 100, connectTimeoutMs: 300 }),
+      (e: Error) => e instanceof RedisUnavailable && /redis:\/\/user:\*\*\*@127\.0\.0\.1/.test(e.message) && !e.message.includes('secret'),
+    );
+  });
+});

@@ -1,0 +1,52 @@
+// A redis-server of the test's own on a free loopback port: tests may kill and restart it (the
+// machine's own Redis is left alone). With `dir`, it keeps an append-only file there, as an
+// operator's accounting Redis should (counts survive its restart); without, nothing on disk.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import { freePort } from './helpers.js';
+
+export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).status === 0) ?? null;
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** Stops the server (SIGKILL: what a crash looks like to clients). */
+  kill(): Promise<void>;
+  /** Starts it again on the same port (empty, unless it keeps an append-only file). */
+  start(): Promise<void>;
+}
+
+const answers = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
+    s.once('data', (d) => (s.destroy(), resolve(d.toString().startsWith('+PONG'))));
+    s.once('error', () => resolve(false));
+  });
+
+export async function startRedis(dir?: string): Promise<TestRedis> {
+  if (REDIS_SERVER === null) throw new Error('redis-server is not installed (Debian: apt-get install redis-server)');
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const r: TestRedis = {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    async kill() {
+      const c = child;
+      child = null;
+      if (c === null || c.exitCode !== null) return;
+      await new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')));
+    },
+    async start() {
+      const keep = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec', '--dir', dir];
+      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
+      for (let i = 0; i < 100; i++) {
+        if (await answers(port)) return;
+        await new Promise((res) => setTimeout(res, 50));
+      }
+      throw new Error(`redis-server did not answer on port ${port}`);
+    },
+  };
+  await r.start();
+  return r;
+}
