@@ -13,6 +13,7 @@ import { UsageError, parse, print } from './cli-common.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import type { LicenseType } from './catalogue/licences.js';
 import { publishExports } from './catalogue/publish.js';
+import { publishIndexReplica } from './replica/index-replica.js';
 import { readCurrentBuildId } from './build/builds.js';
 import { openStore } from './store/open-store.js';
 import { importSources, loadSources } from './feeds/sources.js';
@@ -312,8 +313,11 @@ async function publish(args: string[]): Promise<void> {
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
   const db = openControlDb(config.dataDir);
   try {
-    const n = await publishExports(db, (await openStore(config)).store, config.dataDir, build);
-    print(values.json as boolean, { build, artifacts: n }, () => `published ${n} artifacts of build ${build}`);
+    const { store } = await openStore(config);
+    const n = await publishExports(db, store, config.dataDir, build);
+    // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
+    const replica = await publishIndexReplica(store, config.dataDir, build);
+    print(values.json as boolean, { build, artifacts: n, index: replica }, () => `published ${n} artifacts and the index of build ${build}`);
   } finally {
     db.close();
   }

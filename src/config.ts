@@ -33,6 +33,13 @@ export interface Config {
   readonly bodyTimeoutMs: number;
   /** Keyless IPv6 clients are counted per network of this prefix length (IPv4: per address). */
   readonly keylessIpv6Prefix: number;
+  /**
+   * all: one node that builds, publishes and serves (the default); serve: a serving node of a
+   * cluster, no feeds, no builder, following the index the builder publishes to the store.
+   */
+  readonly role: 'all' | 'serve';
+  /** How often a serving node checks the store for a new build. */
+  readonly replicaPollMs: number;
   /** Where the shared counters live: LMDB in the data directory, or Redis (a cluster). */
   readonly accounting: AccountingConfig;
   /** How long lookups go on being answered, counted in memory, while accounting cannot write. */
@@ -133,6 +140,14 @@ function storeConfig(get: (name: ConfigVariable) => string | undefined): StoreCo
   return { kind, bucket, prefix: get('S3_PREFIX') ?? '', region: get('S3_REGION') ?? 'us-east-1', ...(endpoint ? { endpoint } : {}) };
 }
 
+function role(text: string, store: string): 'all' | 'serve' {
+  if (text !== 'all' && text !== 'serve') throw new ConfigError(`ROLE must be all or serve, got ${JSON.stringify(text)}`);
+  // A serving node follows what the builder published to a store they share; a local store
+  // is the node's own directory, where nothing is ever published.
+  if (text === 'serve' && store !== 's3') throw new ConfigError('ROLE=serve follows the builds a builder publishes to the object store: set STORE=s3 (the builder\'s bucket)');
+  return text;
+}
+
 function accountingConfig(get: (name: ConfigVariable) => string | undefined): AccountingConfig {
   const kind = get('ACCOUNTING') ?? 'lmdb';
   if (kind === 'lmdb') return { kind };
@@ -228,7 +243,7 @@ export const CONFIG_VARIABLES = [
   'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
   'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
-  'REDIS_TIMEOUT_MS',
+  'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S',
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -297,6 +312,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     bodyTimeoutMs: integer('BODY_TIMEOUT_S', get('BODY_TIMEOUT_S') ?? String(DEFAULTS.bodyTimeoutS), 1, 3600) * 1000,
     keylessIpv6Prefix: integer('KEYLESS_IPV6_PREFIX', get('KEYLESS_IPV6_PREFIX') ?? String(DEFAULTS.keylessIpv6Prefix), 1, 128),
     shutdownGraceMs: integer('SHUTDOWN_GRACE_S', get('SHUTDOWN_GRACE_S') ?? String(DEFAULTS.shutdownGraceS), 0, 3600) * 1000,
+    role: role(get('ROLE') ?? 'all', get('STORE') ?? DEFAULTS.store),
+    replicaPollMs: integer('REPLICA_POLL_S', get('REPLICA_POLL_S') ?? '30', 1, 86400) * 1000,
     accounting: accountingConfig(get),
     accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,

@@ -30,6 +30,7 @@ import type { ServerKind } from './http/server/types.js';
 import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
 import { FrontEndThreads } from './frontend/threads.js';
 import { lastPublishedAt } from './catalogue/publish.js';
+import { IndexFollower } from './replica/index-replica.js';
 import type { RouteTable } from './http/routes.js';
 
 export interface Service {
@@ -89,12 +90,20 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const catalogue = loadCatalogue(config.catalogueFile);
   await checkPortFree('PORT', config.host, config.port);
   await checkPortFree('ADMIN_PORT', config.adminHost, config.adminPort);
-  // Only a new data directory gets the demo and its printed keys.
-  const fresh = config.demo && isFresh(config.dataDir);
+  // Only a new data directory gets the demo and its printed keys; a serving node of a cluster
+  // gets neither the demo nor a rebuild: its builds come from the store.
+  const serving = config.role === 'serve';
+  const fresh = !serving && config.demo && isFresh(config.dataDir);
   if (fresh) ensureDemo(config.dataDir, log);
 
-  rebuildOlderFormat(config.dataDir, log);
+  if (!serving) rebuildOlderFormat(config.dataDir, log);
   const holder = new IndexHolder(config.dataDir, log);
+  let follower: IndexFollower | null = null;
+  if (serving) {
+    // The first check before listening: a node starts on the published build where it can.
+    follower = new IndexFollower((await openStore(config)).store, config.dataDir, log);
+    await follower.start(config.replicaPollMs);
+  }
   await holder.reload();
   holder.watch(config.indexPollMs);
   if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
@@ -119,6 +128,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     for (const l of listeners) l.close();
     await front?.close();
     await threads?.close();
+    await follower?.stop();
     holder.close();
     await pool?.close();
     await closeAccounts();
@@ -126,8 +136,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
   try {
     const { store: objects } = await openStore(config);
     if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
-    if (config.demo) await ensureDemoPublication(control, objects, config.dataDir, log);
-    scheduler = config.publishAt ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+    if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
+    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
     scheduler?.start();
 
     pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
@@ -143,7 +153,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       plans,
       bases: catalogue.bases.map((b) => b.base),
       spent: (counter) => store.spent(counter),
-    });
+    }, follower ? () => follower.state : null);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {

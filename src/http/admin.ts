@@ -13,6 +13,7 @@ import { metricsText } from './metrics-text.js';
 import { registerOpenApi } from './openapi.js';
 import { registerOperatorApi } from './operator-api.js';
 import type { OperatorDeps } from '../accounts/operator.js';
+import type { FollowerState } from '../replica/index-replica.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {
   writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
@@ -31,6 +32,9 @@ export interface ThreadsView {
   threadMetrics(): readonly Metrics[];
 }
 
+/** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
+const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
+
 export function createAdminApp(
   server: HttpServer,
   holder: IndexHolder,
@@ -42,6 +46,7 @@ export function createAdminApp(
   threads: ThreadsView | null = null,
   lastPublishedAt: () => Date | null = () => null,
   operator: OperatorDeps | null = null,
+  replica: (() => FollowerState) | null = null,
 ): { app: HttpApp; routes: RouteTable } {
   const app = server.app();
   const adminMetrics = new Metrics();
@@ -55,11 +60,11 @@ export function createAdminApp(
     const waiting = threads?.notReady() ?? 0;
     if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down', http_server });
     else if (s && waiting > 0) json(res, '503 Service Unavailable', { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
-    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server });
-    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server });
+    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...(replica ? { replica: replicaJson(replica()) } : {}) });
+    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server, ...(replica ? { replica: replicaJson(replica()) } : {}) });
   });
   routes.get('/metrics', (res) => {
-    res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt }));
+    res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null }));
   }, { compress: true });
   if (operator) registerOperatorApi(routes, operator, adminMetrics);
   routes.fallback();

@@ -3,6 +3,7 @@
 // old it is, each front-end thread's event loop, the process, and what this ipsift is.
 
 import fs from 'node:fs';
+import type { FollowerState } from '../replica/index-replica.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
 import { RUNTIME, VERSION } from '../version.js';
@@ -17,6 +18,8 @@ export interface MetricsView {
   threads: readonly Metrics[] | null;
   serverKind: string;
   lastPublishedAt(): Date | null;
+  /** A serving node's view of the builds published to the store (null: not a follower). */
+  replica?: FollowerState | null;
 }
 
 /** A label value as the text format quotes it. */
@@ -69,6 +72,15 @@ export function metricsText(v: MetricsView): string {
   family('ipsift_last_publish_timestamp_seconds', 'gauge', 'When a database export was last published (Unix time; 0: never).', [
     `ipsift_last_publish_timestamp_seconds ${seconds(v.lastPublishedAt())}`,
   ]);
+  if (v.replica) {
+    const r = v.replica;
+    family('ipsift_replica_in_sync', 'gauge', 'Whether this serving node serves the build published to the store (ROLE=serve; 0 while fetching, or when the published build failed its check).', [
+      `ipsift_replica_in_sync ${r.published !== null && r.published === s?.buildId ? 1 : 0}`,
+    ]);
+    family('ipsift_replica_check_timestamp_seconds', 'gauge', 'When this serving node last read the store\'s pointer (Unix time; 0: never).', [
+      `ipsift_replica_check_timestamp_seconds ${seconds(r.checkedAt)}`,
+    ]);
+  }
   family('ipsift_batch_queue', 'gauge', 'Batches waiting for a worker.', [`ipsift_batch_queue ${v.pool.queued}`]);
   family('ipsift_batch_worker_failures_total', 'counter', 'Batch attempts lost to a failed worker.', [`ipsift_batch_worker_failures_total ${v.pool.workerFailures}`]);
   family('ipsift_batch_body_bytes', 'gauge', 'Bytes held by batch bodies being received.', [`ipsift_batch_body_bytes ${m.bodyMemory?.held ?? 0}`]);

@@ -67,6 +67,17 @@ export class LocalStore implements ObjectStore {
     fs.renameSync(tmp, target);
   }
 
+  async fetch(key: string, file: string): Promise<boolean> {
+    if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
+    try {
+      await fs.promises.copyFile(this.pathOf(key), file);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT' && !fs.existsSync(this.pathOf(key))) return false;
+      throw e;
+    }
+  }
+
   /** Gzip forms being written on demand (objects published before ipsift wrote them), by key. */
   private readonly gzipping = new Map<string, Promise<string>>();
 

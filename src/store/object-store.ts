@@ -4,6 +4,8 @@
 export interface ObjectStore {
   /** Stores the local file under key (replacing any object there). */
   put(key: string, file: string): Promise<void>;
+  /** Writes the object to the local file (replacing it); false when there is no such object. */
+  fetch(key: string, file: string): Promise<boolean>;
   /**
    * A URL that lets a client start a GET of the object until `expiresAt` (ms since epoch).
    * Synchronous where signing needs no I/O (the local store): an answer written inside its

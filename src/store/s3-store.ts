@@ -2,7 +2,9 @@
 // presigned GetObject URLs (S3 checks them when a transfer starts, as the local store does).
 
 import fs from 'node:fs';
-import { GetObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { GetObjectCommand, NoSuchKey, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { ObjectStore } from './object-store.js';
@@ -43,6 +45,18 @@ export class S3Store implements ObjectStore {
       queueSize: 4,
     });
     await upload.done();
+  }
+
+  async fetch(key: string, file: string): Promise<boolean> {
+    let body: Readable;
+    try {
+      body = (await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }))).Body as Readable;
+    } catch (e) {
+      if (e instanceof NoSuchKey || (e as { name?: string }).name === 'NoSuchKey') return false;
+      throw e;
+    }
+    await pipeline(body, fs.createWriteStream(file));
+    return true;
   }
 
   async signedUrl(key: string, expiresAt: number, downloadName: string): Promise<string> {
