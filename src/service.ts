@@ -31,6 +31,7 @@ import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
 import { FrontEndThreads } from './frontend/threads.js';
 import { lastPublishedAt } from './catalogue/publish.js';
 import { IndexFollower } from './replica/index-replica.js';
+import { ClusterBuildLock } from './catalogue/cluster-lock.js';
 import type { RouteTable } from './http/routes.js';
 
 export interface Service {
@@ -137,7 +138,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const { store: objects } = await openStore(config);
     if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
-    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log) : null;
+    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log, config.dataDir, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null) : null;
     scheduler?.start();
 
     pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });

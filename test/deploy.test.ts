@@ -11,7 +11,10 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { runBuild } from '../src/build/build.js';
-import { releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
+import { PublishScheduler, releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
+import { ClusterBuildLock } from '../src/catalogue/cluster-lock.js';
+import { jsonLogger } from '../src/log.js';
+import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
@@ -176,6 +179,31 @@ describe('one daily build per data directory', () => {
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
     runBuild({ dataDir: dir, exports: false });
     assert.equal(servingToday(dir), true, 'a run then skips: today’s build serves');
+  });
+});
+
+describe('one daily build per cluster (builder nodes sharing a Redis)', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('two builders with data directories of their own, run at once: one builds and publishes, the other skips, and skips again later that day', async () => {
+    const redis = await startRedis();
+    try {
+      const lines: string[] = [];
+      const log = jsonLogger((l) => void lines.push(l));
+      const builders = [tempDir(), tempDir()].map((dataDir) => {
+        importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+        const env = { ...process.env, DATA_DIR: dataDir, STORE: 'local', PUBLISH_AT: '' };
+        return { dataDir, scheduler: new PublishScheduler('00:05', env, log, dataDir, new ClusterBuildLock(redis.url, 'c1:')) };
+      });
+      await Promise.all(builders.map((b) => b.scheduler.runOnce()));
+      const built = builders.filter((b) => servingToday(b.dataDir));
+      assert.equal(built.length, 1, lines.join(''));
+      assert.match(lines.join(''), /"msg":"daily build skipped","reason":"another node is building/);
+      const other = builders.find((b) => !servingToday(b.dataDir))!;
+      await other.scheduler.runOnce();
+      assert.equal(servingToday(other.dataDir), false);
+      assert.match(lines.join(''), /"reason":"build \d{8}-\d+ was published today by another node"/);
+    } finally {
+      await redis.kill();
+    }
   });
 });
 

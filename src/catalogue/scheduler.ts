@@ -5,7 +5,9 @@
 // Once per data directory: a run takes DATA_DIR/daily-build.lock (created exclusively, holding
 // the pid; a lock whose process is gone, or older than LOCK_STALE_MS, is taken over) and is
 // skipped when the serving build is already today's, so servers sharing a data directory build
-// once. A server that starts after PUBLISH_AT with no build of today catches up at once.
+// once; in a cluster (ACCOUNTING=redis) builder nodes also share a lock in Redis
+// (cluster-lock.ts), so the cluster builds once a day whatever the number of builders.
+// A server that starts after PUBLISH_AT with no build of today catches up at once.
 
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +15,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readCurrentBuildId } from '../build/builds.js';
 import type { Logger } from '../log.js';
+import { reasonOf } from '../errors.js';
+import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
 
@@ -106,6 +110,8 @@ export class PublishScheduler {
     private readonly env: NodeJS.ProcessEnv,
     private readonly log: Logger,
     private readonly dataDir: string = env.DATA_DIR ?? '.',
+    /** Builder nodes of a cluster (null: this machine's lock file only). */
+    private readonly clusterLock: ClusterBuildLock | null = null,
   ) {
     msUntil(at, Date.now()); // validate now
   }
@@ -139,8 +145,22 @@ export class PublishScheduler {
     if (this.running) return;
     if (servingToday(this.dataDir)) return void this.log.info('daily build skipped: today’s build already serves');
     if (!takeBuildLock(this.dataDir)) return void this.log.info('daily build skipped: another process on this data directory is running it');
+    const day = new Date().toISOString().slice(0, 10);
+    if (this.clusterLock) {
+      let outcome: LockOutcome;
+      try {
+        outcome = await this.clusterLock.take(day);
+      } catch (e) {
+        outcome = { taken: false, reason: `the cluster's lock cannot be taken (${reasonOf(e)}); tried again at the next run` };
+      }
+      if (!outcome.taken) {
+        releaseBuildLock(this.dataDir);
+        return void this.log.info('daily build skipped', { reason: outcome.reason });
+      }
+    }
     this.running = true;
     const t = Date.now();
+    let built: string | null = null;
     try {
       if (this.env.SOURCES_FILE) {
         const reports = JSON.parse(await run(['sources', 'import'], this.env)) as { name: string; ok: boolean; error?: string }[];
@@ -148,12 +168,15 @@ export class PublishScheduler {
       }
       const build = JSON.parse(await run(['build'], this.env)) as { id: string };
       const published = JSON.parse(await run(['publish', '--build', build.id], this.env)) as { artifacts: number };
+      built = build.id;
       this.log.info('daily build published', { build: build.id, artifacts: published.artifacts, ms: Date.now() - t });
     } catch (e) {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {
       this.running = false;
       releaseBuildLock(this.dataDir);
+      // An unreleased cluster lock frees itself when it expires.
+      await this.clusterLock?.release(day, built).catch((e: unknown) => this.log.warn('the cluster build lock was not released', { reason: reasonOf(e) }));
     }
   }
 
