@@ -23,6 +23,15 @@ const rate = { per_second: 1_000_000, burst: 1_000_000 };
 /** A server process with one batch worker (the tests here count, they do not load). */
 const serveOne = (env: Record<string, string>): Promise<ServeProcess> => serveProcess({ BATCH_WORKERS: '1', ...env });
 
+/** Every server, or none: where one fails to start, those that did are killed before the error. */
+async function startAll(starting: Promise<ServeProcess>[]): Promise<ServeProcess[]> {
+  const settled = await Promise.allSettled(starting);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed === undefined) return settled.map((r) => (r as PromiseFulfilledResult<ServeProcess>).value);
+  for (const r of settled) if (r.status === 'fulfilled') r.value.child.kill('SIGKILL');
+  throw failed.reason;
+}
+
 const stopped = (c: ChildProcess): Promise<void> => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
 
 /** A data directory with a build, a plans file and one organisation with a key. */
@@ -76,7 +85,8 @@ for (const { kind, frontEnds } of RUNS) describe(`accounting exactness, ${kind},
   test(`threads and ${NODES} processes of ${frontEnds} front-end threads on one data directory answer exactly hard_limit lookups`, async (t) => {
     const HARD_LIMIT = 1500;
     const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
-    const servers = await Promise.all(Array.from({ length: NODES }, () => serve({ DATA_DIR: dataDir, PLANS_FILE: plans })));
+    // Started together, as a service manager starts several on a new data directory.
+    const servers = await startAll(Array.from({ length: NODES }, () => serve({ DATA_DIR: dataDir, PLANS_FILE: plans })));
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
     // Two more threads spend the same allowance directly, through their own store handles.
     const threads = [0, 1].map(() => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting, dataDir, counter, limit: HARD_LIMIT, extra: 8 } }));

@@ -2,7 +2,7 @@
 // server, and the stores and workers failing under it. Each test pins one attack or fault.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -15,6 +15,7 @@ import { KeyCache } from '../src/accounts/auth.js';
 import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { LmdbAccountingStore, ACCOUNTING_DIR } from '../src/accounting/lmdb-store.js';
+import { checkAccountingFile } from '../src/accounting/check-store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
 import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
 import { BatchPool } from '../src/batch/pool.js';
@@ -414,6 +415,21 @@ describe('stores and workers at fault', () => {
       meter.close();
       await real.close();
     }
+  });
+
+  test('an accounting store another process is creating at this moment (empty for an instant) is waited for, not called damaged', async () => {
+    const made = tempDir();
+    const real = new LmdbAccountingStore(made);
+    real.reserve('m:x', 5, 0, null);
+    await real.close();
+    const dataDir = tempDir();
+    const file = path.join(dataDir, ACCOUNTING_DIR);
+    fs.writeFileSync(file, '');
+    // The other process: the file whole 300 ms later (a child, as this thread is blocked while checking).
+    const writer = spawn(process.execPath, ['-e', `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(path.join(made, ACCOUNTING_DIR))}, ${JSON.stringify(file)}), 300)`]);
+    await new Promise((r) => writer.once('spawn', r));
+    checkAccountingFile(file);
+    await new Promise((r) => writer.once('exit', r));
   });
 
   test('a damaged or emptied accounting store, or a damaged control database, stops the start with one line naming the file', async () => {
