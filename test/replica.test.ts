@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { promisify } from 'node:util';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,11 +16,18 @@ import { INDEX_FILE, MANIFEST_FILE, buildDir } from '../src/build/builds.js';
 import { POINTER_KEY } from '../src/replica/index-replica.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
+import { openApiDocument } from '../src/http/openapi.js';
 import type { Service } from '../src/service.js';
 import { S3Store } from '../src/store/s3-store.js';
 import { PROJECT_ROOT, get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
 
 const BUCKET = 'ipsift-replicas';
+const require = createRequire(import.meta.url);
+const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
+const { default: addFormats } = require('ajv-formats') as typeof import('ajv-formats');
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+const readyzSchema = ajv.compile((openApiDocument() as any).paths['/readyz'].get.responses['200'].content['application/json'].schema);
 const run = promisify(execFile);
 
 describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
@@ -86,6 +94,7 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
       assert.equal(r.status, 'ready');
       assert.equal(r.build, first);
       assert.deepEqual([r.replica.published, r.replica.error], [first, null]);
+      assert.ok(readyzSchema(r), `/readyz as the OpenAPI document says: ${JSON.stringify(readyzSchema.errors)}`);
       assert.deepEqual((await get(n.port, '/81.7.3.9')).json, { ip: '81.7.3.9', is_vpn: true });
       assert.deepEqual((await get(n.port, '/9.9.9.9')).json, { ip: '9.9.9.9', is_vpn: false });
     }

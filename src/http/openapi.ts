@@ -9,7 +9,7 @@ import { ERRORS, RC } from '../api/errors.js';
 import { VERSION } from '../version.js';
 import type { Metrics } from './metrics.js';
 import type { RouteTable } from './routes.js';
-import { ADMIN, DATE, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
+import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 
 
@@ -424,8 +424,8 @@ export function openApiDocument(): Schema {
         operationId: 'ready',
         summary: 'Readiness: an index is loaded on every thread, not shutting down',
         responses: {
-          '200': json(object({ status: { const: 'ready' }, build: { type: 'string' }, loaded_at: DATE_TIME, http_server: { enum: ['uws', 'bun', 'node'] } }), 'Ready.'),
-          '503': json(object({ status: { const: 'not ready' }, reason: { type: 'string' }, http_server: { enum: ['uws', 'bun', 'node'] } }), 'Not ready, and why.'),
+          '200': json(object({ status: { const: 'ready' }, build: { type: 'string' }, loaded_at: DATE_TIME, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA }, ['status', 'build', 'loaded_at', 'http_server']), 'Ready.'),
+          '503': json(object({ status: { const: 'not ready' }, reason: { type: 'string' }, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA }, ['status', 'reason', 'http_server']), 'Not ready, and why.'),
         },
       },
     },
