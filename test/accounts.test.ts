@@ -379,7 +379,7 @@ describe('account ids', () => {
     // As schema 2 left it: no account_id column (nor what schemas 4 and 5 added).
     db.exec(
       'DROP INDEX organisations_account; ALTER TABLE organisations DROP COLUMN account_id; ALTER TABLE organisations DROP COLUMN deleted_at; ' +
-        'DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; DELETE FROM schema_migrations WHERE version >= 3',
+        'DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; ALTER TABLE api_keys DROP COLUMN token_epoch; DELETE FROM schema_migrations WHERE version >= 3',
     );
     db.close();
     db = openControlDb(dir);

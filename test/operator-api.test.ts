@@ -98,6 +98,12 @@ describe('operator API (admin port)', () => {
     assert.equal(changed.json.plan, 'scale');
     assert.equal(changed.json.hard_limit, 5000);
     assert.equal((await as(write, 'POST', `/organizations/${org.id}`, { hard_limit: null })).json.hard_limit, null);
+    // Both or neither: a refused overage limit leaves the plan, and the audit log, as they were.
+    const audited = (await as(read, 'GET', `/audit?org_id=${org.id}`)).json.entries.length;
+    const half = await as(write, 'POST', `/organizations/${org.id}`, { plan: 'max', hard_limit: -1 });
+    assert.deepEqual([half.status, half.json.rc], [400, 'BAD_REQUEST']);
+    assert.equal((await as(read, 'GET', `/organizations/${org.id}`)).json.plan, 'scale');
+    assert.equal((await as(read, 'GET', `/audit?org_id=${org.id}`)).json.entries.length, audited);
 
     const key = await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'prod', allowed_scopes: ['db.download'] });
     assert.equal(key.status, 201);

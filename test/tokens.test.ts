@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AUTH_POLL_MS } from '../src/accounts/auth.js';
 import { openControlDb } from '../src/accounts/control-db.js';
-import { createKey, listOrganisations, revokeKey } from '../src/accounts/accounts.js';
-import { mintToken, tokenSigningKey } from '../src/accounts/tokens.js';
+import { createKey, listOrganisations, revokeKey, rotateKey } from '../src/accounts/accounts.js';
+import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '../src/accounts/tokens.js';
 import type { Service } from '../src/service.js';
 import { get, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
 
@@ -129,13 +129,42 @@ describe('short-lived tokens', () => {
     assert.equal(r.json.error, 'API key revoked');
   });
 
+  test('rotating the key ends its tokens; past MAX_REVOKED_PER_KEY stored revocations, one more ends every token of the key', async () => {
+    const db = openControlDb(dataDir);
+    const org = listOrganisations(db)[0];
+    const made = createKey(db, { orgId: org.id, name: 'to-rotate' });
+    db.close();
+    await settle();
+    const before = (await exchange(made.secret)).json.token;
+    assert.equal((await lookup(before)).status, 200);
+    const db2 = openControlDb(dataDir);
+    const rotated = rotateKey(db2, made.key.id).secret;
+    db2.close();
+    await settle();
+    const r = await lookup(before);
+    assert.deepEqual([r.status, r.json.error], [401, 'invalid API key'], 'a token of the old secret');
+    const after = (await exchange(rotated)).json.token;
+    assert.equal((await lookup(after)).status, 200);
+
+    // What one key can make the database hold: at most MAX_REVOKED_PER_KEY revocations.
+    const db3 = openControlDb(dataDir);
+    const later = Date.now() + 3_600_000;
+    for (let i = 0; i < MAX_REVOKED_PER_KEY; i++) assert.equal(revokeToken(db3, { id: `t${i}`, keyId: made.key.id, expiresMs: later }, Date.now()), 'token');
+    assert.equal(revokeToken(db3, { id: 'one-more', keyId: made.key.id, expiresMs: later }, Date.now()), 'every token of the key');
+    assert.equal((db3.prepare('SELECT COUNT(*) AS n FROM revoked_tokens WHERE key_id = ?').get(made.key.id) as { n: number }).n, 0);
+    db3.close();
+    await settle();
+    assert.equal((await lookup(after)).status, 401, 'every token of the key ended');
+    assert.equal((await lookup(rotated)).status, 200, 'the key stands');
+  });
+
   test("source ranges: the key's apply to its tokens", async () => {
     const refused = await exchange(fenced);
     assert.equal(refused.status, 403);
     const db = openControlDb(dataDir);
     const keyId = (db.prepare("SELECT id FROM api_keys WHERE allowed_cidrs LIKE '%10.0.0.0/8%'").get() as { id: string }).id;
     db.close();
-    const t = mintToken(tokenSigningKey(dataDir), keyId, ['db.download'], Date.now() + 60_000).token;
+    const t = mintToken(tokenSigningKey(dataDir), { id: keyId, tokenEpoch: 0 }, ['db.download'], Date.now() + 60_000).token;
     const r = await lookup(t);
     assert.equal(r.status, 403);
     assert.equal(r.json.error, 'source address not allowed for this API key');
@@ -149,7 +178,7 @@ describe('short-lived tokens', () => {
     const db = openControlDb(dataDir);
     const keyId = (db.prepare('SELECT id FROM api_keys WHERE key_prefix = ?').get(download.slice(0, 12)) as { id: string }).id;
     db.close();
-    const foreign = mintToken(Buffer.alloc(32, 7), keyId, ['db.download', 'apikeys.manage'], Date.now() + 60_000).token;
+    const foreign = mintToken(Buffer.alloc(32, 7), { id: keyId, tokenEpoch: 0 }, ['db.download', 'apikeys.manage'], Date.now() + 60_000).token;
     for (const bad of [widened, later, foreign, t.slice(0, -2), `${t}x`, 'ist_', 'ist_...', `ist_${'a'.repeat(120)}`, t.replace(parts[1], 'AAAA')]) {
       const r = await lookup(bad);
       assert.equal(r.status, 401, bad);

@@ -45,6 +45,8 @@ export interface ApiKey {
   expires: string | null;
   revokedAt: string | null;
   createdAt: string;
+  /** The generation of its short-lived tokens (tokens.ts): a token signed under another is void. */
+  tokenEpoch: number;
 }
 
 interface OrgRow {
@@ -68,6 +70,7 @@ interface KeyRow {
   expires: string | null;
   revoked_at: string | null;
   created_at: string;
+  token_epoch: number;
 }
 
 const orgOf = (r: OrgRow): Organisation => ({
@@ -91,20 +94,11 @@ const keyOf = (r: KeyRow): ApiKey => ({
   expires: r.expires,
   revokedAt: r.revoked_at,
   createdAt: r.created_at,
+  tokenEpoch: r.token_epoch,
 });
 
-/** The same key with other scopes, built as keyOf builds keys (one object shape for both). */
-export const withScopes = (k: ApiKey, scopes: Scope[]): ApiKey => ({
-  id: k.id,
-  orgId: k.orgId,
-  name: k.name,
-  keyPrefix: k.keyPrefix,
-  scopes,
-  allowedCidrs: k.allowedCidrs,
-  expires: k.expires,
-  revokedAt: k.revokedAt,
-  createdAt: k.createdAt,
-});
+/** The same key with other scopes (a spread keeps keyOf's property order: one object shape). */
+export const withScopes = (k: ApiKey, scopes: Scope[]): ApiKey => ({ ...k, scopes });
 
 /** The public view of a key (API listings and the CLI's --json): never the secret. */
 export function keyJson(k: ApiKey): Record<string, unknown> {
@@ -257,10 +251,11 @@ export function createKey(db: ControlDb, k: NewKey): { key: ApiKey; secret: stri
     expires: f.expires,
     revoked_at: null,
     created_at: new Date().toISOString(),
+    token_epoch: 0,
   };
   db.prepare(
-    `INSERT INTO api_keys (id, org_id, name, key_prefix, secret_hash, scopes, allowed_cidrs, expires, revoked_at, created_at)
-     VALUES (@id, @org_id, @name, @key_prefix, @secret_hash, @scopes, @allowed_cidrs, @expires, @revoked_at, @created_at)`,
+    `INSERT INTO api_keys (id, org_id, name, key_prefix, secret_hash, scopes, allowed_cidrs, expires, revoked_at, created_at, token_epoch)
+     VALUES (@id, @org_id, @name, @key_prefix, @secret_hash, @scopes, @allowed_cidrs, @expires, @revoked_at, @created_at, @token_epoch)`,
   ).run(row);
   return { key: keyOf(row), secret };
 }
@@ -294,6 +289,11 @@ export function rotateKey(db: ControlDb, id: string): { key: ApiKey; secret: str
   if (!key) throw new AccountError(`no API key ${id}`);
   if (key.revokedAt) throw new AccountError(`API key ${id} is revoked`);
   const secret = newSecret();
-  db.prepare('UPDATE api_keys SET secret_hash = ?, key_prefix = ? WHERE id = ?').run(hashSecret(secret), secret.slice(0, PREFIX_LENGTH), id);
+  // A new secret ends the key's short-lived tokens too (a new token epoch); the revocations
+  // kept for them are void with them.
+  db.transaction(() => {
+    db.prepare('UPDATE api_keys SET secret_hash = ?, key_prefix = ?, token_epoch = token_epoch + 1 WHERE id = ?').run(hashSecret(secret), secret.slice(0, PREFIX_LENGTH), id);
+    db.prepare('DELETE FROM revoked_tokens WHERE key_id = ?').run(id);
+  }, true);
   return { key: getKey(db, id)!, secret };
 }

@@ -7,7 +7,7 @@ import type { ApiError } from '../api/errors.js';
 import { ERRORS } from '../api/errors.js';
 import { networksOf, type Network } from '../net/network.js';
 import { effectiveHardLimit, findKeyBySecret, getKey, getOrganisation, planOf, withScopes, type ApiKey, type Organisation, type Scope } from './accounts.js';
-import { TOKEN_TAG, isTokenRevoked, mintToken, tokenSigningKey, verifyToken, type TokenClaims } from './tokens.js';
+import { TOKEN_TAG, isTokenRevoked, mintToken, readToken, tokenSigned, tokenSigningKey } from './tokens.js';
 import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
 
@@ -170,26 +170,22 @@ export class KeyCache {
   }
 
   /** A new token for a key (null: this cache has no data directory to sign with). */
-  mint(keyId: string, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } | null {
+  mint(key: ApiKey, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } | null {
     const k = this.key();
-    return k === null ? null : mintToken(k, keyId, scopes, expiresMs);
-  }
-
-  /** A token's claims if we signed it. */
-  claims(token: string): TokenClaims | null {
-    const k = this.key();
-    return k === null ? null : verifyToken(k, token);
+    return k === null ? null : mintToken(k, key, scopes, expiresMs);
   }
 
   /** A token stands for its key, narrowed to the token's scopes and expiry; refused with it. */
   private loadToken(token: string): Resolved {
-    const claims = this.claims(token);
-    if (claims === null) return ERRORS.keyInvalid;
-    if (isTokenRevoked(this.db, claims.id)) return ERRORS.keyRevoked;
-    const key = getKey(this.db, claims.keyId);
-    if (!key) return ERRORS.keyInvalid;
+    const t = readToken(token);
+    const signingKey = this.key();
+    if (t === null || signingKey === null) return ERRORS.keyInvalid;
+    const key = getKey(this.db, t.keyId);
+    // Signed under the key's current epoch: a rotated key's tokens are void.
+    if (!key || !tokenSigned(signingKey, t, key.tokenEpoch)) return ERRORS.keyInvalid;
+    if (isTokenRevoked(this.db, t.id)) return ERRORS.keyRevoked;
     // The key as the token holds it: its scopes narrowed (revokedAt still the key's own).
-    return this.callerOf(withScopes(key, key.scopes.filter((s) => claims.scopes.includes(s))), claims.id, claims.expiresMs);
+    return this.callerOf(withScopes(key, key.scopes.filter((s) => t.scopes.includes(s))), t.id, t.expiresMs);
   }
 
   close(): void {

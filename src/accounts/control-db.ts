@@ -102,13 +102,16 @@ const MIGRATIONS: readonly string[] = [
    );
    CREATE INDEX audit_org ON audit(org_id, id);
    ALTER TABLE organisations ADD COLUMN deleted_at TEXT;`,
-  // 5: short-lived tokens revoked before their expiry (tokens themselves are signed, not stored)
+  // 5: short-lived tokens (signed, not stored): those revoked before their expiry, and each
+  // key's token epoch (rotating the key, or too many revocations, ends all its tokens at once)
   `CREATE TABLE revoked_tokens (
      id TEXT PRIMARY KEY,
      key_id TEXT NOT NULL,
      expires_at TEXT NOT NULL,
      revoked_at TEXT NOT NULL
-   );`,
+   );
+   CREATE INDEX revoked_tokens_key ON revoked_tokens(key_id);
+   ALTER TABLE api_keys ADD COLUMN token_epoch INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */

@@ -59,6 +59,12 @@ export interface KeyFields {
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 200;
 
+/** A listing's `limit` query parameter: DEFAULT_LIST_LIMIT when absent, at most MAX_LIST_LIMIT; null when malformed. */
+export function listLimit(raw: string | null): number | null {
+  if (raw === null) return DEFAULT_LIST_LIMIT;
+  return /^[1-9]\d{0,8}$/.test(raw) ? Math.min(MAX_LIST_LIMIT, Number(raw)) : null;
+}
+
 export function licenceJson(l: Licence): Record<string, unknown> {
   return {
     org_id: l.orgId,
@@ -104,10 +110,13 @@ export class Operator {
     return org;
   }
 
-  /** Runs a change of the lower layer: its AccountErrors are the request's fault. */
-  private change<T>(fn: () => T): T {
+  /**
+   * Runs a change and its audit entry in one transaction (both or neither); AccountErrors of
+   * the lower layer are the request's fault. Changes made inside one another join the outer.
+   */
+  change<T>(fn: () => T): T {
     try {
-      return fn();
+      return this.db.transaction(fn, true);
     } catch (e) {
       if (e instanceof AccountError) throw new OperatorError('BAD_REQUEST', e.message);
       throw e;
@@ -120,8 +129,11 @@ export class Operator {
 
   createOrganisation(name: unknown, plan: unknown): Record<string, unknown> {
     if (typeof name !== 'string' || typeof plan !== 'string') throw new OperatorError('BAD_REQUEST', 'an organisation needs a name and a plan (strings)');
-    const org = this.change(() => createOrganisation(this.db, this.deps.plans, name, plan));
-    this.audit('org.create', org.id, org.id, { name, plan });
+    const org = this.change(() => {
+      const o = createOrganisation(this.db, this.deps.plans, name, plan);
+      this.audit('org.create', o.id, o.id, { name, plan });
+      return o;
+    });
     return this.orgJson(org);
   }
 
@@ -139,8 +151,11 @@ export class Operator {
   setPlan(id: string, plan: unknown): Record<string, unknown> {
     const before = this.org(id);
     if (typeof plan !== 'string') throw new OperatorError('BAD_REQUEST', 'plan must be a string');
-    const org = this.change(() => setPlan(this.db, this.deps.plans, id, plan));
-    this.audit('org.plan', id, id, { from: before.plan, to: plan });
+    const org = this.change(() => {
+      const o = setPlan(this.db, this.deps.plans, id, plan);
+      this.audit('org.plan', id, id, { from: before.plan, to: plan });
+      return o;
+    });
     return this.orgJson(org);
   }
 
@@ -153,22 +168,31 @@ export class Operator {
     else if (typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 0) v = limit;
     else if (typeof limit === 'string' && /^\d{1,15}$/.test(limit)) v = Number(limit);
     else throw new OperatorError('BAD_REQUEST', 'the overage limit is a whole number ≥ 0, none (null) or default');
-    const org = this.change(() => setHardLimit(this.db, id, v));
-    this.audit('org.hard_limit', id, id, { hard_limit: v === null ? 'none' : v });
+    const org = this.change(() => {
+      const o = setHardLimit(this.db, id, v);
+      this.audit('org.hard_limit', id, id, { hard_limit: v === null ? 'none' : v });
+      return o;
+    });
     return this.orgJson(org);
   }
 
   deleteOrganisation(id: string): Record<string, unknown> {
     this.org(id);
-    const r = this.change(() => deleteOrganisation(this.db, id));
-    this.audit('org.delete', id, id, { keys_revoked: r.keysRevoked, licences_ended: r.licencesEnded });
+    const r = this.change(() => {
+      const d = deleteOrganisation(this.db, id);
+      this.audit('org.delete', id, id, { keys_revoked: d.keysRevoked, licences_ended: d.licencesEnded });
+      return d;
+    });
     return { ...this.orgJson(r.org), keys_revoked: r.keysRevoked, licences_ended: r.licencesEnded };
   }
 
   createKey(orgId: string, f: KeyFields): Record<string, unknown> {
     this.org(orgId);
-    const { key, secret } = this.change(() => createKey(this.db, { orgId, ...f }));
-    this.audit('key.create', orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
+    const { key, secret } = this.change(() => {
+      const made = createKey(this.db, { orgId, ...f });
+      this.audit('key.create', orgId, made.key.id, { name: made.key.name, key_prefix: made.key.keyPrefix, scopes: made.key.scopes, allowed_cidrs: made.key.allowedCidrs, expires: made.key.expires });
+      return made;
+    });
     return { ...keyJson(key), key: secret };
   }
 
@@ -186,8 +210,11 @@ export class Operator {
   revokeKey(id: string): Record<string, unknown> {
     const k = getKey(this.db, id);
     if (!k) throw new OperatorError('NOT_FOUND', `no API key ${id}`);
-    const after = revokeKey(this.db, id);
-    if (!k.revokedAt) this.audit('key.revoke', k.orgId, id, { key_prefix: k.keyPrefix });
+    const after = this.change(() => {
+      const a = revokeKey(this.db, id);
+      if (!k.revokedAt) this.audit('key.revoke', k.orgId, id, { key_prefix: k.keyPrefix });
+      return a;
+    });
     return keyJson(after);
   }
 
@@ -195,22 +222,30 @@ export class Operator {
     const k = getKey(this.db, id);
     if (!k) throw new OperatorError('NOT_FOUND', `no API key ${id}`);
     if (k.revokedAt) throw new OperatorError('CONFLICT', `API key ${id} is revoked`);
-    const { key, secret } = this.change(() => rotateKey(this.db, id));
-    this.audit('key.rotate', k.orgId, id, { from_prefix: k.keyPrefix, key_prefix: key.keyPrefix });
+    const { key, secret } = this.change(() => {
+      const r = rotateKey(this.db, id);
+      this.audit('key.rotate', k.orgId, id, { from_prefix: k.keyPrefix, key_prefix: r.key.keyPrefix });
+      return r;
+    });
     return { ...keyJson(key), key: secret };
   }
 
   grantLicence(g: Grant): Record<string, unknown> {
     this.org(g.orgId);
-    const l = this.change(() => grantLicence(this.db, g, this.deps.bases));
-    this.audit('license.grant', g.orgId, l.base, { license_type: l.licenseType, starts: l.starts, expires: l.expires, renews_at: l.renewsAt, notice_due_at: l.noticeDueAt });
+    const l = this.change(() => {
+      const granted = grantLicence(this.db, g, this.deps.bases);
+      this.audit('license.grant', g.orgId, granted.base, { license_type: granted.licenseType, starts: granted.starts, expires: granted.expires, renews_at: granted.renewsAt, notice_due_at: granted.noticeDueAt });
+      return granted;
+    });
     return licenceJson(l);
   }
 
   revokeLicence(orgId: string, base: string): Record<string, unknown> {
     this.org(orgId);
-    if (!revokeLicence(this.db, orgId, base)) throw new OperatorError('NOT_FOUND', `organisation ${orgId} holds no licence for ${base}`);
-    this.audit('license.revoke', orgId, base);
+    this.change(() => {
+      if (!revokeLicence(this.db, orgId, base)) throw new OperatorError('NOT_FOUND', `organisation ${orgId} holds no licence for ${base}`);
+      this.audit('license.revoke', orgId, base);
+    });
     return { revoked: { org_id: orgId, base } };
   }
 

@@ -7,7 +7,8 @@
 //
 // Form: ist_<token id>.<key id>.<expiry, seconds, base 36>.<scope bits>.<signature>, the ids
 // and the signature in base64url: 71 characters of [A-Za-z0-9_.-], short because every
-// request carries (and the key cache hashes) it.
+// request carries (and the key cache hashes) it. The signature also covers the key's token
+// epoch, so rotating the key ends its tokens without storing them.
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
@@ -53,43 +54,70 @@ export function tokenSigningKey(dataDir: string): Buffer {
 const scopeBits = (scopes: readonly Scope[]): number => scopes.reduce((bits, s) => bits | (1 << SCOPES.indexOf(s)), 0);
 const scopesOf = (bits: number): Scope[] => SCOPES.filter((_, i) => bits & (1 << i));
 
-function sign(key: Buffer, body: string): string {
-  return createHmac('sha256', key).update(body).digest().subarray(0, SIGNATURE_BYTES).toString('base64url');
+/** The signature binds the token's text to its key's token epoch, which is not in the text. */
+function sign(signingKey: Buffer, body: string, epoch: number): string {
+  return createHmac('sha256', signingKey).update(`${body}.${epoch}`).digest().subarray(0, SIGNATURE_BYTES).toString('base64url');
 }
 
-export function mintToken(signingKey: Buffer, keyId: string, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } {
+export function mintToken(signingKey: Buffer, key: { id: string; tokenEpoch: number }, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } {
   const id = randomBytes(9).toString('base64url');
-  const body = `${TOKEN_TAG}${id}.${Buffer.from(keyId.replace(/-/g, ''), 'hex').toString('base64url')}.${Math.floor(expiresMs / 1000).toString(36)}.${scopeBits(scopes)}`;
-  return { token: `${body}.${sign(signingKey, body)}`, id };
+  const body = `${TOKEN_TAG}${id}.${Buffer.from(key.id.replace(/-/g, ''), 'hex').toString('base64url')}.${Math.floor(expiresMs / 1000).toString(36)}.${scopeBits(scopes)}`;
+  return { token: `${body}.${sign(signingKey, body, key.tokenEpoch)}`, id };
 }
 
-/** The claims of a token signed with `signingKey`, or null (malformed, or not signed by us). */
-export function verifyToken(signingKey: Buffer, token: string): TokenClaims | null {
+/** What a token says, not yet verified (its key must be read first: see tokenSigned). */
+export interface ReadToken extends TokenClaims {
+  body: string;
+  signature: string;
+}
+
+/** The claims a token states, or null when it is not of our form. */
+export function readToken(token: string): ReadToken | null {
   if (!token.startsWith(TOKEN_TAG)) return null;
   const dot = token.lastIndexOf('.');
   if (dot < 0) return null;
   const body = token.slice(0, dot);
-  // Compared as text: base64url decoding would ignore trailing characters.
-  const given = Buffer.from(token.slice(dot + 1), 'latin1');
-  const expected = Buffer.from(sign(signingKey, body), 'latin1');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
   const [id, key, exp, bits] = body.slice(TOKEN_TAG.length).split('.');
   if (!id || !key || !exp || bits === undefined || !/^\d+$/.test(bits)) return null;
   const hex = Buffer.from(key, 'base64url').toString('hex');
   if (hex.length !== 32) return null;
   const keyId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  return { id, keyId, expiresMs: parseInt(exp, 36) * 1000, scopes: scopesOf(Number(bits)) };
+  return { id, keyId, expiresMs: parseInt(exp, 36) * 1000, scopes: scopesOf(Number(bits)), body, signature: token.slice(dot + 1) };
 }
 
-/** Revokes a token until it would have expired (then the row is dropped: it could not be used anyway). */
-export function revokeToken(db: ControlDb, claims: TokenClaims, nowMs: number): void {
-  db.prepare('DELETE FROM revoked_tokens WHERE expires_at < ?').run(new Date(nowMs).toISOString());
-  db.prepare('INSERT OR IGNORE INTO revoked_tokens (id, key_id, expires_at, revoked_at) VALUES (?, ?, ?, ?)').run(
-    claims.id,
-    claims.keyId,
-    new Date(claims.expiresMs).toISOString(),
-    new Date(nowMs).toISOString(),
-  );
+/** Whether we signed the token for its key at the key's current token epoch. */
+export function tokenSigned(signingKey: Buffer, t: ReadToken, epoch: number): boolean {
+  // Compared as text: base64url decoding would ignore trailing characters.
+  const given = Buffer.from(t.signature, 'latin1');
+  const expected = Buffer.from(sign(signingKey, t.body, epoch), 'latin1');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Revocations a key may have stored at once (until their tokens would have expired). One more
+ * ends every token of the key instead (a new epoch), so what one key can make the control
+ * database hold stays bounded however many tokens it mints and revokes.
+ */
+export const MAX_REVOKED_PER_KEY = 1000;
+
+/** Revokes a token until it would have expired; past MAX_REVOKED_PER_KEY, every token of its key. */
+export function revokeToken(db: ControlDb, claims: Pick<TokenClaims, 'id' | 'keyId' | 'expiresMs'>, nowMs: number): 'token' | 'every token of the key' {
+  return db.transaction(() => {
+    db.prepare('DELETE FROM revoked_tokens WHERE expires_at < ?').run(new Date(nowMs).toISOString());
+    const held = (db.prepare('SELECT COUNT(*) AS n FROM revoked_tokens WHERE key_id = ?').get(claims.keyId) as { n: number }).n;
+    if (held >= MAX_REVOKED_PER_KEY) {
+      db.prepare('UPDATE api_keys SET token_epoch = token_epoch + 1 WHERE id = ?').run(claims.keyId);
+      db.prepare('DELETE FROM revoked_tokens WHERE key_id = ?').run(claims.keyId);
+      return 'every token of the key';
+    }
+    db.prepare('INSERT OR IGNORE INTO revoked_tokens (id, key_id, expires_at, revoked_at) VALUES (?, ?, ?, ?)').run(
+      claims.id,
+      claims.keyId,
+      new Date(claims.expiresMs).toISOString(),
+      new Date(nowMs).toISOString(),
+    );
+    return 'token';
+  }, true);
 }
 
 export function isTokenRevoked(db: ControlDb, id: string): boolean {

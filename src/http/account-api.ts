@@ -20,7 +20,7 @@ import { late, pending, sendError, sendJson, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import { recordAudit, type Actor } from '../accounts/audit.js';
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, TOKEN_TAG, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
+import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_BODY = 64 * 1024;
@@ -187,10 +187,9 @@ export class AccountApi {
    */
   private token(res: HttpResponse, req: HttpRequest): void {
     const p = pending(res);
-    const secret = bearerToken(req.getHeader('authorization'));
     const c = this.bearerCaller(res, req);
     if (!c) return;
-    if (secret!.startsWith(TOKEN_TAG)) return sendError(res, RC.FORBIDDEN, this.metrics);
+    if (c.tokenId !== undefined) return sendError(res, RC.FORBIDDEN, this.metrics);
     readSmallBody(res, p, this.routes, (text) =>
       late(res, p, () => {
         let body: unknown = {};
@@ -211,7 +210,7 @@ export class AccountApi {
         const now = Date.now();
         const expiresMs = Math.min(c.expiresMs, now + ((lifetime as number | undefined) ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
         const granted = c.key.scopes.filter((s) => wanted.includes(s));
-        const minted = this.keys.mint(c.key.id, granted, expiresMs);
+        const minted = this.keys.mint(c.key, granted, expiresMs);
         if (minted === null) return sendError(res, RC.INTERNAL, this.metrics);
         const expires = Math.floor(expiresMs / 1000) * 1000;
         sendJson(
@@ -224,17 +223,20 @@ export class AccountApi {
     );
   }
 
-  /** Revokes the token presented as the Bearer credential; its key and other tokens stand. */
+  /**
+   * Revokes the token presented as the Bearer credential; its key and other tokens stand
+   * (past MAX_REVOKED_PER_KEY stored revocations, every token of the key ends instead).
+   */
   private revokeToken(res: HttpResponse, req: HttpRequest): void {
-    const secret = bearerToken(req.getHeader('authorization'));
     const c = this.bearerCaller(res, req);
     if (!c) return;
-    const claims = c.tokenId === undefined ? null : this.keys.claims(secret!);
-    if (claims === null) return sendError(res, RC.BAD_REQUEST, this.metrics);
+    if (c.tokenId === undefined) return sendError(res, RC.BAD_REQUEST, this.metrics);
     const now = Date.now();
-    revokeTokenRow(this.db, claims, now);
+    // The caller's expiry is the token's, or the key's where that comes first: either way the
+    // token is void from then on, and its revocation may be forgotten.
+    revokeTokenRow(this.db, { id: c.tokenId, keyId: c.key.id, expiresMs: c.expiresMs }, now);
     this.keys.invalidate();
-    sendJson(res, 200, { rc: 'OK', token_id: claims.id, revoked_at: new Date(now).toISOString() }, this.metrics);
+    sendJson(res, 200, { rc: 'OK', token_id: c.tokenId, revoked_at: new Date(now).toISOString() }, this.metrics);
   }
 
   /**

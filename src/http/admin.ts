@@ -58,10 +58,11 @@ export function createAdminApp(
     const s = holder.current;
     const http_server = server.kind;
     const waiting = threads?.notReady() ?? 0;
+    const following = replica ? { replica: replicaJson(replica()) } : {};
     if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down', http_server });
     else if (s && waiting > 0) json(res, '503 Service Unavailable', { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
-    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...(replica ? { replica: replicaJson(replica()) } : {}) });
-    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server, ...(replica ? { replica: replicaJson(replica()) } : {}) });
+    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...following });
+    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server, ...following });
   });
   routes.get('/metrics', (res) => {
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null }));

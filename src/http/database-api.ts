@@ -22,7 +22,7 @@ import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 import { GeoipUpdateApi } from './geoipupdate-api.js';
-import { downloadHistory } from '../accounts/operator.js';
+import { downloadHistory, listLimit } from '../accounts/operator.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
@@ -240,9 +240,8 @@ export class DatabaseApi {
   }
 
   private history(a: Ask): void {
-    const raw = a.query.get('limit');
-    if (raw !== null && !/^[1-9]\d{0,8}$/.test(raw)) return rc(a, RC.BAD_REQUEST, this.metrics);
-    const limit = Math.min(200, raw === null ? 50 : Number(raw));
+    const limit = listLimit(a.query.get('limit'));
+    if (limit === null) return rc(a, RC.BAD_REQUEST, this.metrics);
     const downloads = downloadHistory(this.db, a.caller.org.id, limit);
     json(a, 200, { downloads }, this.metrics);
   }

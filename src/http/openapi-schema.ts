@@ -7,20 +7,15 @@ export const DATE = { type: 'string', format: 'date' };
 export const DATE_TIME = { type: 'string', format: 'date-time' };
 
 /** A closed object: every property required unless `required` says otherwise. */
-/** A serving node's (ROLE=serve) view of the builds published to the object store, on /readyz. */
-export const REPLICA = {
-  type: 'object',
-  properties: { published: { type: ['string', 'null'] }, checked_at: { type: ['string', 'null'], format: 'date-time' }, error: { type: ['string', 'null'] } },
-  required: ['published', 'checked_at', 'error'],
-  additionalProperties: false,
-};
-
 export const object = (properties: Record<string, Schema>, required: string[] = Object.keys(properties), extra = false): Schema => ({
   type: 'object',
   properties,
   required,
   additionalProperties: extra,
 });
+
+/** A serving node's (ROLE=serve) view of the builds published to the object store, on /readyz. */
+export const REPLICA = object({ published: { type: ['string', 'null'] }, checked_at: { type: ['string', 'null'], format: 'date-time' }, error: { type: ['string', 'null'] } });
 
 /** A response with a JSON body. */
 export const json = (schema: Schema, description: string, headers?: Record<string, unknown>): Schema => ({

@@ -9,7 +9,7 @@ import { RC, statusLine, type RcError } from '../api/errors.js';
 import { findAdminToken, type AdminScope } from '../accounts/admin-tokens.js';
 import type { Actor } from '../accounts/audit.js';
 import { bearerToken } from '../accounts/auth.js';
-import { MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT, Operator, OperatorError, type OperatorDeps } from '../accounts/operator.js';
+import { MAX_LIST_LIMIT, Operator, OperatorError, listLimit, type OperatorDeps } from '../accounts/operator.js';
 import type { LicenseType } from '../catalogue/licences.js';
 import { readSmallBody } from './account-api.js';
 import { peerText } from './client.js';
@@ -36,12 +36,11 @@ function refuse(res: HttpResponse, e: RcError, message: string, metrics: Metrics
 
 const RC_OF = { BAD_REQUEST: RC.BAD_REQUEST, NOT_FOUND: RC.NOT_FOUND, CONFLICT: RC.CONFLICT } as const;
 
-/** A list's `limit` query parameter: 1..MAX_LIST_LIMIT, DEFAULT_LIST_LIMIT when absent. */
+/** A list's `limit` query parameter (listLimit), refused when malformed. */
 function limitOf(q: URLSearchParams): number {
-  const raw = q.get('limit');
-  if (raw === null) return DEFAULT_LIST_LIMIT;
-  if (!/^[1-9]\d{0,8}$/.test(raw)) throw new OperatorError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
-  return Math.min(MAX_LIST_LIMIT, Number(raw));
+  const limit = listLimit(q.get('limit'));
+  if (limit === null) throw new OperatorError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  return limit;
 }
 
 const optionalString = (body: Doc, field: string): string | undefined => {
@@ -131,10 +130,15 @@ export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metr
   route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
   route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
     if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
-    let doc = op.showOrganisation(id);
-    if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
-    if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
-    return ok(doc);
+    // Both or neither: a refused overage limit leaves the plan as it was.
+    return ok(
+      op.change(() => {
+        let doc = op.showOrganisation(id);
+        if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
+        if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
+        return doc;
+      }),
+    );
   });
   route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
 
