@@ -13,6 +13,12 @@ export class IpsiftError extends Error {
   }
 }
 
+/**
+ * A store a request needs cannot be reached now (Redis, PostgreSQL): the request is answered
+ * 503 with Retry-After by the one error path (http/routes.ts), never 500.
+ */
+export class Unavailable extends IpsiftError {}
+
 /** The message of anything thrown, for logs and one-line reports. */
 export function reasonOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);

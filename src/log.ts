@@ -39,3 +39,14 @@ export function structuredWarnings(log: Logger): void {
     log.warn('runtime warning', { name: w.name, message: w.message });
   });
 }
+
+/** A server URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(an unparsable URL)';
+  }
+}

@@ -3,16 +3,16 @@
 // The Meter calls its store synchronously, once per lease (a tenth of a second of a key's
 // traffic), never per request; keeping that contract keeps the gate, the leases and the
 // degraded mode exactly as they are on LMDB. So this store is a synchronous facade: each call
-// is posted to a thread that owns the Redis connection (redis-worker.ts), and the calling
-// thread blocks in Atomics.wait for the answer — a loopback round trip is about 50 µs, a
-// lease's worth of requests. A call that gets no answer within REDIS_TIMEOUT_MS throws, and
+// goes to a thread that owns the Redis connection (redis-worker.ts) through a SyncCaller —
+// a loopback round trip is about 50 µs, a lease's worth of requests. A call that gets no answer within REDIS_TIMEOUT_MS throws, and
 // for the next RETRY_MS every call throws at once, so an unreachable Redis costs a blocked
 // thread at most one timeout a second while the Meter counts in memory (its grace period).
 
-import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { IpsiftError } from '../errors.js';
+import { SyncCaller } from '../bridge/sync-call.js';
+import { Unavailable } from '../errors.js';
+import { redactUrl } from '../log.js';
 import type { AccountingStore } from './store.js';
-import type { BridgeReply, BridgeRequest } from './redis-worker.js';
+import type { RedisOp } from './redis-worker.js';
 
 /** After a failed call, calls fail at once for this long (then one tries the server again). */
 export const RETRY_MS = 1000;
@@ -27,57 +27,37 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
 }
 
-export class RedisUnavailable extends IpsiftError {
+export class RedisUnavailable extends Unavailable {
   constructor(what: string) {
     super('REDIS_UNAVAILABLE', `accounting in Redis: ${what}`);
   }
 }
 
 export class RedisAccountingStore implements AccountingStore {
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly signal = new Int32Array(new SharedArrayBuffer(4));
-  private seq = 0;
+  private readonly bridge: SyncCaller<RedisOp>;
   private downUntilMs = 0;
   private lastError = '';
 
   /** Connects, and throws RedisUnavailable unless the server answers within the connect timeout. */
   constructor(private readonly options: RedisStoreOptions) {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-    const { port1, port2 } = new MessageChannel();
-    this.port = port1;
-    this.worker = new Worker(new URL('./redis-worker.js', import.meta.url), {
-      workerData: { port: port2, signal: this.signal, url: options.url, prefix: options.prefix, connectTimeoutMs },
-      transferList: [port2],
-    });
-    this.worker.unref();
+    this.bridge = new SyncCaller(new URL('./redis-worker.js', import.meta.url), { url: options.url, prefix: options.prefix, connectTimeoutMs });
     try {
       this.call('ping', [''], connectTimeoutMs);
-    } catch (e) {
-      void this.worker.terminate();
-      throw new RedisUnavailable(`${redact(options.url)} cannot be used: ${this.lastError}`);
+    } catch {
+      void this.bridge.close();
+      throw new RedisUnavailable(`${redactUrl(options.url)} cannot be used: ${this.lastError}`);
     }
   }
 
-  private call(op: BridgeRequest['op'], args: (string | number)[], timeoutMs = this.options.timeoutMs): unknown {
+  private call(op: RedisOp, args: (string | number)[], timeoutMs = this.options.timeoutMs): unknown {
     if (this.downUntilMs !== 0 && Date.now() < this.downUntilMs) throw new RedisUnavailable(`unavailable (${this.lastError}); tried again within ${RETRY_MS} ms`);
-    const id = ++this.seq;
-    Atomics.store(this.signal, 0, 0);
-    this.port.postMessage({ id, op, args } satisfies BridgeRequest);
-    const deadline = performance.now() + timeoutMs;
-    for (;;) {
-      // Replies are queued before the signal is raised: reading after each reset misses none.
-      for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
-        const r = m.message as BridgeReply;
-        if (r.id !== id) continue; // the answer to a call that timed out
-        if ('error' in r) return this.down(r.error);
-        this.downUntilMs = 0;
-        return r.value;
-      }
-      const left = deadline - performance.now();
-      if (left <= 0) return this.down(`no answer within ${timeoutMs} ms`);
-      Atomics.wait(this.signal, 0, 0, left);
-      Atomics.store(this.signal, 0, 0);
+    try {
+      const value = this.bridge.call(op, args, timeoutMs);
+      this.downUntilMs = 0;
+      return value;
+    } catch (e) {
+      return this.down((e as Error).message);
     }
   }
 
@@ -117,18 +97,6 @@ export class RedisAccountingStore implements AccountingStore {
     } catch {
       // already unreachable: nothing to close gracefully
     }
-    await this.worker.terminate();
-    this.port.close();
-  }
-}
-
-/** The URL without its password, for messages. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(an unparsable REDIS_URL)';
+    await this.bridge.close();
   }
 }

@@ -1,6 +1,5 @@
-// The Redis side of redis-store.ts, on a thread of its own: a client connection and the
-// accounting scripts. Each request arrives on a MessagePort; its answer goes back on the port,
-// then the shared signal is raised so that the caller blocked in Atomics.wait wakes at once.
+// The Redis side of redis-store.ts, on a thread of its own (bridge/sync-serve.ts): a client
+// connection and the accounting scripts.
 //
 // Every change is one Lua script, atomic on the server, so any number of nodes spending from
 // the same counters never grant past a limit. Bucket time is the server's clock (TIME), not
@@ -8,22 +7,16 @@
 
 import { createClient } from '@redis/client';
 import { createHash } from 'node:crypto';
-import { workerData, type MessagePort } from 'node:worker_threads';
+import { serveSyncCalls, syncData } from '../bridge/sync-serve.js';
+import type { SyncRequest } from '../bridge/sync-call.js';
 
-export interface BridgeRequest {
-  id: number;
-  op: 'ping' | 'spent' | 'reserve' | 'release' | 'take' | 'quit';
-  args: (string | number)[];
-}
-export type BridgeReply = { id: number; value: unknown } | { id: number; error: string };
+export type RedisOp = 'ping' | 'spent' | 'reserve' | 'release' | 'take' | 'quit';
 
-const { port, signal, url, prefix, connectTimeoutMs } = workerData as {
-  port: MessagePort;
-  signal: Int32Array;
+const { url, prefix, connectTimeoutMs } = syncData<{
   url: string;
   prefix: string;
   connectTimeoutMs: number;
-};
+}>();
 
 /** Day counters live two days (yesterday's still shows), month counters 25 months (KEEP_MONTHS + 1). */
 const DAY_TTL_S = 2 * 86_400;
@@ -89,7 +82,7 @@ const connected = new Promise<void>((resolve, reject) => {
 connected.catch(() => {});
 
 /** EVALSHA, falling back to EVAL where the server does not hold the script (new or restarted). */
-async function script(name: keyof typeof SCRIPTS, key: string, args: (string | number)[]): Promise<unknown> {
+async function script(name: keyof typeof SCRIPTS, key: string, args: unknown[]): Promise<unknown> {
   const [text, hash] = SCRIPTS[name];
   const argv = args.map(String);
   try {
@@ -102,7 +95,7 @@ async function script(name: keyof typeof SCRIPTS, key: string, args: (string | n
 
 const ttlOf = (counter: string): number => (counter.startsWith('d:') ? DAY_TTL_S : MONTH_TTL_S);
 
-async function answer(r: BridgeRequest): Promise<unknown> {
+async function answer(r: SyncRequest<RedisOp>): Promise<unknown> {
   // The first call (the store's start) waits for the connection; later ones fail at once
   // while it is down, and the client reconnects behind them.
   if (r.op === 'ping') await connected;
@@ -125,15 +118,4 @@ async function answer(r: BridgeRequest): Promise<unknown> {
   }
 }
 
-port.on('message', (r: BridgeRequest) => {
-  answer(r).then(
-    (value) => reply({ id: r.id, value }),
-    (e: unknown) => reply({ id: r.id, error: e instanceof Error ? e.message || e.name : String(e) }),
-  );
-});
-
-function reply(m: BridgeReply): void {
-  port.postMessage(m);
-  Atomics.store(signal, 0, 1);
-  Atomics.notify(signal, 0);
-}
+serveSyncCalls(answer);
