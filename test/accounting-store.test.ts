@@ -69,7 +69,8 @@ for (const kind of ['lmdb', 'redis'] as const) {
       const threads = [0, 1, 2, 3].map(
         () => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 } }),
       );
-      await new Promise((r) => setTimeout(r, 1500));
+      await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r)))); // each ready
+      await new Promise((r) => setTimeout(r, 1000));
       const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
       await Promise.all(threads.map((t) => t.terminate()));
       assert.ok(granted.every((g) => g > 0), `every thread was granted some: ${granted}`);

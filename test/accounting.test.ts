@@ -90,6 +90,7 @@ for (const { kind, frontEnds } of RUNS) describe(`accounting exactness, ${kind},
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
     // Two more threads spend the same allowance directly, through their own store handles.
     const threads = [0, 1].map(() => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting, dataDir, counter, limit: HARD_LIMIT, extra: 8 } }));
+    await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r))));
     try {
       let ok = 0;
       let lastOk = Date.now();
