@@ -86,7 +86,7 @@ back after a second idle), which count as used until returned.`,
 
 function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
   const config = loadConfig(process.env);
-  const db = openControlDb(config.dataDir);
+  const db = openControlDb(config.dataDir, config.controlDb);
   try {
     return fn(db, loadPlans(config.plansFile), config.dataDir);
   } finally {
@@ -311,7 +311,7 @@ async function publish(args: string[]): Promise<void> {
   const config = loadConfig(process.env);
   const build = (values.build as string | undefined) ?? readCurrentBuildId(config.dataDir);
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
-  const db = openControlDb(config.dataDir);
+  const db = openControlDb(config.dataDir, config.controlDb);
   try {
     const { store } = await openStore(config);
     const n = await publishExports(db, store, config.dataDir, build);

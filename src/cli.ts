@@ -54,7 +54,9 @@ TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_ME
 BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
 INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (local, s3),
 S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
-REDIS_TIMEOUT_MS, ROLE (all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such as 0.01). CONFIG_FILE names an optional JSON file of the same settings
+REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
+(all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
+as 0.01). CONFIG_FILE names an optional JSON file of the same settings
 ({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
   serve: `Usage: ipsift serve
 

@@ -44,6 +44,10 @@ export interface Config {
   readonly accounting: AccountingConfig;
   /** How long lookups go on being answered, counted in memory, while accounting cannot write. */
   readonly accountingGraceMs: number;
+  /** Where organisations, keys, licences and history live: null for DATA_DIR's SQLite file. */
+  readonly controlDb: ControlDbConfig;
+  /** How long keys already resolved keep working while the control database cannot be reached. */
+  readonly controlGraceMs: number;
   /** On SIGTERM/SIGINT, how long requests and downloads in flight may take to finish. */
   readonly shutdownGraceMs: number;
   /** Peers whose X-Forwarded-For / Forwarded headers /myip believes. */
@@ -89,6 +93,8 @@ export type AccountingConfig =
   | { readonly kind: 'lmdb' }
   | { readonly kind: 'redis'; readonly url: string; readonly prefix: string; readonly timeoutMs: number };
 
+export type ControlDbConfig = { readonly url: string; readonly timeoutMs: number } | null;
+
 /**
  * Every valid 1000-address batch fits: the longest address is 45 characters, and even with
  * every character written as a 6-byte \u escape plus quotes, comma and 200 bytes of
@@ -110,6 +116,7 @@ export const DEFAULTS = Object.freeze({
   bodyTimeoutS: 30,
   keylessIpv6Prefix: 64,
   accountingGraceS: 300,
+  controlGraceS: 300,
   shutdownGraceS: 30,
   trustedProxies: '',
   keylessTier: 'basic',
@@ -155,6 +162,13 @@ function accountingConfig(get: (name: ConfigVariable) => string | undefined): Ac
   const url = get('REDIS_URL') ?? 'redis://127.0.0.1:6379';
   if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL must be redis://[user:password@]host[:port][/db] or rediss://… (TLS)');
   return { kind, url, prefix: get('REDIS_PREFIX') ?? 'ipsift:', timeoutMs: integer('REDIS_TIMEOUT_MS', get('REDIS_TIMEOUT_MS') ?? '100', 1, 60_000) };
+}
+
+function controlDbConfig(get: (name: ConfigVariable) => string | undefined): ControlDbConfig {
+  const url = get('CONTROL_DB');
+  if (url === undefined || url === '' || url === 'sqlite') return null;
+  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('CONTROL_DB must be sqlite (the data directory\'s file) or postgres://[user[:password]@]host[:port]/database');
+  return { url, timeoutMs: integer('CONTROL_TIMEOUT_MS', get('CONTROL_TIMEOUT_MS') ?? '1000', 1, 60_000) };
 }
 
 function logLevel(text: string): LogLevel {
@@ -243,7 +257,7 @@ export const CONFIG_VARIABLES = [
   'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
   'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
-  'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S',
+  'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S', 'CONTROL_DB', 'CONTROL_TIMEOUT_MS', 'CONTROL_GRACE_S',
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -316,6 +330,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     replicaPollMs: integer('REPLICA_POLL_S', get('REPLICA_POLL_S') ?? '30', 1, 86400) * 1000,
     accounting: accountingConfig(get),
     accountingGraceMs: integer('ACCOUNTING_GRACE_S', get('ACCOUNTING_GRACE_S') ?? String(DEFAULTS.accountingGraceS), 0, 86400) * 1000,
+    controlDb: controlDbConfig(get),
+    controlGraceMs: integer('CONTROL_GRACE_S', get('CONTROL_GRACE_S') ?? String(DEFAULTS.controlGraceS), 0, 86400) * 1000,
     trustedProxies: proxies,
     keylessTier: tierIndex(tierName),
     httpServer: httpServer(get('HTTP_SERVER') ?? DEFAULTS.httpServer),

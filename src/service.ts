@@ -111,7 +111,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   // The control database, the accounting store (checked once, here) and the object store of
   // the main thread: for the demo, the pruner and the scheduler. Each front end opens its own.
-  const control = openControlDb(config.dataDir);
+  const control = openControlDb(config.dataDir, config.controlDb);
   const store = openAccountingStore(config.accounting, config.dataDir, true);
   const pruner = new Pruner(store, bucketRefillMs(plans), log);
   let scheduler: PublishScheduler | null = null;
@@ -226,8 +226,11 @@ function frontEndThreads(config: Config, server: HttpServer, log: Logger): numbe
 }
 
 /** The store settings as environment, for the scheduler's child processes. */
+/** The stores of this configuration as the scheduler's `ipsift build`/`publish` children read them. */
 function storeEnv(config: Config): Record<string, string> {
   const s = config.store;
-  if (s.kind === 'local') return { STORE: 'local' };
-  return { STORE: 's3', S3_BUCKET: s.bucket, S3_PREFIX: s.prefix, S3_REGION: s.region, ...(s.endpoint ? { S3_ENDPOINT: s.endpoint } : {}) };
+  const c = config.controlDb;
+  const control: Record<string, string> = c === null ? { CONTROL_DB: 'sqlite' } : { CONTROL_DB: c.url, CONTROL_TIMEOUT_MS: String(c.timeoutMs) };
+  if (s.kind === 'local') return { STORE: 'local', ...control };
+  return { STORE: 's3', S3_BUCKET: s.bucket, S3_PREFIX: s.prefix, S3_REGION: s.region, ...(s.endpoint ? { S3_ENDPOINT: s.endpoint } : {}), ...control };
 }

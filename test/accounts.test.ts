@@ -3,14 +3,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createOrganisation, listOrganisations, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans, parsePlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { parseNetwork } from '../src/net/network.js';
-import { get, plansFile, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
 import { parseList } from './structured-fields.js';
 
 const FEED = `network,category,provider,last_seen
@@ -45,7 +44,7 @@ describe('keys, plans and accounting', () => {
     runBuild({ dataDir });
     const file = plansFile(dataDir, PLANS);
     const plans = loadPlans(file);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const add = (name: string, plan: string, opts: { scopes?: string[]; cidrs?: string[]; expires?: string } = {}): void => {
       const org = createOrganisation(db, plans, name, plan);
       orgs[name] = org.id;
@@ -272,7 +271,7 @@ describe('keys, plans and accounting', () => {
 
   test('a revocation by another process takes effect within a second; secrets never reach the log', async () => {
     assert.equal((await get(svc.port, '/81.7.3.1', bearer('starter'))).status, 200);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     revokeKey(db, ids.starter);
     db.close();
     const t = Date.now();
@@ -286,7 +285,7 @@ describe('keys, plans and accounting', () => {
   });
 
   test('setting the overage limit takes effect: none lets usage pass the quota', async () => {
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     setHardLimit(db, orgs.free, null);
     db.close();
     await new Promise((r) => setTimeout(r, 400));
@@ -300,7 +299,7 @@ describe('keys, plans and accounting', () => {
   test('when usage cannot be read, account/me answers 503 with the contract message', async (t) => {
     const dir = tempDir();
     const file = plansFile(dir, PLANS);
-    const db = openControlDb(dir);
+    const db = openTestControlDb(dir);
     const org = createOrganisation(db, loadPlans(file), 'Gone', 'max');
     const { secret } = createKey(db, { orgId: org.id, name: 'k' });
     db.close();
@@ -329,7 +328,7 @@ describe('keyless lookups not limited (private deployments)', () => {
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
     runBuild({ dataDir, exports: false });
     const file = plansFile(dataDir, open);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = createOrganisation(db, loadPlans(file), 'keyed', 'free');
     secret = createKey(db, { orgId: org.id, name: 'keyed' }).secret;
     db.close();
@@ -373,7 +372,7 @@ describe('account ids', () => {
   test('numbered in order of creation, never reused; an older control database gets them at open, in the same order', () => {
     const dir = tempDir();
     const plans = loadPlans(plansFile(dir));
-    let db = openControlDb(dir);
+    let db = openTestControlDb(dir);
     const made = ['A', 'B', 'C'].map((n) => createOrganisation(db, plans, n, 'free'));
     assert.deepEqual(made.map((o) => o.accountId), [1, 2, 3]);
     // As schema 2 left it: no account_id column (nor what schemas 4 and 5 added).
@@ -382,11 +381,11 @@ describe('account ids', () => {
         'DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; ALTER TABLE api_keys DROP COLUMN token_epoch; DELETE FROM schema_migrations WHERE version >= 3',
     );
     db.close();
-    db = openControlDb(dir);
+    db = openTestControlDb(dir);
     try {
       assert.deepEqual(listOrganisations(db).map((o) => [o.name, o.accountId]), [['A', 1], ['B', 2], ['C', 3]]);
       assert.equal(createOrganisation(db, plans, 'D', 'free').accountId, 4);
-      assert.throws(() => db.prepare('UPDATE organisations SET account_id = 1 WHERE name = ?').run('D'), /UNIQUE/);
+      assert.throws(() => db.prepare('UPDATE organisations SET account_id = 1 WHERE name = ?').run('D'), /UNIQUE|unique constraint/);
     } finally {
       db.close();
     }

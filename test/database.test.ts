@@ -9,7 +9,6 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/catalogue/licences.js';
@@ -18,7 +17,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { fetchBytes, get, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
 
 // Enough networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth).
 const FEED = `network,category,provider,last_seen
@@ -29,7 +28,7 @@ ${Array.from({ length: 40 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-1
 `;
 /** The latest vpn_v1 publication once there is one (30 s at most), or null. */
 async function waitForPublication(dir: string) {
-  const db = openControlDb(dir);
+  const db = openTestControlDb(dir);
   try {
     let published = null;
     for (let waited = 0; !published && waited < 30_000; waited += 250) {
@@ -56,7 +55,7 @@ describe('database catalogue, downloads and files', () => {
     const build = runBuild({ dataDir });
     const file = plansFile(dataDir);
     const plans = loadPlans(file);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = (name: string, scopes: string[] = ['db.download']): string => {
       const o = createOrganisation(db, plans, name, 'max');
       keys[name] = createKey(db, { orgId: o.id, name, scopes }).secret;
@@ -278,7 +277,7 @@ describe('database catalogue, downloads and files', () => {
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
     const old = runBuild({ dataDir: dir, now: new Date(Date.now() - 2 * day) });
     const file = plansFile(dir);
-    const db = openControlDb(dir);
+    const db = openTestControlDb(dir);
     const o = createOrganisation(db, loadPlans(file), 'daily', 'max');
     const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
     grantLicence(db, { orgId: o.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);

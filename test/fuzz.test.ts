@@ -5,11 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Service } from '../src/service.js';
 import { fuzz, operatorTargets } from './fuzz.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { Operator } from '../src/accounts/operator.js';
 import { loadPlans } from '../src/accounts/plans.js';
-import { get, publishedDataDir, request, startTestService } from './helpers.js';
+import { get, openTestControlDb, publishedDataDir, request, startTestService } from './helpers.js';
 
 
 describe('fuzzing every route', () => {
@@ -35,7 +34,7 @@ describe('fuzzing every route', () => {
     // A short-lived token of the first key, and one cut short.
     const token = (await request(svc.port, 'POST', '/api/v1/auth/token', '{}', { Authorization: `Bearer ${d.keys[0]}` })).json.token as string;
     tokens.push(token, token.slice(0, -3), `${token.slice(0, -1)}A`);
-    const db = openControlDb(d.dataDir);
+    const db = openTestControlDb(d.dataDir);
     try {
       operatorTokens.push(createAdminToken(db, 'fuzz', ['admin.write']).secret, createAdminToken(db, 'fuzz-read', ['admin.read']).secret, 'iat_unknown', keys[0], '');
       const op = new Operator({ db, plans: loadPlans(d.plans), bases: [], spent: () => 0 }, { who: 'test', source: 'local' });

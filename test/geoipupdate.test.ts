@@ -14,12 +14,11 @@ import zlib from 'node:zlib';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { listOrganisations } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { latestPublication } from '../src/catalogue/publish.js';
 import { basicCredentials, tarHeader } from '../src/http/geoipupdate-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { fetchBytes, get, publishedDataDir, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, openTestControlDb, publishedDataDir, startTestService, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
@@ -57,7 +56,7 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     const d = await publishedDataDir([{ scopes: ['db.download'] }, { scopes: ['apikeys.manage'] }]);
     dataDir = d.dataDir;
     [key, scopeless] = d.keys;
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     accountId = listOrganisations(db)[0].accountId;
     db.close();
     svc = await startTestService({ dataDir, plansFile: d.plans });
@@ -92,7 +91,7 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     const into = path.join(dir, 'db');
     const first = await geoipupdate({}, into);
     assert.equal(first.code, 0, first.out);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const pub = latestPublication(db, 'vpn_v1', 'mmdb', false)!;
     db.close();
     const published = fs.readFileSync(new LocalStore(dataDir).pathOf(pub.key));
@@ -143,7 +142,7 @@ describe('the geoipupdate 6.x/7.x protocol', () => {
     const d = await publishedDataDir([{ scopes: ['db.download'] }]);
     dataDir = d.dataDir;
     key = d.keys[0];
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     auth = { Authorization: `Basic ${Buffer.from(`${listOrganisations(db)[0].accountId}:${key}`).toString('base64')}` };
     db.close();
     svc = await startTestService({ dataDir, plansFile: d.plans });
@@ -151,7 +150,7 @@ describe('the geoipupdate 6.x/7.x protocol', () => {
   after(() => svc.close());
 
   test('metadata, then a tar.gz whose .mmdb has that MD5, byte-identical to the published file, resumable; GNU tar and Python read it', async () => {
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const pub = latestPublication(db, 'vpn_v1', 'mmdb', false)!;
     db.close();
     const m = await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1', { ...auth, 'User-Agent': 'geoipupdate/6.1.0' });

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadCatalogue } from '../src/catalogue/catalogue.js';
 import { createKey, createOrganisation, listKeys } from '../src/accounts/accounts.js';
 import { KeyCache } from '../src/accounts/auth.js';
-import { CONTROL_DB_FILE, openControlDb } from '../src/accounts/control-db.js';
+import { CONTROL_DB_FILE } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { LmdbAccountingStore, ACCOUNTING_DIR } from '../src/accounting/lmdb-store.js';
 import { checkAccountingFile } from '../src/accounting/check-store.js';
@@ -28,7 +28,7 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, plansFile, raw, request, responses, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, testControlDb, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -56,7 +56,7 @@ describe('hostile requests', () => {
       ],
     });
     const plans = loadPlans(file);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = createOrganisation(db, plans, 'A', 'max');
     orgA = org.id;
     const key = (name: string, o: Parameters<typeof createKey>[1]): void => {
@@ -147,7 +147,7 @@ describe('hostile requests', () => {
     const inherited = await create({ name: 'child' });
     assert.equal(inherited.status, 201);
     assert.deepEqual(inherited.json.allowed_cidrs, ['127.0.0.0/8']);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const stored = listKeys(db, orgA).find((k) => k.id === inherited.json.id)!;
     const parent = listKeys(db, orgA).find((k) => k.id === ids.restricted)!;
     db.close();
@@ -342,7 +342,7 @@ describe('hostile requests', () => {
 describe('stores and workers at fault', () => {
   test('unknown keys are cached only up to their length bound: a 60 KB key is refused and never cached', () => {
     const dataDir = tempDir();
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const cache = new KeyCache(db, loadPlans(plansFile(dataDir)));
     try {
       for (let i = 0; i < 50; i++) assert.equal((cache.resolve(`${i}`.padEnd(60_000, 'x'), Date.now()) as { status: number }).status, 401);
@@ -459,7 +459,8 @@ describe('stores and workers at fault', () => {
     const dataDir = tempDir();
     const svc = await startTestService({ dataDir });
     await svc.close();
-    for (const f of [CONTROL_DB_FILE, ACCOUNTING_DIR, 'store/link-secret']) {
+    // With the control database in PostgreSQL there is no control file to protect.
+    for (const f of [...(testControlDb(dataDir) === null ? [CONTROL_DB_FILE] : []), ACCOUNTING_DIR, 'store/link-secret']) {
       assert.equal(fs.statSync(path.join(dataDir, f)).mode & 0o777, 0o600, f);
     }
   });

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
+import { openControlDb, type ControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/catalogue/licences.js';
@@ -18,7 +18,8 @@ import { publishExports } from '../src/catalogue/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { INDEX_FILE } from '../src/build/builds.js';
-import { loadConfig, type Config } from '../src/config.js';
+import { loadConfig, type Config, type ControlDbConfig } from '../src/config.js';
+import { freshControlDb } from './postgres-server.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
@@ -59,12 +60,41 @@ export function plansFile(dir: string, doc?: unknown): string {
   return writeFile(dir, 'plans.json', JSON.stringify(doc ?? lavish));
 }
 
+const testControlDbs = new Map<string, ControlDbConfig>();
+
+/**
+ * The control database of a data directory under test: its SQLite file, or, when
+ * IPSIFT_TEST_CONTROL=postgres (test/postgres-control.test.ts runs the suites so), a fresh
+ * PostgreSQL database of its own.
+ */
+export function testControlDb(dataDir: string): ControlDbConfig {
+  if (process.env.IPSIFT_TEST_CONTROL !== 'postgres') return null;
+  let c = testControlDbs.get(dataDir);
+  if (c === undefined) testControlDbs.set(dataDir, (c = freshControlDb()));
+  return c;
+}
+
+/** openControlDb on the data directory's control database under test (testControlDb). */
+export function openTestControlDb(dataDir: string): ControlDb {
+  return openControlDb(dataDir, testControlDb(dataDir));
+}
+
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
   // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on
   // node:http), FRONTEND_THREADS the threads (test/threads.test.ts runs them on two; one otherwise).
   const config = loadConfig(
     { HTTP_SERVER: process.env.HTTP_SERVER, FRONTEND_THREADS: process.env.FRONTEND_THREADS ?? '1' },
-    { port: 0, adminPort: 0, batchWorkers: 2, demo: false, indexPollMs: 50, publishAt: '', plansFile: overrides.plansFile ?? plansFile(tempDir()), ...overrides },
+    {
+      port: 0,
+      adminPort: 0,
+      batchWorkers: 2,
+      demo: false,
+      indexPollMs: 50,
+      publishAt: '',
+      plansFile: overrides.plansFile ?? plansFile(tempDir()),
+      ...(overrides.dataDir === undefined ? {} : { controlDb: testControlDb(overrides.dataDir) }),
+      ...overrides,
+    },
   );
   return startService(config, log);
 }
@@ -246,7 +276,7 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
   importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', PUBLISHED_FEED) });
   const build = runBuild({ dataDir });
   const plans = plansFile(dataDir);
-  const db = openControlDb(dataDir);
+  const db = openTestControlDb(dataDir);
   try {
     const org = createOrganisation(db, loadPlans(plans), 'Published', 'max');
     const secrets = keys.map((k, i) => createKey(db, { orgId: org.id, name: `k${i}`, ...k }).secret);

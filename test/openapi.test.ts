@@ -7,11 +7,10 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { listOrganisations } from '../src/accounts/accounts.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { openApiDocument } from '../src/http/openapi.js';
 import type { Service } from '../src/service.js';
-import { fetchBytes, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
+import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
 
 const require = createRequire(import.meta.url);
 const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
@@ -87,7 +86,7 @@ describe('the OpenAPI document against the server', () => {
     const d = await publishedDataDir([{ scopes: ['db.download'] }, { scopes: ['apikeys.manage', 'db.download'] }, { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }]);
     [key, manager, fenced] = d.keys;
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
-    const db = openControlDb(d.dataDir);
+    const db = openTestControlDb(d.dataDir);
     account = String(listOrganisations(db)[0].accountId);
     operator = createAdminToken(db, 'openapi', ['admin.write']).secret;
     reader = createAdminToken(db, 'openapi-read', ['admin.read']).secret;

@@ -9,11 +9,10 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { AUTH_POLL_MS } from '../src/accounts/auth.js';
 import type { Service } from '../src/service.js';
-import { PROJECT_ROOT, get, plansFile, request, startTestService, tempDir, writeFile, type Reply } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testControlDb, type Reply, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -33,7 +32,7 @@ describe('operator API (admin port)', () => {
   /** The CLI on the service's data directory, --json, parsed; or its exit code and stderr. */
   async function cli(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans } });
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans, CONTROL_DB: testControlDb(dataDir)?.url ?? 'sqlite' } });
       return { code: 0, json: JSON.parse(stdout), stderr };
     } catch (e) {
       const err = e as { code: number; stderr: string };
@@ -52,7 +51,7 @@ describe('operator API (admin port)', () => {
     runBuild({ dataDir });
     plans = plansFile(tempDir());
     svc = await startTestService({ dataDir, plansFile: plans });
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     try {
       write = createAdminToken(db, 'billing', ['admin.write']).secret;
       read = createAdminToken(db, 'support', ['admin.read']).secret;

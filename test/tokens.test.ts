@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { AUTH_POLL_MS } from '../src/accounts/auth.js';
-import { openControlDb } from '../src/accounts/control-db.js';
 import { createKey, listOrganisations, revokeKey, rotateKey } from '../src/accounts/accounts.js';
 import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '../src/accounts/tokens.js';
 import type { Service } from '../src/service.js';
-import { get, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
+import { get, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
 
 const settle = (): Promise<void> => new Promise((r) => setTimeout(r, AUTH_POLL_MS * 3));
 
@@ -89,7 +88,7 @@ describe('short-lived tokens', () => {
     assert.equal(late.status, 401);
     assert.equal(late.json.error, 'API key expired');
 
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = listOrganisations(db)[0];
     const shortKey = createKey(db, { orgId: org.id, name: 'short', expires: new Date(Date.now() + 60_000).toISOString() }).secret;
     db.close();
@@ -113,14 +112,14 @@ describe('short-lived tokens', () => {
     assert.equal((await request(svc.port, 'DELETE', '/api/v1/auth/token', undefined, bearer(download))).status, 400, 'a key is not a token');
     assert.equal((await exchange(b)).status, 403, 'a token cannot mint tokens');
 
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = listOrganisations(db)[0];
     const made = createKey(db, { orgId: org.id, name: 'to-revoke' });
     db.close();
     await settle();
     const t = (await exchange(made.secret)).json.token;
     assert.equal((await lookup(t)).status, 200);
-    const db2 = openControlDb(dataDir);
+    const db2 = openTestControlDb(dataDir);
     revokeKey(db2, made.key.id);
     db2.close();
     await settle();
@@ -130,14 +129,14 @@ describe('short-lived tokens', () => {
   });
 
   test('rotating the key ends its tokens; past MAX_REVOKED_PER_KEY stored revocations, one more ends every token of the key', async () => {
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const org = listOrganisations(db)[0];
     const made = createKey(db, { orgId: org.id, name: 'to-rotate' });
     db.close();
     await settle();
     const before = (await exchange(made.secret)).json.token;
     assert.equal((await lookup(before)).status, 200);
-    const db2 = openControlDb(dataDir);
+    const db2 = openTestControlDb(dataDir);
     const rotated = rotateKey(db2, made.key.id).secret;
     db2.close();
     await settle();
@@ -147,7 +146,7 @@ describe('short-lived tokens', () => {
     assert.equal((await lookup(after)).status, 200);
 
     // What one key can make the database hold: at most MAX_REVOKED_PER_KEY revocations.
-    const db3 = openControlDb(dataDir);
+    const db3 = openTestControlDb(dataDir);
     const later = Date.now() + 3_600_000;
     for (let i = 0; i < MAX_REVOKED_PER_KEY; i++) assert.equal(revokeToken(db3, { id: `t${i}`, keyId: made.key.id, expiresMs: later }, Date.now()), 'token');
     assert.equal(revokeToken(db3, { id: 'one-more', keyId: made.key.id, expiresMs: later }, Date.now()), 'every token of the key');
@@ -161,7 +160,7 @@ describe('short-lived tokens', () => {
   test("source ranges: the key's apply to its tokens", async () => {
     const refused = await exchange(fenced);
     assert.equal(refused.status, 403);
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const keyId = (db.prepare("SELECT id FROM api_keys WHERE allowed_cidrs LIKE '%10.0.0.0/8%'").get() as { id: string }).id;
     db.close();
     const t = mintToken(tokenSigningKey(dataDir), { id: keyId, tokenEpoch: 0 }, ['db.download'], Date.now() + 60_000).token;
@@ -175,7 +174,7 @@ describe('short-lived tokens', () => {
     const parts = t.split('.');
     const widened = [...parts.slice(0, 3), '3', parts[4]].join('.');
     const later = [parts[0], parts[1], (parseInt(parts[2], 36) + 99999).toString(36), parts[3], parts[4]].join('.');
-    const db = openControlDb(dataDir);
+    const db = openTestControlDb(dataDir);
     const keyId = (db.prepare('SELECT id FROM api_keys WHERE key_prefix = ?').get(download.slice(0, 12)) as { id: string }).id;
     db.close();
     const foreign = mintToken(Buffer.alloc(32, 7), { id: keyId, tokenEpoch: 0 }, ['db.download', 'apikeys.manage'], Date.now() + 60_000).token;

@@ -144,11 +144,14 @@ export function createOrganisation(db: ControlDb, plans: Plans, name: string, pl
   if (name.trim() === '') throw new AccountError('an organisation needs a name');
   checkPlan(plans, plan);
   const row = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
-  // MAX + 1 inside the insert: one statement, so two processes never take the same number.
-  db.prepare(
-    `INSERT INTO organisations (id, account_id, name, plan, hard_limit_mode, hard_limit, created_at)
-     VALUES (@id, (SELECT COALESCE(MAX(account_id), 0) + 1 FROM organisations), @name, @plan, @hard_limit_mode, @hard_limit, @created_at)`,
-  ).run(row);
+  // MAX + 1 under the write lock (SQLite's, or the cluster's on PostgreSQL, whose statements
+  // alone would let two nodes read the same MAX): no two organisations take the same number.
+  db.transaction(() => {
+    db.prepare(
+      `INSERT INTO organisations (id, account_id, name, plan, hard_limit_mode, hard_limit, created_at)
+       VALUES (@id, (SELECT COALESCE(MAX(account_id), 0) + 1 FROM organisations), @name, @plan, @hard_limit_mode, @hard_limit, @created_at)`,
+    ).run(row);
+  }, true);
   return mustGetOrganisation(db, row.id);
 }
 

@@ -2,6 +2,9 @@
 // a per-thread cache. The cache is dropped whenever the database changes (PRAGMA
 // data_version, polled every AUTH_POLL_MS), so revocations, rotations and plan changes made
 // by any process reach every server within that bound; expiry is checked on every request.
+// While the database cannot be reached (PostgreSQL), keys already resolved keep working for
+// the grace period (CONTROL_GRACE_S), then the cache is dropped; a key not in the cache meets
+// the database's failure, answered 503 by the route's error path.
 
 import type { ApiError } from '../api/errors.js';
 import { ERRORS } from '../api/errors.js';
@@ -10,6 +13,7 @@ import { effectiveHardLimit, findKeyBySecret, getKey, getOrganisation, planOf, w
 import { TOKEN_TAG, isTokenRevoked, mintToken, readToken, tokenSigned, tokenSigningKey } from './tokens.js';
 import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
+import { DEFAULTS } from '../config.js';
 
 export const AUTH_POLL_MS = 250;
 /** Presented keys cached per thread (≤ MAX_KEY_LENGTH characters each: a few MiB at most). */
@@ -85,6 +89,8 @@ export function presentedKey(authorization: string, xApiKey: string, queryKey: s
 export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
   private version: number;
+  /** When the change poll last reached the database. */
+  private reachedMs = Date.now();
   private readonly poller: NodeJS.Timeout;
   /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
   private readonly peers: BroadcastChannel | null;
@@ -95,6 +101,7 @@ export class KeyCache {
     private readonly db: ControlDb,
     private readonly plans: Plans,
     private readonly dataDir?: string,
+    private readonly graceMs = DEFAULTS.controlGraceS * 1000,
   ) {
     this.version = dataVersion(db);
     this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
@@ -107,7 +114,15 @@ export class KeyCache {
   }
 
   private poll(): void {
-    const v = dataVersion(this.db);
+    let v: number;
+    try {
+      v = dataVersion(this.db);
+    } catch {
+      // Unreachable: what is cached is served until the grace period ends, nothing after it.
+      if (Date.now() - this.reachedMs > this.graceMs) this.cache.clear();
+      return;
+    }
+    this.reachedMs = Date.now();
     if (v !== this.version) {
       this.version = v;
       this.cache.clear();

@@ -1,118 +1,20 @@
-// The control plane's SQLite database (DATA_DIR/control.sqlite): organisations and API keys.
-// WAL, so the CLI and servers on one data directory read while another writes; versioned
-// migrations, applied in one transaction each at open.
+// The control plane's database: organisations, keys, licences, publications, download history.
+// SQLite by default (DATA_DIR/control.sqlite, WAL, so the CLI and servers on one data
+// directory read while another writes), or PostgreSQL for a cluster (CONTROL_DB); versioned
+// migrations, the same numbers in both, applied in one transaction at open.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { openSqlite, sqliteCode, type SqlDatabase } from './sqlite.js';
+import { PostgresDb } from './postgres.js';
+import { redactUrl } from '../log.js';
+import { controlMigrations } from './control-schema.js';
 import { IpsiftError, reasonOf } from '../errors.js';
+import type { ControlDbConfig } from '../config.js';
 
 export type ControlDb = SqlDatabase;
 
 export const CONTROL_DB_FILE = 'control.sqlite';
-
-const MIGRATIONS: readonly string[] = [
-  // 1: organisations and keys
-  `CREATE TABLE organisations (
-     id TEXT PRIMARY KEY,
-     name TEXT NOT NULL,
-     plan TEXT NOT NULL,
-     -- overage limit: 'default' follows the plan, 'none' is no limit, 'set' uses hard_limit
-     hard_limit_mode TEXT NOT NULL DEFAULT 'default' CHECK (hard_limit_mode IN ('default', 'none', 'set')),
-     hard_limit INTEGER,
-     created_at TEXT NOT NULL
-   );
-   CREATE TABLE api_keys (
-     id TEXT PRIMARY KEY,
-     org_id TEXT NOT NULL REFERENCES organisations(id),
-     name TEXT NOT NULL,
-     key_prefix TEXT NOT NULL,
-     secret_hash TEXT NOT NULL UNIQUE,
-     scopes TEXT NOT NULL,
-     allowed_cidrs TEXT NOT NULL,
-     expires TEXT,
-     revoked_at TEXT,
-     created_at TEXT NOT NULL
-   );
-   CREATE INDEX api_keys_org ON api_keys(org_id);`,
-  // 2: licences, published database artifacts, download history
-  `CREATE TABLE licences (
-     org_id TEXT NOT NULL REFERENCES organisations(id),
-     base TEXT NOT NULL,
-     license_type TEXT NOT NULL CHECK (license_type IN ('evaluation', 'subscription')),
-     starts TEXT NOT NULL,
-     expires TEXT NOT NULL,
-     renews_at TEXT,
-     notice_due_at TEXT,
-     created_at TEXT NOT NULL,
-     PRIMARY KEY (org_id, base)
-   );
-   CREATE TABLE publications (
-     dataset_id TEXT NOT NULL,
-     format TEXT NOT NULL,
-     sample INTEGER NOT NULL,
-     build_id TEXT NOT NULL,
-     day TEXT NOT NULL,
-     object_key TEXT NOT NULL,
-     bytes INTEGER NOT NULL,
-     checksums TEXT NOT NULL,
-     published_at TEXT NOT NULL,
-     PRIMARY KEY (dataset_id, format, sample, build_id)
-   );
-   CREATE TABLE downloads (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     org_id TEXT NOT NULL,
-     dataset_id TEXT NOT NULL,
-     format TEXT NOT NULL,
-     sample INTEGER NOT NULL,
-     outcome TEXT NOT NULL,
-     bytes INTEGER NOT NULL,
-     http_status INTEGER NOT NULL,
-     apikey_id TEXT NOT NULL,
-     client_ip TEXT NOT NULL,
-     user_agent TEXT NOT NULL,
-     created TEXT NOT NULL
-   );
-   CREATE INDEX downloads_org ON downloads(org_id, id);`,
-  // 3: a numeric account id per organisation, for geoipupdate's AccountID (its Basic auth user),
-  // numbered in the order the organisations were inserted
-  `ALTER TABLE organisations ADD COLUMN account_id INTEGER;
-   UPDATE organisations SET account_id = (SELECT COUNT(*) FROM organisations o WHERE o.rowid <= organisations.rowid);
-   CREATE UNIQUE INDEX organisations_account ON organisations(account_id);`,
-  // 4: the operator's API: its credentials, the audit log, deleted organisations (kept, so
-  // their download history and audit entries still name them and their ids are never reused)
-  `CREATE TABLE admin_tokens (
-     id TEXT PRIMARY KEY,
-     name TEXT NOT NULL,
-     token_prefix TEXT NOT NULL,
-     secret_hash TEXT NOT NULL UNIQUE,
-     scopes TEXT NOT NULL,
-     revoked_at TEXT,
-     created_at TEXT NOT NULL
-   );
-   CREATE TABLE audit (
-     id INTEGER PRIMARY KEY AUTOINCREMENT,
-     at TEXT NOT NULL,
-     actor TEXT NOT NULL,
-     source TEXT NOT NULL,
-     action TEXT NOT NULL,
-     org_id TEXT,
-     target TEXT,
-     detail TEXT NOT NULL
-   );
-   CREATE INDEX audit_org ON audit(org_id, id);
-   ALTER TABLE organisations ADD COLUMN deleted_at TEXT;`,
-  // 5: short-lived tokens (signed, not stored): those revoked before their expiry, and each
-  // key's token epoch (rotating the key, or too many revocations, ends all its tokens at once)
-  `CREATE TABLE revoked_tokens (
-     id TEXT PRIMARY KEY,
-     key_id TEXT NOT NULL,
-     expires_at TEXT NOT NULL,
-     revoked_at TEXT NOT NULL
-   );
-   CREATE INDEX revoked_tokens_key ON revoked_tokens(key_id);
-   ALTER TABLE api_keys ADD COLUMN token_epoch INTEGER NOT NULL DEFAULT 0;`,
-];
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */
 export class ControlDbError extends IpsiftError {
@@ -125,8 +27,12 @@ export class ControlDbError extends IpsiftError {
   }
 }
 
-/** Opens (creating and migrating) the control database; ControlDbError when it is damaged. */
-export function openControlDb(dataDir: string): ControlDb {
+/**
+ * Opens (creating and migrating) the control database; ControlDbError when the SQLite file is
+ * damaged, ControlUnavailable when PostgreSQL cannot be reached.
+ */
+export function openControlDb(dataDir: string, control: ControlDbConfig = null): ControlDb {
+  if (control !== null) return migrate(new PostgresDb(control), controlMigrations('postgres'), redactUrl(control.url));
   const file = path.join(dataDir, CONTROL_DB_FILE);
   try {
     return open(file);
@@ -156,15 +62,25 @@ function open(file: string): ControlDb {
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA foreign_keys = ON');
   db.exec('PRAGMA synchronous = NORMAL');
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
-  db.transaction(() => {
-    const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
-    if (current > MIGRATIONS.length) throw new IpsiftError('STORE_NEWER', `${file}: control database is at schema ${current}, newer than this ipsift (${MIGRATIONS.length}); run the newer ipsift`);
-    for (let v = current + 1; v <= MIGRATIONS.length; v++) {
-      db.exec(MIGRATIONS[v - 1]);
-      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());
-    }
-  }, true);
+  return migrate(db, controlMigrations('sqlite'), file);
+}
+
+/** Applies the migrations the database lacks, in one write transaction (nodes starting together wait their turn). */
+function migrate(db: ControlDb, migrations: readonly string[], name: string): ControlDb {
+  try {
+    db.transaction(() => {
+      db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
+      const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
+      if (current > migrations.length) throw new IpsiftError('STORE_NEWER', `${name}: control database is at schema ${current}, newer than this ipsift (${migrations.length}); run the newer ipsift`);
+      for (let v = current + 1; v <= migrations.length; v++) {
+        db.exec(migrations[v - 1]);
+        db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());
+      }
+    }, true);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
   return db;
 }
 

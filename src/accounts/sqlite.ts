@@ -1,5 +1,5 @@
-// The SQLite boundary: the control database (control-db.ts) speaks to this small interface,
-// and one of three drivers sits behind it — better-sqlite3 where its native build loads
+// The SQL boundary: the control database (control-db.ts) speaks to this small interface,
+// with PostgreSQL (postgres.ts) for a cluster, or one of three SQLite drivers — better-sqlite3 where its native build loads
 // (Node 20 here), node:sqlite on Node 22.5+ and 24 (better-sqlite3 has no binary for their
 // ABIs without a compiler), bun:sqlite on Bun. Same schema, same migrations, same SQL.
 
@@ -13,17 +13,18 @@ export interface SqlStatement {
 }
 
 export interface SqlDatabase {
-  readonly driver: SqliteDriver;
+  readonly driver: SqlDriver;
   prepare(sql: string): SqlStatement;
   exec(sql: string): void;
   /** fn inside BEGIN … COMMIT (ROLLBACK when it throws); `immediate` takes the write lock first. */
   transaction<T>(fn: () => T, immediate?: boolean): T;
-  /** PRAGMA data_version: changes when another connection commits. */
+  /** Changes when another connection commits (SQLite: PRAGMA data_version). */
   dataVersion(): number;
   close(): void;
 }
 
 export type SqliteDriver = 'better-sqlite3' | 'node:sqlite' | 'bun:sqlite';
+export type SqlDriver = SqliteDriver | 'postgres';
 
 const require = createRequire(import.meta.url);
 

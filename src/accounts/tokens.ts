@@ -110,7 +110,7 @@ export function revokeToken(db: ControlDb, claims: Pick<TokenClaims, 'id' | 'key
       db.prepare('DELETE FROM revoked_tokens WHERE key_id = ?').run(claims.keyId);
       return 'every token of the key';
     }
-    db.prepare('INSERT OR IGNORE INTO revoked_tokens (id, key_id, expires_at, revoked_at) VALUES (?, ?, ?, ?)').run(
+    db.prepare('INSERT INTO revoked_tokens (id, key_id, expires_at, revoked_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(
       claims.id,
       claims.keyId,
       new Date(claims.expiresMs).toISOString(),

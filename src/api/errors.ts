@@ -67,6 +67,8 @@ export const ERRORS = Object.freeze({
   keylessCap: apiError(429, 'daily limit for unauthenticated requests exceeded; use an API key'),
   allowanceSpent: apiError(429, 'request allowance exceeded; raise or remove your overage limit'),
   usageUnavailable: apiError(503, 'usage is temporarily unavailable'),
+  /** A store the request needs (the control database) cannot be reached now; with Retry-After. */
+  unavailable: apiError(503, 'service temporarily unavailable'),
   lookupFailed: apiError(500, 'lookup failed'),
   notFound: apiError(404, 'not found'),
   methodNotAllowed: apiError(405, 'method not allowed'),
@@ -93,11 +95,13 @@ export const RC = Object.freeze({
   LICENSE_EXPIRED: rcError(403, 'LICENSE_EXPIRED'),
   NOT_PUBLISHED: rcError(503, 'NOT_PUBLISHED'),
   INTERNAL: rcError(500, 'INTERNAL'),
+  /** The server's own failure, told as temporary: a store it needs cannot be reached now. */
+  UNAVAILABLE: rcError(503, 'INTERNAL'),
   /** A Range outside the file (/files): the request's fault, told by its status. */
   RANGE_NOT_SATISFIABLE: rcError(416, 'BAD_REQUEST'),
 });
 
-export type RcCode = Exclude<keyof typeof RC, 'RANGE_NOT_SATISFIABLE'>;
+export type RcCode = Exclude<keyof typeof RC, 'RANGE_NOT_SATISFIABLE' | 'UNAVAILABLE'>;
 
 export function statusLine(status: number): string {
   return `${status} ${REASONS[status] ?? ''}`.trimEnd();

@@ -59,8 +59,10 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
   const day = manifest.built.slice(0, 10);
   const dir = path.join(buildDir(dataDir, buildId), EXPORTS_DIR);
   const insert = db.prepare(
-    `INSERT OR REPLACE INTO publications (dataset_id, format, sample, build_id, day, object_key, bytes, checksums, published_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO publications (dataset_id, format, sample, build_id, day, object_key, bytes, checksums, published_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (dataset_id, format, sample, build_id) DO UPDATE SET day = excluded.day, object_key = excluded.object_key,
+       bytes = excluded.bytes, checksums = excluded.checksums, published_at = excluded.published_at`,
   );
   let n = 0;
   for (const ex of Object.values(manifest.databases)) {

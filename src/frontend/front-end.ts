@@ -56,10 +56,10 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const { config, log } = s;
   const plans = loadPlans(config.plansFile);
   const catalogue = loadCatalogue(config.catalogueFile);
-  const control = openControlDb(config.dataDir);
+  const control = openControlDb(config.dataDir, config.controlDb);
   const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
   const meter = new Meter(store, config.accountingGraceMs, log);
-  const keys = new KeyCache(control, plans, config.dataDir);
+  const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {
     keys.close();

@@ -6,8 +6,8 @@
 
 import { matchPath, parsePattern, type Pattern } from './server/patterns.js';
 import type { HttpApp, HttpRequest, HttpResponse } from './server/types.js';
-import { ERRORS, type ErrorAnswer } from '../api/errors.js';
-import { IpsiftError } from '../errors.js';
+import { ERRORS, RC, type ErrorAnswer } from '../api/errors.js';
+import { IpsiftError, Unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Cors } from './cors.js';
 import { headOnly } from './head-response.js';
@@ -20,6 +20,8 @@ import { negotiate } from './content-coding.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
 const FAILURE_LOG_EVERY_MS = 1000;
+/** Retry-After of a 503 for an unreachable store: about when it is tried again (RETRY_MS). */
+const RETRY_AFTER_UNAVAILABLE_S = 1;
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
 export type Handler = (res: HttpResponse, req: HttpRequest) => void | Promise<void>;
@@ -170,8 +172,12 @@ export class RouteTable {
     };
   }
 
-  /** Answers `internal` if the response is still open; otherwise drops the connection. */
+  /**
+   * Answers `internal` if the response is still open (503 with Retry-After instead when a
+   * store the request needs is unreachable); otherwise drops the connection.
+   */
   private fail(res: HttpResponse, internal: ErrorAnswer, e: unknown): void {
+    const unavailable = e instanceof Unavailable;
     this.metrics.handlerFailures++;
     const now = Date.now();
     if (now - this.loggedAtMs >= FAILURE_LOG_EVERY_MS) {
@@ -182,7 +188,8 @@ export class RouteTable {
       this.unlogged = 0;
     } else this.unlogged++;
     try {
-      res.cork(() => sendError(res, internal, this.metrics));
+      if (unavailable) res.cork(() => sendError(res, 'code' in internal ? RC.UNAVAILABLE : ERRORS.unavailable, this.metrics, { headers: [['Retry-After', String(RETRY_AFTER_UNAVAILABLE_S)]] }));
+      else res.cork(() => sendError(res, internal, this.metrics));
     } catch {
       try {
         res.close(); // answered in part, or aborted: nothing sound can be written any more

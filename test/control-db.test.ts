@@ -1,0 +1,232 @@
+// The control database's boundary: one suite, run against SQLite (the data directory's file)
+// and PostgreSQL (a fresh database), then what only a shared server can do: nodes starting and
+// writing together, changes reaching other nodes' key caches, and the server going away.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, describe, test } from 'node:test';
+import { KeyCache } from '../src/accounts/auth.js';
+import { createKey, createOrganisation, deleteOrganisation, findKeyBySecret, getKey, listKeys, listOrganisations, revokeKey, rotateKey, setHardLimit, setPlan } from '../src/accounts/accounts.js';
+import { listAudit, recordAudit } from '../src/accounts/audit.js';
+import { CONTROL_DB_FILE, openControlDb, type ControlDb } from '../src/accounts/control-db.js';
+import { ControlUnavailable, PostgresDb, translate } from '../src/accounts/postgres.js';
+import { openSqlite, type SqlDatabase } from '../src/accounts/sqlite.js';
+import { loadPlans } from '../src/accounts/plans.js';
+import { isTokenRevoked, revokeToken } from '../src/accounts/tokens.js';
+import { grantLicence, listLicences, revokeLicence } from '../src/catalogue/licences.js';
+import { IpsiftError } from '../src/errors.js';
+import { runBuild } from '../src/build/build.js';
+import { importFeed } from '../src/feeds/import.js';
+import type { ControlDbConfig } from '../src/config.js';
+import { get, plansFile, PROJECT_ROOT, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { dropDatabases, freshControlDb, startPostgresRelay } from './postgres-server.js';
+
+const run = promisify(execFile);
+after(() => dropDatabases());
+
+const BACKENDS: [string, () => ControlDbConfig][] = [
+  ['SQLite', () => null],
+  ['PostgreSQL', () => freshControlDb()],
+];
+
+for (const [name, config] of BACKENDS) {
+  describe(`control database: ${name}`, () => {
+    const dir = tempDir();
+    const plans = loadPlans(plansFile(dir));
+    const control = config();
+    const open = (): ControlDb => openControlDb(dir, control);
+
+    test('migrations: applied once, again a no-op; a newer schema is refused by name', () => {
+      const db = open();
+      const v = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number };
+      assert.equal(v.v, 5);
+      db.close();
+      const again = open();
+      assert.equal((again.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 5);
+      again.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(99, 'later');
+      again.close();
+      assert.throws(open, (e: unknown) => e instanceof IpsiftError && e.code === 'STORE_NEWER' && /schema 99, newer than this ipsift \(5\)/.test(e.message));
+      const fix = openControlDbUnchecked(dir, control);
+      fix.prepare('DELETE FROM schema_migrations WHERE version = ?').run(99);
+      fix.close();
+    });
+
+    test('organisations, keys, licences, tokens and the audit log: every operation, numbers as numbers', () => {
+      const db = open();
+      try {
+        const a = createOrganisation(db, plans, 'Alpha', 'starter');
+        const b = createOrganisation(db, plans, 'Beta', 'scale');
+        assert.deepEqual([a.accountId, b.accountId], [1, 2]);
+        assert.equal(typeof a.accountId, 'number');
+        assert.equal(setPlan(db, plans, a.id, 'max').plan, 'max');
+        assert.equal(setHardLimit(db, a.id, 5000).hardLimit, 5000);
+        const k = createKey(db, { orgId: a.id, name: 'main', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] });
+        assert.deepEqual(findKeyBySecret(db, k.secret), k.key);
+        assert.equal(findKeyBySecret(db, 'ips_nothing'), null);
+        const rotated = rotateKey(db, k.key.id);
+        assert.equal(findKeyBySecret(db, k.secret), null);
+        assert.equal(findKeyBySecret(db, rotated.secret)?.tokenEpoch, 1);
+        const claims = { id: 'tok1', keyId: k.key.id, expiresMs: Date.now() + 60_000 };
+        assert.equal(revokeToken(db, claims, Date.now()), 'token');
+        assert.equal(revokeToken(db, claims, Date.now()), 'token'); // twice: still one row
+        assert.equal(isTokenRevoked(db, 'tok1'), true);
+        assert.ok(revokeKey(db, k.key.id).revokedAt);
+        assert.deepEqual(listKeys(db, a.id).map((x) => x.id), [k.key.id]);
+        grantLicence(db, { orgId: a.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2027-01-01' }, ['vpn']);
+        grantLicence(db, { orgId: a.id, base: 'vpn', licenseType: 'subscription', starts: '2026-01-01', expires: '2028-01-01' }, ['vpn']);
+        assert.deepEqual(listLicences(db, a.id).map((l) => [l.base, l.licenseType, l.expires]), [['vpn', 'subscription', '2028-01-01T00:00:00.000Z']]);
+        recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', a.id, a.id, { name: 'Alpha' });
+        recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', b.id, b.id, { name: 'Beta' });
+        const entries = listAudit(db, { limit: 10 });
+        assert.deepEqual(entries.map((e) => e.org_id), [b.id, a.id]);
+        assert.deepEqual(listAudit(db, { limit: 10, before: entries[0].id }).map((e) => e.org_id), [a.id]);
+        const gone = deleteOrganisation(db, b.id);
+        assert.equal(gone.org.deletedAt !== null, true);
+        assert.equal(revokeLicence(db, a.id, 'vpn'), true);
+        assert.equal(revokeLicence(db, a.id, 'vpn'), false);
+        assert.deepEqual(listOrganisations(db).map((o) => o.name), ['Alpha', 'Beta']);
+        assert.equal(getKey(db, 'no such id'), null);
+      } finally {
+        db.close();
+      }
+    });
+
+    test('a failed transaction leaves nothing behind, and the connection goes on', () => {
+      const db = open();
+      try {
+        const before = listOrganisations(db).length;
+        assert.throws(() =>
+          db.transaction(() => {
+            createOrganisation(db, plans, 'Doomed', 'free');
+            db.prepare('INSERT INTO organisations (id, name, plan, created_at) VALUES (?, ?, ?, ?)').run(listOrganisations(db)[0].id, 'dup', 'free', 'x');
+          }),
+        );
+        assert.equal(listOrganisations(db).length, before);
+        assert.equal(createOrganisation(db, plans, 'After', 'free').name, 'After');
+      } finally {
+        db.close();
+      }
+    });
+
+    test("another connection's change moves dataVersion, and a key cache drops within its poll", async () => {
+      const mine = open();
+      const other = open();
+      try {
+        const org = createOrganisation(other, plans, 'Cached', 'max');
+        const k = createKey(other, { orgId: org.id, name: 'k' });
+        const cache = new KeyCache(mine, plans);
+        try {
+          const v = mine.dataVersion();
+          assert.ok('key' in cache.resolve(k.secret, Date.now()));
+          assert.equal(mine.dataVersion(), v, 'reading changed the version');
+          revokeKey(other, k.key.id);
+          assert.notEqual(mine.dataVersion(), v);
+          const t = Date.now();
+          while (!('message' in cache.resolve(k.secret, Date.now()))) await new Promise((r) => setTimeout(r, 10));
+          assert.ok(Date.now() - t <= 400, `the revocation took ${Date.now() - t} ms to reach the cache`);
+        } finally {
+          cache.close();
+        }
+      } finally {
+        mine.close();
+        other.close();
+      }
+    });
+  });
+}
+
+/** The database as it is, without the migration check (to undo the newer-schema test). */
+function openControlDbUnchecked(dir: string, control: ControlDbConfig): SqlDatabase {
+  return control === null ? openSqlite(path.join(dir, CONTROL_DB_FILE)) : new PostgresDb(control);
+}
+
+describe('control database: PostgreSQL shared by nodes', () => {
+  test('SQLite statements as PostgreSQL: ? and @name parameters numbered, quoted text untouched', () => {
+    assert.deepEqual(translate("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?"), { text: "SELECT * FROM t WHERE a = $1 AND b = '?' AND c = $2", names: null });
+    assert.deepEqual(translate('INSERT INTO t VALUES (@id, @name, @id)'), { text: 'INSERT INTO t VALUES ($1, $2, $1)', names: ['id', 'name'] });
+  });
+
+  test('three processes starting on a new database at once: one schema, and 60 organisations numbered 1 to 60', async () => {
+    const control = freshControlDb();
+    const script = `
+      import { openControlDb } from '${PROJECT_ROOT}/dist/src/accounts/control-db.js';
+      import { createOrganisation } from '${PROJECT_ROOT}/dist/src/accounts/accounts.js';
+      import { loadPlans } from '${PROJECT_ROOT}/dist/src/accounts/plans.js';
+      const db = openControlDb('/nonexistent', { url: process.env.U, timeoutMs: 10000 });
+      const plans = loadPlans('${plansFile(tempDir())}');
+      for (let i = 0; i < 20; i++) createOrganisation(db, plans, 'n' + i, 'free');
+      db.close();`;
+    const file = writeFile(tempDir(), 'node.mjs', script);
+    await Promise.all([0, 1, 2].map(() => run(process.execPath, [file], { env: { ...process.env, U: control.url } })));
+    const db = openControlDb(tempDir(), control);
+    try {
+      const ids = listOrganisations(db).map((o) => o.accountId).sort((x, y) => x - y);
+      assert.deepEqual(ids, Array.from({ length: 60 }, (_, i) => i + 1));
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 5);
+    } finally {
+      db.close();
+    }
+  });
+
+  test('an unreachable server is refused at start, by name, without its password', () => {
+    assert.throws(
+      () => openControlDb(tempDir(), { url: 'postgres://ipsift:hunter2@127.0.0.1:1/none', timeoutMs: 500 }),
+      (e: unknown) => e instanceof ControlUnavailable && /127\.0\.0\.1:1/.test(e.message) && !e.message.includes('hunter2'),
+    );
+  });
+
+  test('the server gone: cached keys answer for CONTROL_GRACE_S, new keys and key management 503 with Retry-After; back, all answer', async () => {
+    const relay = await startPostgresRelay();
+    after(() => relay.stop());
+    const base = freshControlDb();
+    const control = { url: relay.url(base.url), timeoutMs: 1000 };
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', 'network,category,provider\n81.7.3.0/24,vpn,ExampleVPN\n') });
+    runBuild({ dataDir });
+    const plans = plansFile(dataDir);
+    const db = openControlDb(dataDir, control);
+    const org = createOrganisation(db, loadPlans(plans), 'Outage', 'max');
+    const [cached, uncached] = [0, 1].map(() => createKey(db, { orgId: org.id, name: 'k', scopes: ['apikeys.manage'] }).secret);
+    db.close();
+    const svc = await startTestService({ dataDir, plansFile: plans, controlDb: control, controlGraceMs: 3000 });
+    const auth = (k: string) => ({ authorization: `Bearer ${k}` });
+    try {
+      assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 200);
+      await relay.stop();
+      const t = Date.now();
+      assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 200, 'a cached key stopped working at once');
+      const fresh = await get(svc.port, '/8.8.8.8', auth(uncached));
+      assert.equal(fresh.status, 503);
+      assert.equal(fresh.headers['retry-after'], '1');
+      assert.deepEqual(fresh.json, { error: 'service temporarily unavailable' });
+      const manage = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
+      assert.equal(manage.status, 503);
+      assert.deepEqual(manage.json, { rc: 'INTERNAL' });
+      assert.equal(manage.headers['retry-after'], '1');
+      // Past the grace period the cache is gone: the cached key too meets the outage.
+      while ((await get(svc.port, '/8.8.8.8', auth(cached))).status === 200) {
+        assert.ok(Date.now() - t < 6000, 'a cached key outlived the grace period');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(Date.now() - t >= 2500, `the cache went after ${Date.now() - t} ms, before its grace period`);
+      assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 503);
+      assert.equal((await get(svc.port, '/8.8.8.8')).status, 200, 'keyless lookups need no control database');
+      await relay.start();
+      for (const k of [cached, uncached]) {
+        let status = 0;
+        for (let i = 0; i < 50 && status !== 200; i++) {
+          status = (await get(svc.port, '/8.8.8.8', auth(k))).status;
+          if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(status, 200, 'the server came back, the key did not');
+      }
+      const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
+      assert.equal(made.status, 201);
+    } finally {
+      await svc.close();
+      await relay.stop();
+    }
+  });
+});
