@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
-import { CONFIG_VARIABLES } from '../src/config.js';
+import { CONFIG_VARIABLES, loadConfig } from '../src/config.js';
 import { build, finalImage, platformMatches, start } from '../scripts/dockerfile-check.js';
 import { PROJECT_ROOT, get } from './helpers.js';
 
@@ -67,5 +67,27 @@ describe('the systemd unit and the compose file', () => {
     assert.match(compose, /- ipsift-data:\/data/);
     const example = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'deploy/ipsift.example.json'), 'utf8')) as Record<string, unknown>;
     for (const k of Object.keys(example)) assert.ok(known.has(k), `the example config sets ${k}`);
+  });
+
+  test('the cluster compose file: the builder and the serving nodes each make a configuration ipsift accepts', () => {
+    const cluster = fs.readFileSync(path.join(PROJECT_ROOT, 'deploy/cluster-compose.yaml'), 'utf8');
+    /** `NAME: "value"` lines of one top-level block's part (the anchor, or a service). */
+    const settings = (from: RegExp): Record<string, string> => {
+      const start = cluster.search(from);
+      assert.ok(start >= 0, `${from} in the file`);
+      const block = cluster.slice(start).split(/\n(?=\S|  [a-z]+:\n)/)[0];
+      return Object.fromEntries([...block.matchAll(/^\s+([A-Z0-9_]+): "([^"]*)"$/gm)].map((m) => [m[1], m[2]]));
+    };
+    const shared = settings(/^x-cluster:/m);
+    const aws = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
+    for (const [role, from] of [['builder', /^  builder:/m], ['serve', /^  serve:/m]] as const) {
+      const env = { ...shared, ...settings(from) };
+      for (const v of Object.keys(env)) assert.ok(known.has(v) || aws.has(v), `${role} sets ${v}`);
+      const config = loadConfig(Object.fromEntries(Object.entries(env).filter(([k]) => !aws.has(k))));
+      assert.equal(config.role, role === 'serve' ? 'serve' : 'all');
+      assert.equal(config.accounting.kind, 'redis');
+      assert.match(config.controlDb?.url ?? '', /^postgres:\/\//);
+      assert.equal(config.store.kind, 's3');
+    }
   });
 });
