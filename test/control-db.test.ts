@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
@@ -19,11 +20,19 @@ import { grantLicence, listLicences, revokeLicence } from '../src/catalogue/lice
 import { IpsiftError } from '../src/errors.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
+import { openApiDocument } from '../src/http/openapi.js';
 import type { ControlDbConfig } from '../src/config.js';
 import { get, plansFile, PROJECT_ROOT, request, startTestService, tempDir, writeFile } from './helpers.js';
 import { dropDatabases, freshControlDb, startPostgresRelay } from './postgres-server.js';
 
 const run = promisify(execFile);
+const require = createRequire(import.meta.url);
+const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
+const ajv = new Ajv2020({ strict: false });
+ajv.addSchema(openApiDocument(), 'openapi');
+/** Whether a body is what the OpenAPI document says an operation answers with a status. */
+const documented = (p: string, method: string, status: number, body: unknown): boolean =>
+  ajv.compile({ $ref: `openapi#/paths/${p.replace(/\//g, '~1')}/${method}/responses/${status}/content/application~1json/schema` })(body) as boolean;
 after(() => dropDatabases());
 
 const BACKENDS: [string, () => ControlDbConfig][] = [
@@ -201,9 +210,14 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.equal(fresh.status, 503);
       assert.equal(fresh.headers['retry-after'], '1');
       assert.deepEqual(fresh.json, { error: 'service temporarily unavailable' });
+      assert.ok(documented('/{ip}', 'get', 503, fresh.json));
       const manage = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
       assert.equal(manage.status, 503);
       assert.deepEqual(manage.json, { rc: 'INTERNAL' });
+      assert.ok(documented('/api/v1/iam/apikeys', 'post', 503, manage.json));
+      const list = await get(svc.port, '/api/v1/database/list', auth(uncached));
+      assert.deepEqual([list.status, list.json, list.headers['retry-after']], [503, { rc: 'INTERNAL' }, '1']);
+      assert.ok(documented('/api/v1/database/list', 'get', 503, list.json));
       assert.equal(manage.headers['retry-after'], '1');
       // Past the grace period the cache is gone: the cached key too meets the outage.
       while ((await get(svc.port, '/8.8.8.8', auth(cached))).status === 200) {

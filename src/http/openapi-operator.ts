@@ -8,6 +8,7 @@ const refusals = (write: boolean): Record<string, Schema> => ({
   '401': rc('UNAUTHORIZED', 'No operator token, an unknown one or a revoked one.'),
   ...(write ? { '403': rc('FORBIDDEN', 'The token lacks admin.write.') } : {}),
   '500': rc('INTERNAL', 'An unexpected failure.'),
+  '503': rc('INTERNAL', 'The control database of a cluster cannot be reached now (with Retry-After).'),
 });
 const bad = rc('BAD_REQUEST', 'A body or field the service layer refuses; the message says why.');
 const notFound = rc('NOT_FOUND', 'No such organisation (or it was deleted), key or licence.');

@@ -68,7 +68,10 @@ const lookupRefusals = {
     { 'Retry-After': H.retryAfter, 'RateLimit-Policy': H.rateLimitPolicy, RateLimit: H.rateLimit },
   ),
   '500': json(errorBody(E.lookupFailed.message), 'The dataset could not be consulted.'),
+  '503': json(errorBody(E.unavailable.message), 'The key could not be checked: the control database of a cluster cannot be reached now (cached keys go on working for a while).', { 'Retry-After': H.retryAfter }),
 };
+/** Where the control database of a cluster cannot be reached now. */
+const UNAVAILABLE_RC = 'The control database of a cluster cannot be reached now.';
 
 const keyAuth = [{ bearer: [] }, { apiKeyHeader: [] }, { apiKeyQuery: [] }];
 const optionalKey = [{}, ...keyAuth];
@@ -77,6 +80,7 @@ const optionalKey = [{}, ...keyAuth];
 const dbRefusals = (...extra: [string, Schema][]): Record<string, Schema> => ({
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No key, an invalid one, or one without db.download.'),
   '403': json(rcBody(RC.FORBIDDEN.code, RC.NO_LICENSE.code, RC.LICENSE_EXPIRED.code), 'Source outside the key\'s ranges; no licence; licence term ended.'),
+  '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
   ...Object.fromEntries(extra),
   '500': json(rcBody(RC.INTERNAL.code), 'An unexpected failure.'),
 });
@@ -84,7 +88,7 @@ const dbRefusals = (...extra: [string, Schema][]): Record<string, Schema> => ({
 /** 404 for an unknown database, 503 while today's copy is not published (with Retry-After where the answer has it). */
 const missing = (retry = false): [string, Schema][] => [
   ['404', json(rcBody(RC.NOT_FOUND.code), 'No such database.')],
-  ['503', json(rcBody(RC.NOT_PUBLISHED.code), "Today's copy is not published yet.", retry ? { 'Retry-After': H.retryAfter } : undefined)],
+  ['503', json(rcBody(RC.NOT_PUBLISHED.code, RC.UNAVAILABLE.code), `NOT_PUBLISHED: today's copy is not published yet. INTERNAL: ${UNAVAILABLE_RC}`, retry ? { 'Retry-After': H.retryAfter } : undefined)],
 ];
 
 const query = (name: string, schema: Schema, required: boolean, description: string): Schema => ({ name, in: 'query', required, description, schema });
@@ -98,9 +102,9 @@ const keyRefusals = {
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, an invalid one, or one without apikeys.manage.'),
   '403': json(rcBody(RC.FORBIDDEN.code), 'Source outside the key\'s ranges, or a key with more than the caller holds.'),
   '404': json(rcBody(RC.NOT_FOUND.code), "No such key in the caller's organisation."),
+  '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
 };
 const keyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
-
 
 export function openApiDocument(): Schema {
   const schemas: Record<string, Schema> = {
@@ -220,7 +224,7 @@ export function openApiDocument(): Schema {
           '200': json(ref('Account'), 'The account.'),
           '401': json(errorBody(E.keyRequired.message, ...keyErrors), 'No key, or an unknown, revoked or expired one.'),
           '403': lookupRefusals['403'],
-          '503': json(errorBody(E.usageUnavailable.message), 'Usage cannot be read now.'),
+          '503': json(errorBody(E.usageUnavailable.message, E.unavailable.message), 'Usage cannot be read now, or the key cannot be checked now (a cluster whose control database cannot be reached: with Retry-After).'),
         },
       },
     },
