@@ -8,7 +8,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
-import { KeyCache } from '../src/accounts/auth.js';
+import { KeyCache, KeyLookupsThrottled, POSTGRES_LOOKUPS_PER_S } from '../src/accounts/auth.js';
+import { ERRORS } from '../src/api/errors.js';
 import { createKey, createOrganisation, deleteOrganisation, findKeyBySecret, getKey, listKeys, listOrganisations, revokeKey, rotateKey, setHardLimit, setPlan } from '../src/accounts/accounts.js';
 import { listAudit, recordAudit } from '../src/accounts/audit.js';
 import { CONTROL_DB_FILE, openControlDb, type ControlDb } from '../src/accounts/control-db.js';
@@ -175,6 +176,35 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.deepEqual(ids, Array.from({ length: 60 }, (_, i) => i + 1));
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 5);
     } finally {
+      db.close();
+    }
+  });
+
+  test('a flood of made-up keys: past 1 000 uncached lookups a second a thread, misses answer 503 while cached keys go on', () => {
+    const dir = tempDir();
+    const plans = loadPlans(plansFile(dir));
+    const db = openControlDb(dir, freshControlDb());
+    const cache = new KeyCache(db, plans);
+    try {
+      const org = createOrganisation(db, plans, 'Flooded', 'max');
+      const { secret } = createKey(db, { orgId: org.id, name: 'k' });
+      const now = Date.now();
+      assert.ok('key' in cache.resolve(secret, now));
+      let refused = 0;
+      for (let i = 0; i < 1200; i++) {
+        try {
+          assert.equal(cache.resolve(`isk_madeup${i}`, now), ERRORS.keyInvalid);
+        } catch (e) {
+          assert.ok(e instanceof KeyLookupsThrottled);
+          refused++;
+        }
+      }
+      assert.equal(refused, 1200 - POSTGRES_LOOKUPS_PER_S + 1); // the real key took one lookup
+      assert.ok('key' in cache.resolve(secret, now), 'a cached key was refused');
+      assert.equal(cache.resolve('isk_madeup0', now), ERRORS.keyInvalid, 'a refusal is cached too');
+      assert.equal(cache.resolve('isk_later', now + 100), ERRORS.keyInvalid, 'the budget refills');
+    } finally {
+      cache.close();
       db.close();
     }
   });

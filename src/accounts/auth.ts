@@ -4,7 +4,9 @@
 // by any process reach every server within that bound; expiry is checked on every request.
 // While the database cannot be reached (PostgreSQL), keys already resolved keep working for
 // the grace period (CONTROL_GRACE_S), then the cache is dropped; a key not in the cache meets
-// the database's failure, answered 503 by the route's error path.
+// the database's failure, answered 503 by the route's error path. On PostgreSQL, lookups of
+// keys not in the cache are budgeted per thread (a flood of made-up keys is a flood of round
+// trips); past the budget a miss answers 503 too.
 
 import type { ApiError } from '../api/errors.js';
 import { ERRORS } from '../api/errors.js';
@@ -14,8 +16,19 @@ import { TOKEN_TAG, isTokenRevoked, mintToken, readToken, tokenSigned, tokenSign
 import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from './plans.js';
 import { DEFAULTS } from '../config.js';
+import { Unavailable } from '../errors.js';
 
 export const AUTH_POLL_MS = 250;
+/** Lookups of uncached keys a thread makes a second on PostgreSQL (a third of a thread at most). */
+export const POSTGRES_LOOKUPS_PER_S = 1000;
+
+/** Too many keys not in the cache at once: answered 503 with Retry-After by the route's error path. */
+export class KeyLookupsThrottled extends Unavailable {
+  constructor() {
+    super('KEY_LOOKUPS_THROTTLED', `more than ${POSTGRES_LOOKUPS_PER_S} lookups of uncached keys a second on this thread`);
+  }
+}
+
 /** Presented keys cached per thread (≤ MAX_KEY_LENGTH characters each: a few MiB at most). */
 const MAX_CACHED = 20_000;
 
@@ -94,6 +107,8 @@ export class KeyCache {
   private readonly poller: NodeJS.Timeout;
   /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
   private readonly peers: BroadcastChannel | null;
+  /** Lookups of keys not in the cache left this second (a token bucket); null: no limit. */
+  private readonly lookupBudget: { perSecond: number; left: number; atMs: number } | null;
   /** The data directory's token signing key, read when the first token arrives. */
   private signingKey: Buffer | null = null;
 
@@ -104,6 +119,7 @@ export class KeyCache {
     private readonly graceMs = DEFAULTS.controlGraceS * 1000,
   ) {
     this.version = dataVersion(db);
+    this.lookupBudget = db.driver === 'postgres' ? { perSecond: POSTGRES_LOOKUPS_PER_S, left: POSTGRES_LOOKUPS_PER_S, atMs: Date.now() } : null;
     this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
     this.poller.unref();
     this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
@@ -147,12 +163,26 @@ export class KeyCache {
     if (secret.length > MAX_KEY_LENGTH) return ERRORS.keyInvalid;
     let r = this.cache.get(secret);
     if (r === undefined) {
+      if (this.lookupBudget !== null) this.spendLookup(nowMs);
       r = this.load(secret);
       if (this.cache.size >= MAX_CACHED) this.cache.clear(); // key-guessing floods
       this.cache.set(secret, r);
     }
     if ('key' in r && nowMs >= r.expiresMs) return ERRORS.keyExpired;
     return r;
+  }
+
+  /**
+   * A database lookup for a key not in the cache, within the thread's budget: on PostgreSQL a
+   * miss is a round trip (about 0.3 ms), so a flood of made-up keys could hold a front-end
+   * thread; past the budget a miss answers 503 with Retry-After, while cached keys go on.
+   */
+  private spendLookup(nowMs: number): void {
+    const b = this.lookupBudget!;
+    b.left = Math.min(b.perSecond, b.left + ((nowMs - b.atMs) * b.perSecond) / 1000);
+    b.atMs = nowMs;
+    if (b.left < 1) throw new KeyLookupsThrottled();
+    b.left--;
   }
 
   private load(secret: string): Resolved {
