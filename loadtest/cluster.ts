@@ -7,11 +7,16 @@
 //    each) under one wrk each, against one node under one wrk: requests/s summed. On a
 //    machine with fewer cores than nodes + wrk processes this shows sharing, not scaling.
 //
-// Redis is a redis-server of the bench's own on a free port (nothing kept on disk).
+// Redis is a redis-server of the bench's own on a free port (nothing kept on disk). Where the
+// machine's PostgreSQL answers (IPSIFT_BENCH_POSTGRES, default postgres://postgres@127.0.0.1/test),
+// the nodes of part 2 keep their control plane in a database of the bench's own there, as a
+// cluster does (CONTROL_DB); otherwise in the shared data directory's SQLite file.
 
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
+import { PostgresDb } from '../src/accounts/postgres.js';
+import type { ControlDbConfig } from '../src/config.js';
 import { CONNECTIONS, SECONDS, cpuSeconds, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
@@ -30,6 +35,25 @@ await new Promise((r) => setTimeout(r, 300));
 const redisEnv = { ACCOUNTING: 'redis', REDIS_URL: `redis://127.0.0.1:${port}`, REDIS_PREFIX: 'bench:' };
 
 const pinned = await haveTaskset();
+const pgUrl = process.env.IPSIFT_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+const pgDatabase = `ipsift_bench_${process.pid}`;
+let control: ControlDbConfig = null;
+try {
+  const admin = new PostgresDb({ url: pgUrl, timeoutMs: 10_000, connectTimeoutMs: 2000 });
+  admin.exec(`CREATE DATABASE ${pgDatabase}`);
+  admin.close();
+  const u = new URL(pgUrl);
+  u.pathname = `/${pgDatabase}`;
+  control = { url: u.toString(), timeoutMs: 1000 };
+} catch (e) {
+  out(`PostgreSQL not used (${(e as Error).message}): part 2's control plane is the data directory's SQLite`);
+}
+const dropPg = (): void => {
+  if (control === null) return;
+  const admin = new PostgresDb({ url: pgUrl, timeoutMs: 10_000 });
+  admin.exec(`DROP DATABASE IF EXISTS ${pgDatabase} WITH (FORCE)`);
+  admin.close();
+};
 const dataDir = await prepareBuild();
 const key = scaleKey(dataDir);
 const servers: Server[] = [];
@@ -59,21 +83,24 @@ try {
   const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
   out(`redis/lmdb: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), server CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
 
-  // One node against three, all on Redis.
+  // One node against three, all on Redis (and on PostgreSQL where it answers).
+  const clusterKey = control === null ? key : scaleKey(dataDir, control);
+  const clusterEnv = control === null ? redisEnv : { ...redisEnv, CONTROL_DB: control.url };
   const total: number[][] = [[], []];
   for (let round = 0; round < Math.max(2, ROUNDS / 2); round++) {
     for (const n of round % 2 === 0 ? [1, 3] : [3, 1]) {
-      const nodes = await Promise.all(Array.from({ length: n }, () => startIpsift(dataDir, redisEnv)));
+      const nodes = await Promise.all(Array.from({ length: n }, () => startIpsift(dataDir, clusterEnv)));
       servers.push(...nodes);
-      const results = await Promise.all(nodes.map((s, k) => wrk(s, 'random-get.lua', 400 + round * 3 + k, Math.ceil(CONNECTIONS / n), key, SECONDS)));
+      const results = await Promise.all(nodes.map((s, k) => wrk(s, 'random-get.lua', 400 + round * 3 + k, Math.ceil(CONNECTIONS / n), clusterKey, SECONDS)));
       if (results.some((r) => r.errors > 0)) throw new Error(`${n} nodes: non-2xx answers`);
       total[n === 1 ? 0 : 1].push(results.reduce((a, r) => a + r.rps, 0));
       await Promise.all(servers.splice(0).map((s) => s.stop()));
     }
   }
-  out(`nodes on one Redis (${os.availableParallelism()} cores here, one front-end thread a node, one wrk a node, ${CONNECTIONS} connections in all):`);
+  out(`nodes on one Redis${control === null ? '' : ' and one PostgreSQL'} (${os.availableParallelism()} cores here, one front-end thread a node, one wrk a node, ${CONNECTIONS} connections in all):`);
   out(`1 node: ${Math.round(Number(median(total[0]))).toLocaleString('en')} req/s; 3 nodes: ${Math.round(Number(median(total[1]))).toLocaleString('en')} req/s; 3/1 ${median(ratio(total[0], total[1]))}`);
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
   redis.kill('SIGKILL');
+  dropPg();
 }

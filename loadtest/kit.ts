@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import type { ControlDbConfig } from '../src/config.js';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { runBuild } from '../src/build/build.js';
@@ -80,8 +81,8 @@ export function unlimitedKeylessPlans(): string {
 }
 
 /** A scale-plan organisation with one key in the bench's data directory. */
-export function scaleKey(dataDir: string): string {
-  const db = openControlDb(dataDir);
+export function scaleKey(dataDir: string, control: ControlDbConfig = null): string {
+  const db = openControlDb(dataDir, control);
   try {
     const org = createOrganisation(db, loadPlans(benchPlans()), 'bench', 'scale');
     return createKey(db, { orgId: org.id, name: 'bench' }).secret;
