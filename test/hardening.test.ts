@@ -28,7 +28,7 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, testControlDb, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -459,8 +459,7 @@ describe('stores and workers at fault', () => {
     const dataDir = tempDir();
     const svc = await startTestService({ dataDir });
     await svc.close();
-    // With the control database in PostgreSQL there is no control file to protect.
-    for (const f of [...(testControlDb(dataDir) === null ? [CONTROL_DB_FILE] : []), ACCOUNTING_DIR, 'store/link-secret']) {
+    for (const f of [CONTROL_DB_FILE, ACCOUNTING_DIR, 'store/link-secret']) {
       assert.equal(fs.statSync(path.join(dataDir, f)).mode & 0o777, 0o600, f);
     }
   });
