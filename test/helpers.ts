@@ -18,7 +18,7 @@ import { publishExports } from '../src/catalogue/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { INDEX_FILE } from '../src/build/builds.js';
-import { loadConfig, type Config, type ControlDbConfig } from '../src/config.js';
+import { loadConfig, type AccountingConfig, type Config, type ControlDbConfig } from '../src/config.js';
 import { freshControlDb } from './postgres-server.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
@@ -64,7 +64,7 @@ const testControlDbs = new Map<string, ControlDbConfig>();
 
 /**
  * The control database of a data directory under test: its SQLite file, or, when
- * IPSIFT_TEST_CONTROL=postgres (test/postgres-control.test.ts runs the suites so), a fresh
+ * IPSIFT_TEST_CONTROL=postgres (test/cluster-stores.test.ts runs the suites so), a fresh
  * PostgreSQL database of its own.
  */
 export function testControlDb(dataDir: string): ControlDbConfig {
@@ -72,6 +72,30 @@ export function testControlDb(dataDir: string): ControlDbConfig {
   let c = testControlDbs.get(dataDir);
   if (c === undefined) testControlDbs.set(dataDir, (c = freshControlDb()));
   return c;
+}
+
+const testPrefixes = new Map<string, string>();
+
+/**
+ * The accounting store of a data directory under test: its LMDB file, or, when
+ * IPSIFT_TEST_REDIS names a Redis (test/cluster-stores.test.ts), keys of its own prefix there.
+ */
+export function testAccounting(dataDir: string): AccountingConfig {
+  const url = process.env.IPSIFT_TEST_REDIS;
+  if (url === undefined) return { kind: 'lmdb' };
+  let prefix = testPrefixes.get(dataDir);
+  if (prefix === undefined) testPrefixes.set(dataDir, (prefix = `t${process.pid}.${testPrefixes.size}:`));
+  return { kind: 'redis', url, prefix, timeoutMs: 500 };
+}
+
+/** The stores under test as an `ipsift` child process reads them from its environment. */
+export function testStoreEnv(dataDir: string): Record<string, string> {
+  const a = testAccounting(dataDir);
+  return {
+    DATA_DIR: dataDir,
+    CONTROL_DB: testControlDb(dataDir)?.url ?? 'sqlite',
+    ...(a.kind === 'redis' ? { ACCOUNTING: 'redis', REDIS_URL: a.url, REDIS_PREFIX: a.prefix } : { ACCOUNTING: 'lmdb' }),
+  };
 }
 
 /** openControlDb on the data directory's control database under test (testControlDb). */
@@ -92,7 +116,7 @@ export async function startTestService(overrides: Partial<Config> = {}, log: Log
       indexPollMs: 50,
       publishAt: '',
       plansFile: overrides.plansFile ?? plansFile(tempDir()),
-      ...(overrides.dataDir === undefined ? {} : { controlDb: testControlDb(overrides.dataDir) }),
+      ...(overrides.dataDir === undefined ? {} : { controlDb: testControlDb(overrides.dataDir), accounting: testAccounting(overrides.dataDir) }),
       ...overrides,
     },
   );

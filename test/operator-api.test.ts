@@ -12,7 +12,7 @@ import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { AUTH_POLL_MS } from '../src/accounts/auth.js';
 import type { Service } from '../src/service.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testControlDb, type Reply, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testStoreEnv, type Reply, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -32,7 +32,7 @@ describe('operator API (admin port)', () => {
   /** The CLI on the service's data directory, --json, parsed; or its exit code and stderr. */
   async function cli(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans, CONTROL_DB: testControlDb(dataDir)?.url ?? 'sqlite' } });
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, ...testStoreEnv(dataDir), PLANS_FILE: plans } });
       return { code: 0, json: JSON.parse(stdout), stderr };
     } catch (e) {
       const err = e as { code: number; stderr: string };

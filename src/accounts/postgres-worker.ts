@@ -43,9 +43,16 @@ function drop(c: pg.Client): void {
 async function answer(r: SyncRequest<PostgresOp>): Promise<unknown> {
   switch (r.op) {
     case 'query': {
-      const c = await connection();
-      const res = await c.query({ text: r.args[0] as string, values: r.args[1] as unknown[] });
-      return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+      try {
+        const c = await connection();
+        const res = await c.query({ text: r.args[0] as string, values: r.args[1] as unknown[] });
+        return { rows: res.rows, rowCount: res.rowCount ?? 0 };
+      } catch (e) {
+        // Only the server's own errors carry their SQLSTATE on: a socket's code (EPIPE) is no
+        // statement's fault, and the caller tells the two apart by the code.
+        if (e instanceof pg.DatabaseError) throw e;
+        throw new Error(e instanceof Error ? e.message || e.name : String(e));
+      }
     }
     case 'reset':
       // After a timeout or a failed transaction the connection's state is unknown: a new one.

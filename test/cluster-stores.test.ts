@@ -1,0 +1,27 @@
+// One suite per boundary, run against every store behind it: the suites that exercise the
+// control plane and the accounting through the server (keys, plans, quotas and their headers,
+// tokens, the operator's API, downloads and their history, geoipupdate, OpenAPI, fuzzing
+// every route) run here again on a cluster node's stores: the control database in
+// PostgreSQL (a fresh database per data directory) and the counters in Redis (a redis-server
+// of this file's own, a key prefix per data directory); see helpers.testControlDb and
+// testAccounting. The hardening suite is not among them: its faults are the HTTP server's and
+// the files', and it is the longest (36 s a runtime).
+
+import { after } from 'node:test';
+import { dropDatabases } from './postgres-server.js';
+import { REDIS_SERVER, startRedis } from './redis-server.js';
+
+process.env.IPSIFT_TEST_CONTROL = 'postgres';
+if (REDIS_SERVER !== null) {
+  const redis = await startRedis();
+  process.env.IPSIFT_TEST_REDIS = redis.url;
+  after(() => redis.kill());
+}
+after(() => dropDatabases());
+await import('./accounts.test.js');
+await import('./tokens.test.js');
+await import('./operator-api.test.js');
+await import('./database.test.js');
+await import('./geoipupdate.test.js');
+await import('./openapi.test.js');
+await import('./fuzz.test.js');
