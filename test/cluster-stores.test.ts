@@ -7,15 +7,18 @@
 // testAccounting. The hardening suite is not among them: its faults are the HTTP server's and
 // the files', and it is the longest (36 s a runtime).
 
-import { after } from 'node:test';
-import { dropDatabases } from './postgres-server.js';
-import { REDIS_SERVER, startRedis } from './redis-server.js';
+import assert from 'node:assert/strict';
+import { createClient } from '@redis/client';
+import { after, test } from 'node:test';
+import { databasesMade, dropDatabases } from './postgres-server.js';
+import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
 
 process.env.IPSIFT_TEST_CONTROL = 'postgres';
+let redis: TestRedis | null = null;
 if (REDIS_SERVER !== null) {
-  const redis = await startRedis();
+  redis = await startRedis();
   process.env.IPSIFT_TEST_REDIS = redis.url;
-  after(() => redis.kill());
+  after(() => redis?.kill());
 }
 after(() => dropDatabases());
 await import('./accounts.test.js');
@@ -25,3 +28,16 @@ await import('./database.test.js');
 await import('./geoipupdate.test.js');
 await import('./openapi.test.js');
 await import('./fuzz.test.js');
+
+test('the suites above ran on the cluster stores: databases of their own in PostgreSQL, counters in Redis', async () => {
+  assert.ok(databasesMade() >= 6, `${databasesMade()} PostgreSQL databases made`);
+  if (redis === null) return;
+  const client = createClient({ url: redis.url });
+  await client.connect();
+  try {
+    const counters = await client.keys(`t${process.pid}.*:m:*`);
+    assert.ok(counters.length > 0, 'no monthly counter in Redis');
+  } finally {
+    await client.close();
+  }
+});

@@ -255,6 +255,12 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Kills a child with SIGKILL (what a crash looks like to its peers) and waits until it is gone. */
+export async function killChild(c: ChildProcess | null): Promise<void> {
+  if (c === null || c.exitCode !== null || c.signalCode !== null) return;
+  await new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')));
+}
+
 export interface ServeProcess {
   child: ChildProcess;
   port: number;

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { PostgresDb } from '../src/accounts/postgres.js';
 import type { ControlDbConfig } from '../src/config.js';
-import { freePort, PROJECT_ROOT } from './helpers.js';
+import { freePort, killChild, PROJECT_ROOT } from './helpers.js';
 
 export const POSTGRES_URL = process.env.IPSIFT_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -35,6 +35,11 @@ export function freshDatabase(): string {
 /** A control-database configuration on a new database. */
 export function freshControlDb(timeoutMs = 10_000): NonNullable<ControlDbConfig> {
   return { url: freshDatabase(), timeoutMs };
+}
+
+/** How many databases this process has made (and not yet dropped). */
+export function databasesMade(): number {
+  return made.length;
 }
 
 /** Drops every database this process made (connections still open are ended). */
@@ -69,8 +74,7 @@ export async function startPostgresRelay(): Promise<PostgresRelay> {
     async stop() {
       const c = child;
       child = null;
-      if (c === null || c.exitCode !== null) return;
-      await new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')));
+      await killChild(c);
     },
     async start() {
       const c = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/test/fixtures/tcp-proxy.js'), String(port), String(target)], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -4,7 +4,7 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { freePort } from './helpers.js';
+import { freePort, killChild } from './helpers.js';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).status === 0) ?? null;
 
@@ -34,8 +34,7 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
     async kill() {
       const c = child;
       child = null;
-      if (c === null || c.exitCode !== null) return;
-      await new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')));
+      await killChild(c);
     },
     async start() {
       // appendfsync always: a kill -9 (what the tests do) loses nothing written. With everysec a

@@ -3,19 +3,17 @@
 // The Meter calls its store synchronously, once per lease (a tenth of a second of a key's
 // traffic), never per request; keeping that contract keeps the gate, the leases and the
 // degraded mode exactly as they are on LMDB. So this store is a synchronous facade: each call
-// goes to a thread that owns the Redis connection (redis-worker.ts) through a SyncCaller —
-// a loopback round trip is about 50 µs, a lease's worth of requests. A call that gets no answer within REDIS_TIMEOUT_MS throws, and
-// for the next RETRY_MS every call throws at once, so an unreachable Redis costs a blocked
-// thread at most one timeout a second while the Meter counts in memory (its grace period).
+// goes to a thread that owns the Redis connection (redis-worker.ts) through a SyncCaller (a
+// loopback round trip is about 50 µs, a lease's worth of requests). A call that gets no answer
+// within REDIS_TIMEOUT_MS throws, and for the next second every call throws at once (the
+// SyncCaller's fail-fast), while the Meter counts in memory (its grace period).
 
 import { SyncCaller } from '../bridge/sync-call.js';
+export { FAIL_FAST_MS as RETRY_MS } from '../bridge/sync-call.js';
 import { Unavailable } from '../errors.js';
 import { redactUrl } from '../log.js';
 import type { AccountingStore } from './store.js';
 import type { RedisOp } from './redis-worker.js';
-
-/** After a failed call, calls fail at once for this long (then one tries the server again). */
-export const RETRY_MS = 1000;
 
 export interface RedisStoreOptions {
   url: string;
@@ -35,36 +33,26 @@ export class RedisUnavailable extends Unavailable {
 
 export class RedisAccountingStore implements AccountingStore {
   private readonly bridge: SyncCaller<RedisOp>;
-  private downUntilMs = 0;
-  private lastError = '';
 
   /** Connects, and throws RedisUnavailable unless the server answers within the connect timeout. */
   constructor(private readonly options: RedisStoreOptions) {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
     this.bridge = new SyncCaller(new URL('./redis-worker.js', import.meta.url), { url: options.url, prefix: options.prefix, connectTimeoutMs });
     try {
-      this.call('ping', [''], connectTimeoutMs);
-    } catch {
-      void this.bridge.close();
-      throw new RedisUnavailable(`${redactUrl(options.url)} cannot be used: ${this.lastError}`);
-    }
-  }
-
-  private call(op: RedisOp, args: (string | number)[], timeoutMs = this.options.timeoutMs): unknown {
-    if (this.downUntilMs !== 0 && Date.now() < this.downUntilMs) throw new RedisUnavailable(`unavailable (${this.lastError}); tried again within ${RETRY_MS} ms`);
-    try {
-      const value = this.bridge.call(op, args, timeoutMs);
-      this.downUntilMs = 0;
-      return value;
+      this.bridge.call('ping', [''], connectTimeoutMs);
     } catch (e) {
-      return this.down((e as Error).message);
+      void this.bridge.close();
+      throw new RedisUnavailable(`${redactUrl(options.url)} cannot be used: ${(e as Error).message}`);
     }
   }
 
-  private down(reason: string): never {
-    this.lastError = reason;
-    this.downUntilMs = Date.now() + RETRY_MS;
-    throw new RedisUnavailable(reason);
+  /** Every failure of a Redis call counts as Redis unreachable (the worker's scripts do not fail otherwise). */
+  private call(op: RedisOp, args: (string | number)[]): unknown {
+    try {
+      return this.bridge.call(op, args, this.options.timeoutMs);
+    } catch (e) {
+      throw new RedisUnavailable((e as Error).message);
+    }
   }
 
   spent(counter: string): number {

@@ -107,8 +107,8 @@ export class KeyCache {
   private readonly poller: NodeJS.Timeout;
   /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
   private readonly peers: BroadcastChannel | null;
-  /** Lookups of keys not in the cache left this second (a token bucket); null: no limit. */
-  private readonly lookupBudget: { perSecond: number; left: number; atMs: number } | null;
+  /** Lookups of keys not in the cache left (a token bucket of POSTGRES_LOOKUPS_PER_S); null: no limit. */
+  private readonly lookupBudget: { left: number; atMs: number } | null;
   /** The data directory's token signing key, read when the first token arrives. */
   private signingKey: Buffer | null = null;
 
@@ -119,7 +119,7 @@ export class KeyCache {
     private readonly graceMs = DEFAULTS.controlGraceS * 1000,
   ) {
     this.version = dataVersion(db);
-    this.lookupBudget = db.driver === 'postgres' ? { perSecond: POSTGRES_LOOKUPS_PER_S, left: POSTGRES_LOOKUPS_PER_S, atMs: Date.now() } : null;
+    this.lookupBudget = db.driver === 'postgres' ? { left: POSTGRES_LOOKUPS_PER_S, atMs: Date.now() } : null;
     this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
     this.poller.unref();
     this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
@@ -179,7 +179,7 @@ export class KeyCache {
    */
   private spendLookup(nowMs: number): void {
     const b = this.lookupBudget!;
-    b.left = Math.min(b.perSecond, b.left + ((nowMs - b.atMs) * b.perSecond) / 1000);
+    b.left = Math.min(POSTGRES_LOOKUPS_PER_S, b.left + ((nowMs - b.atMs) * POSTGRES_LOOKUPS_PER_S) / 1000);
     b.atMs = nowMs;
     if (b.left < 1) throw new KeyLookupsThrottled();
     b.left--;

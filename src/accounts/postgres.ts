@@ -18,8 +18,6 @@ import { redactUrl } from '../log.js';
 import type { PostgresOp } from './postgres-worker.js';
 import type { SqlDatabase, SqlStatement } from './sqlite.js';
 
-/** After a call found the server unreachable, calls fail at once for this long. */
-export const RETRY_MS = 1000;
 /** pg_advisory_xact_lock's key for write transactions ('ipsf'). */
 const WRITE_LOCK = 0x69707366;
 
@@ -40,6 +38,12 @@ export class ControlUnavailable extends Unavailable {
 
 /** SQLSTATE classes that say the server, not the statement, is the trouble. */
 const UNAVAILABLE_STATE = /^(08|53|57P|58)/;
+
+/**
+ * Whether a failed query means the server is unreachable: anything but the server's own
+ * error about the statement (the worker passes on a SQLSTATE only for those).
+ */
+const serverFault = (e: SyncCallFailed): boolean => e.code === undefined || UNAVAILABLE_STATE.test(e.code);
 
 interface Translated {
   text: string;
@@ -89,17 +93,15 @@ export class PostgresDb implements SqlDatabase {
   private readonly bridge: SyncCaller<PostgresOp>;
   private readonly statements = new Map<string, SqlStatement>();
   private depth = 0;
-  private downUntilMs = 0;
-  private lastError = '';
   /** The connection's state is unknown (a timeout, a failed rollback): replace it first. */
   private resetDue = false;
 
   /** Connects; ControlUnavailable unless the server answers within the connect timeout. */
   constructor(private readonly options: PostgresOptions) {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
-    this.bridge = new SyncCaller(new URL('./postgres-worker.js', import.meta.url), { url: options.url, connectTimeoutMs });
+    this.bridge = new SyncCaller(new URL('./postgres-worker.js', import.meta.url), { url: options.url, connectTimeoutMs }, serverFault);
     try {
-      this.query('SELECT 1', [], connectTimeoutMs + 1000);
+      this.bridge.call('query', ['SELECT 1', []], connectTimeoutMs + 1000);
     } catch (e) {
       void this.bridge.close();
       throw new ControlUnavailable(`${redactUrl(options.url)} cannot be used: ${(e as Error).message}`);
@@ -107,25 +109,17 @@ export class PostgresDb implements SqlDatabase {
   }
 
   private query(text: string, values: unknown[], timeoutMs = this.options.timeoutMs): { rows: Record<string, unknown>[]; rowCount: number } {
-    if (this.downUntilMs !== 0 && Date.now() < this.downUntilMs) throw new ControlUnavailable(`unavailable (${this.lastError}); tried again within ${RETRY_MS} ms`);
     try {
       if (this.resetDue) {
         this.bridge.call('reset', [], timeoutMs);
         this.resetDue = false;
       }
-      const r = this.bridge.call('query', [text, values], timeoutMs) as { rows: Record<string, unknown>[]; rowCount: number };
-      this.downUntilMs = 0;
-      return r;
+      return this.bridge.call('query', [text, values], timeoutMs) as { rows: Record<string, unknown>[]; rowCount: number };
     } catch (e) {
-      const state = e instanceof SyncCallFailed ? e.code : undefined;
-      if (state !== undefined && /^[0-9A-Z]{5}$/.test(state) && !UNAVAILABLE_STATE.test(state)) {
-        // The statement's own failure (a constraint, a bug): reported as the driver's error.
-        throw Object.assign(new Error((e as Error).message), { code: state });
-      }
-      this.lastError = (e as Error).message;
-      this.downUntilMs = Date.now() + RETRY_MS;
+      // The statement's own failure (a constraint, a bug): reported as the driver's error.
+      if (e instanceof SyncCallFailed) throw Object.assign(new Error(e.message), { code: e.code });
       this.resetDue = true;
-      throw new ControlUnavailable(this.lastError);
+      throw new ControlUnavailable((e as Error).message);
     }
   }
 

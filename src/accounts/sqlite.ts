@@ -1,7 +1,8 @@
 // The SQL boundary: the control database (control-db.ts) speaks to this small interface,
-// with PostgreSQL (postgres.ts) for a cluster, or one of three SQLite drivers — better-sqlite3 where its native build loads
-// (Node 20 here), node:sqlite on Node 22.5+ and 24 (better-sqlite3 has no binary for their
-// ABIs without a compiler), bun:sqlite on Bun. Same schema, same migrations, same SQL.
+// with PostgreSQL (postgres.ts) for a cluster, or one of three SQLite drivers: better-sqlite3
+// where its native build loads (Node 20 here), node:sqlite on Node 22.5+ and 24
+// (better-sqlite3 has no binary for their ABIs without a compiler), bun:sqlite on Bun. Same
+// schema, same migrations, same SQL.
 
 import { createRequire } from 'node:module';
 

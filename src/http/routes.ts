@@ -20,7 +20,7 @@ import { negotiate } from './content-coding.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
 const FAILURE_LOG_EVERY_MS = 1000;
-/** Retry-After of a 503 for an unreachable store: about when it is tried again (RETRY_MS). */
+/** Retry-After of a 503 for an unreachable store: about when it is tried again (bridge/sync-call.ts FAIL_FAST_MS). */
 const RETRY_AFTER_UNAVAILABLE_S = 1;
 
 export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
