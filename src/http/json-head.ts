@@ -93,19 +93,40 @@ interface Slot {
 
 const slot = (): Slot => ({ at: 0, width: 0, max: -1 });
 
+/**
+ * The plan shape a head's constant texts were made for: the rate, and where an allowance is
+ * shown its quota and hard limit, and with a hard limit its window's length and kind (its id's
+ * length: a month's or a day's), which RateLimit-Policy states.
+ */
+class PlanShape {
+  private rate: Rate | null = null;
+  private allowance = false;
+  private quota = -1;
+  private limit: number | null = null;
+  private windowMs = 0;
+  private windowKind = 0;
+
+  /** Whether (rate, a) has this shape; if not, it becomes this shape. */
+  keep(rate: Rate, a: Admission | null): boolean {
+    if (rate === this.rate && (a === null ? !this.allowance : this.allowance && a.quota === this.quota && a.limit === this.limit && (a.limit === null || (a.window.endMs - a.window.startMs === this.windowMs && a.window.id.length === this.windowKind)))) return true;
+    const limited = a !== null && a.limit !== null;
+    this.rate = rate;
+    this.allowance = a !== null;
+    this.quota = a?.quota ?? -1;
+    this.limit = a?.limit ?? null;
+    this.windowMs = limited ? a.window.endMs - a.window.startMs : 0;
+    this.windowKind = limited ? a.window.id.length : 0;
+    return false;
+  }
+}
+
 export class JsonHead {
   private bytes = new Uint8Array(new ArrayBuffer(512));
   /** The template's bytes, made once per template: whole (writeOk), and from the Content-Type value on (write). */
   private okView = this.bytes.subarray(0, 0);
   private view = this.bytes.subarray(0, 0);
-  // What the template was made for.
-  private rate: Rate | null = null;
-  private quota = -1;
-  private limit: number | null = null;
-  private allowance = false;
-  /** The limited window's length and kind (its id's length: a month's or a day's). */
-  private windowMs = 0;
-  private windowKind = 0;
+  /** What the template was made for. */
+  private readonly templateShape = new PlanShape();
   // Slots: in RateLimit (behind `r=` and `t=`) and in the X-Allowance headers.
   private readonly remaining = slot();
   private readonly reset = slot();
@@ -116,6 +137,9 @@ export class JsonHead {
 
   /** Header names and values for servers that take them as text (writeFields), reused. */
   private readonly fields: string[] = [];
+  /** Their texts that follow the plan shape alone (number to text costs, on JavaScriptCore most), and the shape. */
+  private texts = { policy: '', windowPolicy: '', quota: '', limit: '' };
+  private readonly textsShape = new PlanShape();
 
   /** Content-Type: application/json, plus the quota headers when `rate` is given. */
   write(res: HttpResponse, rate: Rate | null, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
@@ -150,15 +174,20 @@ export class JsonHead {
 
   /** The same headers as names and values (a server that takes text would parse the bytes back). */
   private fieldsOf(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): string[] {
+    if (!this.textsShape.keep(rate, a)) {
+      this.texts = { policy: policyOf(rate, a), windowPolicy: a === null ? '' : windowPolicy(a), quota: a === null ? '' : String(a.quota), limit: a?.limit == null ? '' : String(a.limit) };
+    }
+    const t = this.texts;
     const n = numbersOf(rate, remainingTokens, used);
     const f = this.fields;
     f.length = 0;
+    const end = a === null ? '' : String(windowSeconds(a, nowMs));
     let current = `"rate";r=${n.remaining};t=${n.reset}`;
-    if (a !== null && a.limit !== null) current += `, ${windowPolicy(a)};r=${leftOf(a.limit, n.used)};t=${windowSeconds(a, nowMs)}`;
-    f.push('Content-Type', 'application/json', 'Cache-Control', NO_STORE, 'RateLimit-Policy', policyOf(rate, a), 'RateLimit', current);
+    if (a !== null && a.limit !== null) current += `, ${t.windowPolicy};r=${leftOf(a.limit, n.used)};t=${end}`;
+    f.push('Content-Type', 'application/json', 'Cache-Control', NO_STORE, 'RateLimit-Policy', t.policy, 'RateLimit', current);
     if (a !== null) {
-      f.push('X-Allowance-Quota', String(a.quota), 'X-Allowance-Used', String(n.used), 'X-Allowance-Reset', String(windowSeconds(a, nowMs)));
-      if (a.limit !== null) f.push('X-Allowance-Hard-Limit', String(a.limit));
+      f.push('X-Allowance-Quota', t.quota, 'X-Allowance-Used', String(n.used), 'X-Allowance-Reset', end);
+      if (a.limit !== null) f.push('X-Allowance-Hard-Limit', t.limit);
     }
     return f;
   }
@@ -170,9 +199,7 @@ export class JsonHead {
     const limited = allowance && a.limit !== null;
     const left = limited ? leftOf(a.limit!, usedNow) : 0;
     if (
-      rate !== this.rate ||
-      allowance !== this.allowance ||
-      (allowance && (a.quota !== this.quota || a.limit !== this.limit || (limited && (a.window.endMs - a.window.startMs !== this.windowMs || a.window.id.length !== this.windowKind)))) ||
+      !this.templateShape.keep(rate, a) ||
       remaining > this.remaining.max ||
       reset > this.reset.max ||
       (allowance && usedNow > this.used.max) ||
@@ -227,12 +254,6 @@ export class JsonHead {
     for (let i = 0; i < text.length; i++) this.bytes[i] = text.charCodeAt(i);
     this.okView = this.bytes.subarray(0, text.length);
     this.view = this.bytes.subarray(OK_OPENING.length, text.length);
-    this.rate = rate;
-    this.allowance = a !== null;
-    this.quota = a?.quota ?? -1;
-    this.limit = a?.limit ?? null;
-    this.windowMs = a === null ? 0 : a.window.endMs - a.window.startMs;
-    this.windowKind = a === null ? 0 : a.window.id.length;
   }
 
   /** Writes v right-aligned in the slot, `key=` before it when key is given (a byte), spaces before that. */

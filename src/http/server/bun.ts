@@ -56,13 +56,55 @@ const MAX_BODY_BYTES = 2 ** 31;
 /** How much of a chunked body waits for the socket before tryEnd reports backpressure. */
 const STREAM_HIGH_WATER = 256 * 1024;
 
-class BunRequest implements HttpRequest {
+/** A copy of what a caller hands over (the caller may reuse its buffer once the call returns). */
+function copyOf(b: Bytes): string | Uint8Array<ArrayBuffer> {
+  if (typeof b === 'string') return b;
+  return b instanceof ArrayBuffer ? new Uint8Array(b.slice(0)) : (b.slice() as Uint8Array<ArrayBuffer>);
+}
+
+/**
+ * Response headers from the head's alternating list: a record, which Bun takes in about two
+ * thirds of the time of a list of pairs (measured with seven headers); pairs only where a name
+ * comes twice, which a record cannot hold.
+ */
+function headersOf(fields: readonly string[]): Record<string, string> | [string, string][] {
+  const record: Record<string, string> = {};
+  for (let i = 0; i < fields.length; i += 2) {
+    if (record[fields[i]] !== undefined) return pairsOf(fields);
+    record[fields[i]] = fields[i + 1];
+  }
+  return record;
+}
+
+function pairsOf(fields: readonly string[]): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < fields.length; i += 2) pairs.push([fields[i], fields[i + 1]]);
+  return pairs;
+}
+
+/**
+ * One exchange: the handler gets it as both its response and its request (the two interfaces
+ * share no member), one object per request fewer for JavaScriptCore to make and collect.
+ */
+class BunExchange extends TextResponse implements HttpResponse, HttpRequest {
+  /** The answer given while the handler ran; later answers resolve the promise given to Bun. */
+  private answered: Response | null = null;
+  private resolve: ((r: Response) => void) | null = null;
+  private stream: ReadableStreamDefaultController<Uint8Array> | null = null;
+  private reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
+
   constructor(
     private readonly req: Request,
+    private readonly server: BunServer,
+    private readonly bun: BunRuntime,
     private readonly path: string,
     private readonly query: string | undefined,
     private readonly params: readonly string[],
-  ) {}
+  ) {
+    super();
+  }
+
+  // The request's side.
 
   getHeader(lowerCaseName: Bytes): string {
     return this.req.headers.get(textOf(lowerCaseName)) ?? '';
@@ -91,35 +133,8 @@ class BunRequest implements HttpRequest {
   getParameter(index: number): string | undefined {
     return this.params[index];
   }
-}
 
-/** A copy of what a caller hands over (the caller may reuse its buffer once the call returns). */
-function copyOf(b: Bytes): string | Uint8Array<ArrayBuffer> {
-  if (typeof b === 'string') return b;
-  return b instanceof ArrayBuffer ? new Uint8Array(b.slice(0)) : (b.slice() as Uint8Array<ArrayBuffer>);
-}
-
-/** Header pairs from the head's alternating list. */
-function pairsOf(fields: readonly string[]): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < fields.length; i += 2) pairs.push([fields[i], fields[i + 1]]);
-  return pairs;
-}
-
-class BunResponse extends TextResponse implements HttpResponse {
-  /** The answer given while the handler ran; later answers resolve the promise given to Bun. */
-  private answered: Response | null = null;
-  private resolve: ((r: Response) => void) | null = null;
-  private stream: ReadableStreamDefaultController<Uint8Array> | null = null;
-  private reader: ReadableStreamDefaultReader<Uint8Array> | null = null;
-
-  constructor(
-    private readonly req: Request,
-    private readonly server: BunServer,
-    private readonly bun: BunRuntime,
-  ) {
-    super();
-  }
+  // The response's side.
 
   /** What fetch returns once the handler has run. */
   settle(): Response | Promise<Response> {
@@ -130,7 +145,7 @@ class BunResponse extends TextResponse implements HttpResponse {
   private answer(body: BodyInit | null, close = false): void {
     const h = this.head;
     if (close) h.fields.push('Connection', 'close');
-    const headers = pairsOf(h.fields);
+    const headers = headersOf(h.fields);
     const r = h.status === 200 && h.reason === 'OK' ? new Response(body, { headers }) : new Response(body, { status: h.status, statusText: h.reason, headers });
     const resolve = this.resolve;
     this.resolve = null;
@@ -256,9 +271,9 @@ class BunApp extends Router {
     const handler = this.find(req.method, path, this.params);
     if (handler === null) return catalogueAnswer(ERRORS.notFound);
     const params = this.params.length === 0 ? NO_PARAMS : this.params.slice();
-    const res = new BunResponse(req, server, bun);
-    handler(res, new BunRequest(req, path, q < 0 ? undefined : url.slice(q + 1), params));
-    return res.settle();
+    const exchange = new BunExchange(req, server, bun, path, q < 0 ? undefined : url.slice(q + 1), params);
+    handler(exchange, exchange);
+    return exchange.settle();
   }
 }
 

@@ -5,6 +5,8 @@
 import { textOf } from './bytes.js';
 import type { Bytes } from './types.js';
 
+const OK = '200 OK';
+
 export class ResponseHead {
   status = 200;
   reason = 'OK';
@@ -12,6 +14,12 @@ export class ResponseHead {
   readonly fields: string[] = [];
 
   writeStatus(status: Bytes): void {
+    if (status === OK) {
+      // Most answers (JsonHead.writeOk): nothing to parse.
+      this.status = 200;
+      this.reason = 'OK';
+      return;
+    }
     const text = textOf(status);
     const eol = text.indexOf('\r\n');
     const line = eol < 0 ? text : text.slice(0, eol);
