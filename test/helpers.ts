@@ -34,8 +34,28 @@ export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
 
 const tempDirs: string[] = [];
 process.once('exit', () => {
-  for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of tempDirs) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+    } catch (e) {
+      // One that cannot go (a mount a failed test left behind) must not keep the rest.
+      process.stderr.write(`not removed: ${dir} (${(e as Error).message})\n`);
+    }
+  }
 });
+
+/** The UTC day (YYYY-MM-DD) at `at`. */
+export const utcDay = (at = Date.now()): string => new Date(at).toISOString().slice(0, 10);
+
+/**
+ * The UTC days from `since` (a Date.now() taken earlier) to now: one, or two where midnight
+ * passed in between, so that a test about today holds at whatever hour it runs.
+ */
+export function utcDaysSince(since: number): string[] {
+  const first = utcDay(since);
+  const now = utcDay();
+  return first === now ? [first] : [first, now];
+}
 
 /** A fresh directory, removed when the test process exits. */
 export function tempDir(prefix = 'ipsift-test-'): string {
