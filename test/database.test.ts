@@ -17,7 +17,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
-import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, utcDaysSince, writeFile } from './helpers.js';
 
 // Enough networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth).
 const FEED = `network,category,provider,last_seen
@@ -48,9 +48,11 @@ describe('database catalogue, downloads and files', () => {
   let dataDir: string;
   const keys: Record<string, string> = {};
   const day = 86_400_000;
+  let builtFrom = 0;
 
   before(async () => {
     dataDir = tempDir();
+    builtFrom = Date.now();
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
     const build = runBuild({ dataDir });
     const file = plansFile(dataDir);
@@ -240,7 +242,7 @@ describe('database catalogue, downloads and files', () => {
     const m = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('licensed'));
     assert.equal(m.status, 200);
     assert.deepEqual(Object.keys(m.json).sort(), ['entries', 'id', 'sample', 'sample_entries', 'sample_size', 'schema', 'size', 'update_freq', 'updated'].sort());
-    assert.equal(m.json.updated, new Date().toISOString().slice(0, 10));
+    assert.ok(utcDaysSince(builtFrom).includes(m.json.updated), `updated ${m.json.updated}: the day of the build`);
     assert.ok(m.json.size.mmdb > 0 && m.json.sample_size.csvgz > 0 && m.json.entries >= 2);
     assert.deepEqual(m.json.schema.csvgz[0], { name: 'network', type: 'string', description: 'CIDR network (IPv4 or IPv6)' });
     assert.equal(m.headers['cache-control'], 'private, no-cache', 'a private cache may keep it and revalidate with the ETag');
@@ -275,14 +277,14 @@ describe('database catalogue, downloads and files', () => {
   test('503 NOT_PUBLISHED while only an earlier day’s build is published, 302 once today’s is', async () => {
     const dir = tempDir();
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
-    const old = runBuild({ dataDir: dir, now: new Date(Date.now() - 2 * day) });
+    const old = runBuild({ dataDir: dir, now: new Date(Date.now() - day) });
     const file = plansFile(dir);
     const db = openTestControlDb(dir);
     const o = createOrganisation(db, loadPlans(file), 'daily', 'max');
     const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
     grantLicence(db, { orgId: o.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dir), dir, old.id);
-    // A daily run later today (never crossing midnight, so nothing catches up at start).
+    // Yesterday's build serves and today's run is later today (never past midnight): nothing was missed, nothing catches up at start.
     const later = new Date(Date.now() + 7_200_000);
     const publishAt = later.getUTCDate() === new Date().getUTCDate() ? later.toISOString().slice(11, 19) : '23:59:59';
     const s = await startTestService({ dataDir: dir, plansFile: file, publishAt });
@@ -304,12 +306,13 @@ describe('database catalogue, downloads and files', () => {
   test('the scheduler builds and publishes at PUBLISH_AT (UTC) without a restart', async () => {
     const dir = tempDir();
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
-    const at = new Date(Date.now() + 2000).toISOString().slice(11, 19);
+    const from = Date.now();
+    const at = new Date(from + 2000).toISOString().slice(11, 19);
     const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
     try {
       const published = await waitForPublication(dir);
       assert.ok(published, 'nothing was published');
-      assert.equal(published.day, new Date().toISOString().slice(0, 10));
+      assert.ok(utcDaysSince(from).includes(published.day), `published for ${published.day}`);
       for (let waited = 0; !s.holder.current && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100));
       assert.equal(s.holder.current?.buildId, published.buildId); // the server switched to the new build
     } finally {
@@ -321,11 +324,12 @@ describe('database catalogue, downloads and files', () => {
     const dir = tempDir();
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
     runBuild({ dataDir: dir, now: new Date(Date.now() - 2 * day) });
-    const at = new Date(Date.now() - 60_000).toISOString().slice(11, 19); // a minute ago
+    const from = Date.now();
+    const at = new Date(from - 60_000).toISOString().slice(11, 19); // a minute ago (yesterday's, just after midnight)
     const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
     try {
       const published = await waitForPublication(dir);
-      assert.equal(published?.day, new Date().toISOString().slice(0, 10), 'no catch-up build');
+      assert.ok(published && utcDaysSince(from).includes(published.day), `no catch-up build (${published?.day})`);
     } finally {
       await s.close();
     }

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { openControlDb } from '../src/accounts/control-db.js';
 import { runBuild } from '../src/build/build.js';
-import { PublishScheduler, releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
+import { missedRun, PublishScheduler, releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
 import { ClusterBuildLock } from '../src/catalogue/cluster-lock.js';
 import { jsonLogger } from '../src/log.js';
 import { REDIS_SERVER, startRedis } from './redis-server.js';
@@ -179,6 +179,19 @@ describe('one daily build per data directory', () => {
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
     runBuild({ dataDir: dir, exports: false });
     assert.equal(servingToday(dir), true, 'a run then skips: today’s build serves');
+  });
+
+  test('a start catches up when the serving build predates the latest run due, at any hour', () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    assert.equal(missedRun(dir, '00:05', Date.parse('2026-03-10T12:00:00Z')), true, 'nothing serves');
+    runBuild({ dataDir: dir, exports: false, now: new Date('2026-03-10T08:00:00Z') });
+    const missed = (at: string, now: string): boolean => missedRun(dir, at, Date.parse(now));
+    assert.equal(missed('00:05', '2026-03-10T12:00:00Z'), false, 'today’s serves');
+    assert.equal(missed('23:59:30', '2026-03-11T00:00:30Z'), false, 'the run due was yesterday’s, and yesterday’s build serves');
+    assert.equal(missed('00:05', '2026-03-11T00:04:59Z'), false, 'today’s run is not due yet');
+    assert.equal(missed('00:05', '2026-03-11T00:05:00Z'), true, 'today’s run fell due');
+    assert.equal(missed('23:59:30', '2026-03-12T00:00:30Z'), true, 'a server down over yesterday’s run');
   });
 });
 

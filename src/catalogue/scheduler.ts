@@ -7,7 +7,8 @@
 // skipped when the serving build is already today's, so servers sharing a data directory build
 // once; in a cluster (ACCOUNTING=redis) builder nodes also share a lock in Redis
 // (cluster-lock.ts), so the cluster builds once a day whatever the number of builders.
-// A server that starts after PUBLISH_AT with no build of today catches up at once.
+// A server whose serving build predates the latest run that fell due (today's PUBLISH_AT when
+// past, else yesterday's: a server that was down over it) catches up at once.
 
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -81,10 +82,22 @@ export function releaseBuildLock(dataDir: string): void {
   }
 }
 
+/** The UTC day of nowMs as build ids begin (YYYYMMDD). */
+const compactDay = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', '');
+
 /** Whether the serving build of the data directory was made today (UTC). */
 export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
+  return readCurrentBuildId(dataDir)?.startsWith(compactDay(nowMs)) ?? false;
+}
+
+/**
+ * Whether the serving build was made before the day of the latest run due at `at` by nowMs
+ * (none serving counts as missed): then that run was missed, as by a server down over it.
+ */
+export function missedRun(dataDir: string, at: string, nowMs = Date.now()): boolean {
   const id = readCurrentBuildId(dataDir);
-  return id !== null && id.startsWith(new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', ''));
+  const lastDue = nowMs + msUntil(at, nowMs) - 86_400_000;
+  return id === null || id.slice(0, 8) < compactDay(lastDue);
 }
 
 export class PublishScheduler {
@@ -116,13 +129,11 @@ export class PublishScheduler {
     msUntil(at, Date.now()); // validate now
   }
 
-  /** Schedules the daily run; catches up at once when today's is past and missing. */
+  /** Schedules the daily run; catches up at once when the latest one due was missed. */
   start(catchUp = true): void {
     const now = Date.now();
-    const justBeforeToday = Math.floor(now / 86_400_000) * 86_400_000 - 1;
-    const passedToday = now >= justBeforeToday + msUntil(this.at, justBeforeToday);
-    if (catchUp && passedToday && !servingToday(this.dataDir, now)) {
-      this.log.info('today’s build is missing: building now', { at_utc: this.at });
+    if (catchUp && missedRun(this.dataDir, this.at, now)) {
+      this.log.info('the latest daily build due is missing: building now', { at_utc: this.at });
       this.nextMs = now;
       this.timer = setTimeout(() => void this.runOnce().finally(() => this.start(false)), 0);
       this.timer.unref();
