@@ -23,7 +23,7 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY bin ./bin
 COPY config ./config
-COPY data/demo ./data/demo
+COPY demo ./demo
 RUN mkdir -p /data && chown node:node /data
 VOLUME /data
 USER node

@@ -1,5 +1,6 @@
-// First start on an empty data directory: import the bundled demo feeds (data/demo, listed
-// with their import options in feeds.json) and build, so `npm start` serves at once.
+// First start on an empty data directory: import the bundled demo feeds (demo/, listed with
+// their import options in feeds.json) and build, so `npm start` serves at once. They live
+// outside the data directory, so removing that directory starts afresh rather than loses them.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,16 +8,21 @@ import { fileURLToPath } from 'node:url';
 import { runBuild } from './build/build.js';
 import { listBuilds } from './build/builds.js';
 import { importFeed, type ImportOptions } from './feeds/import.js';
+import { IpsiftError } from './errors.js';
 import { listFeeds } from './feeds/store.js';
 import type { Logger } from './log.js';
 
-export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../data/demo');
+export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../demo');
 
 type DemoFeed = Omit<ImportOptions, 'dataDir' | 'file'> & { file: string };
 
 export function ensureDemo(dataDir: string, log: Logger): boolean {
   if (listFeeds(dataDir).length > 0 || listBuilds(dataDir).length > 0) return false;
-  const feeds = JSON.parse(fs.readFileSync(path.join(DEMO_DIR, 'feeds.json'), 'utf8')) as DemoFeed[];
+  const list = path.join(DEMO_DIR, 'feeds.json');
+  if (!fs.existsSync(list)) {
+    throw new IpsiftError('DEMO_MISSING', `the data directory ${dataDir} holds no feeds and the bundled demo feeds are missing (${list}): import feeds and build (ipsift feed import, ipsift build), or reinstall ipsift`);
+  }
+  const feeds = JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[];
   for (const feed of feeds) {
     const r = importFeed({ ...feed, dataDir, file: path.join(DEMO_DIR, feed.file) });
     log.info('demo feed imported', { feed: r.name, rows: r.rows });

@@ -36,7 +36,7 @@ describe('ipsift command line', () => {
       const ready = await get(s.adminPort, '/readyz');
       assert.equal(ready.status, 200);
       assert.match(ready.json.build, /^\d{8}-1$/);
-      const tor = await get(s.port, '/81.7.3.20'); // from data/demo/tor-exits.txt
+      const tor = await get(s.port, '/81.7.3.20'); // from demo/tor-exits.txt
       assert.equal(tor.json.is_tor, true);
       assert.equal(tor.json.tor.provider, 'Tor Project');
       const v6 = await get(s.port, '/2a01:4f8:c012:3e7b::5');
