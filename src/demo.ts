@@ -16,15 +16,15 @@ export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)
 
 type DemoFeed = Omit<ImportOptions, 'dataDir' | 'file'> & { file: string };
 
-export function ensureDemo(dataDir: string, log: Logger): boolean {
+export function ensureDemo(dataDir: string, log: Logger, demoDir = DEMO_DIR): boolean {
   if (listFeeds(dataDir).length > 0 || listBuilds(dataDir).length > 0) return false;
-  const list = path.join(DEMO_DIR, 'feeds.json');
+  const list = path.join(demoDir, 'feeds.json');
   if (!fs.existsSync(list)) {
     throw new IpsiftError('DEMO_MISSING', `the data directory ${dataDir} holds no feeds and the bundled demo feeds are missing (${list}): import feeds and build (ipsift feed import, ipsift build), or reinstall ipsift`);
   }
   const feeds = JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[];
   for (const feed of feeds) {
-    const r = importFeed({ ...feed, dataDir, file: path.join(DEMO_DIR, feed.file) });
+    const r = importFeed({ ...feed, dataDir, file: path.join(demoDir, feed.file) });
     log.info('demo feed imported', { feed: r.name, rows: r.rows });
   }
   const { id, manifest } = runBuild({ dataDir });

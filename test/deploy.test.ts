@@ -13,7 +13,9 @@ import { openControlDb } from '../src/accounts/control-db.js';
 import { runBuild } from '../src/build/build.js';
 import { missedRun, PublishScheduler, releaseBuildLock, servingToday, takeBuildLock } from '../src/catalogue/scheduler.js';
 import { ClusterBuildLock } from '../src/catalogue/cluster-lock.js';
-import { jsonLogger } from '../src/log.js';
+import { jsonLogger, silentLogger } from '../src/log.js';
+import { ensureDemo } from '../src/demo.js';
+import { IpsiftError } from '../src/errors.js';
 import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
@@ -161,6 +163,17 @@ describe('one owner per port, configuration before work', () => {
     const db = openControlDb(dataDir);
     assert.equal((db.prepare('SELECT COUNT(*) AS n FROM organisations').get() as { n: number }).n, 0);
     db.close();
+  });
+
+  test('bundled demo feeds gone (an installation missing demo/): one line naming the file, nothing written', () => {
+    const dataDir = tempDir();
+    const missing = path.join(tempDir(), 'demo');
+    assert.throws(
+      () => ensureDemo(dataDir, silentLogger, missing),
+      (e: unknown) => e instanceof IpsiftError && e.message.includes(path.join(missing, 'feeds.json')) && !e.message.includes('\n'),
+    );
+    assert.deepEqual(fs.readdirSync(dataDir), []);
+    assert.equal(ensureDemo(tempDir(), silentLogger), true, 'the bundled demo/ imports and builds');
   });
 });
 

@@ -35,9 +35,15 @@ export function listBuilds(dataDir: string): string[] {
     });
 }
 
+/** The day a build id begins with, for a build made at `nowMs` (its UTC date, YYYYMMDD). */
+export const buildIdDay = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', '');
+
+/** The day of a build id (buildIdDay of when it was made). */
+export const dayOfBuildId = (id: string): string => id.slice(0, 8);
+
 /** Next id for a build made at `now` (UTC date, then a sequence number within the day). */
 export function nextBuildId(dataDir: string, now: Date): string {
-  const day = now.toISOString().slice(0, 10).replaceAll('-', '');
+  const day = buildIdDay(now.getTime());
   const taken = listBuilds(dataDir)
     .filter((id) => id.startsWith(day + '-'))
     .map((id) => Number(id.slice(9)));

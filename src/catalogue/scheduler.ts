@@ -14,7 +14,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readCurrentBuildId } from '../build/builds.js';
+import { buildIdDay, dayOfBuildId, readCurrentBuildId } from '../build/builds.js';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';
@@ -82,12 +82,10 @@ export function releaseBuildLock(dataDir: string): void {
   }
 }
 
-/** The UTC day of nowMs as build ids begin (YYYYMMDD). */
-const compactDay = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 10).replaceAll('-', '');
-
 /** Whether the serving build of the data directory was made today (UTC). */
 export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
-  return readCurrentBuildId(dataDir)?.startsWith(compactDay(nowMs)) ?? false;
+  const id = readCurrentBuildId(dataDir);
+  return id !== null && dayOfBuildId(id) === buildIdDay(nowMs);
 }
 
 /**
@@ -97,7 +95,7 @@ export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
 export function missedRun(dataDir: string, at: string, nowMs = Date.now()): boolean {
   const id = readCurrentBuildId(dataDir);
   const lastDue = nowMs + msUntil(at, nowMs) - 86_400_000;
-  return id === null || id.slice(0, 8) < compactDay(lastDue);
+  return id === null || dayOfBuildId(id) < buildIdDay(lastDue);
 }
 
 export class PublishScheduler {
