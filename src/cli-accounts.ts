@@ -9,7 +9,7 @@ import { openControlDb, type ControlDb } from './accounts/control-db.js';
 import { loadPlans, type Plans } from './accounts/plans.js';
 import type { AccountingStore } from './accounting/store.js';
 import { openAccountingStore } from './accounting/open-store.js';
-import { UsageError, parse, print } from './cli-common.js';
+import { UsageError, parse, print, printable } from './cli-common.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import type { LicenseType } from './catalogue/licences.js';
 import { publishExports } from './catalogue/publish.js';
@@ -17,7 +17,7 @@ import { publishIndexReplica } from './replica/index-replica.js';
 import { readCurrentBuildId } from './build/builds.js';
 import { openStore } from './store/open-store.js';
 import { importSources, loadSources } from './feeds/sources.js';
-import { loadConfig } from './config.js';
+import { loadConfig, type Config } from './config.js';
 
 export const ACCOUNT_HELP: Record<string, string> = {
   org: `Usage:
@@ -56,7 +56,9 @@ tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key manag
   ipsift key rotate <key-id> [--json]
 
 'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
-rotations reach running servers within a second.`,
+rotations reach running servers within a second. A key made without --scope can only look up:
+db.download lets it download databases, apikeys.manage lets it manage its organisation's keys.
+An organisation holds at most MAX_KEYS_PER_ORG live keys (default 1000).`,
   license: `Usage:
   ipsift license grant --org <org-id> --base <base> --type evaluation|subscription
                        --starts <date> --expires <date> [--renews-at <date>] [--notice-due-at <date>] [--json]
@@ -68,8 +70,9 @@ in term. Subscriptions renew at --renews-at (default: expiry); notice is due 30 
 unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/catalogue.json).`,
   publish: `Usage: ipsift publish [--build <id>] [--json]
 
-Publishes a build's database exports (default: the serving build) to the object store, where
-downloads find them.`,
+Publishes a build's database files (default: the serving build) and then its index to the
+object store, where downloads and serving nodes find them. 'ipsift build' already does this
+for the build it makes; publish again after 'ipsift build --no-publish', or to another store.`,
   sources: `Usage: ipsift sources import [--file <sources.json>] [--json]
 
 Imports every source of the sources file (default: SOURCES_FILE) as a feed named after it:
@@ -105,7 +108,7 @@ function withOperator<T>(fn: (op: Operator) => T): T {
       return opened[0].spent(counter);
     };
     try {
-      return fn(new Operator({ db, plans, bases, spent }, { who: `cli:${userName()}`, source: 'local' }));
+      return fn(new Operator({ db, plans, bases, spent, maxKeysPerOrg: config.maxKeysPerOrg }, { who: `cli:${userName()}`, source: 'local' }));
     } finally {
       for (const s of opened) void s.close();
     }
@@ -123,11 +126,11 @@ function userName(): string {
 type View = Record<string, unknown>;
 
 const keyLine = (k: View): string =>
-  `${k.id}  ${k.key_prefix}…  ${k.name}  org ${k.org_id}  scopes [${(k.allowed_scopes as string[]).join(' ')}]` +
+  `${k.id}  ${k.key_prefix}…  ${printable(k.name)}  org ${k.org_id}  scopes [${(k.allowed_scopes as string[]).join(' ')}]` +
   `${(k.allowed_cidrs as string[]).length ? `  cidrs [${(k.allowed_cidrs as string[]).join(' ')}]` : ''}${k.expires ? `  expires ${k.expires}` : ''}${k.revoked_at ? '  REVOKED' : ''}`;
 
 const orgLine = (o: View): string =>
-  `${o.id}  account ${o.account_id}  ${o.name}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}${o.deleted_at ? `  DELETED ${o.deleted_at}` : ''}`;
+  `${o.id}  account ${o.account_id}  ${printable(o.name)}  plan ${o.plan} (${o.tier})  quota ${o.quota}  hard_limit ${o.hard_limit ?? 'none'}${o.deleted_at ? `  DELETED ${o.deleted_at}` : ''}`;
 
 const licenceLine = (l: View): string => `${l.org_id}  ${l.base}  ${l.license_type}  ${l.starts} – ${l.expires}  ${l.standing}`;
 
@@ -153,7 +156,8 @@ async function org(sub: string | undefined, args: string[]): Promise<void> {
       }
       case 'show': {
         const view = op.showOrganisation(one(positionals, 'organisation id'));
-        return print(json, view, () => [orgLine(view), ...(view.keys as View[]).map((k) => '  key ' + keyLine(k))].join('\n'));
+        const more = view.keys_next ? [`  … more keys: ipsift key list --org ${view.id}`] : [];
+        return print(json, view, () => [orgLine(view), ...(view.keys as View[]).map((k) => '  key ' + keyLine(k)), ...more].join('\n'));
       }
       case 'plan': {
         if (positionals.length !== 2) throw new UsageError('org plan takes an organisation id and a plan');
@@ -198,7 +202,9 @@ async function key(sub: string | undefined, args: string[]): Promise<void> {
           allowedCidrs: (v.cidr as string[] | undefined) ?? [],
           expires: (v.expires as string | undefined) ?? null,
         });
-        return print(json, k, () => `created key ${keyLine(k)}\nsecret (shown only now): ${k.key}`);
+        // A key with no scope looks up (GET /{ip}, /batch, /api/v1/account/me) and nothing else.
+        const reach = (k.allowed_scopes as string[]).length === 0 ? '\nno scope: this key can only look up; give --scope db.download to download databases, --scope apikeys.manage to manage keys' : '';
+        return print(json, k, () => `created key ${keyLine(k)}\nsecret (shown only now): ${k.key}${reach}`);
       }
       case 'list': {
         const list = op.listKeys(typeof v.org === 'string' ? v.org : undefined);
@@ -269,7 +275,7 @@ async function admin(sub: string | undefined, args: string[]): Promise<void> {
   const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, { name: { type: 'string' }, scope: { type: 'string', multiple: true } });
   if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => ACCOUNT_HELP.admin);
   const json = values.json as boolean;
-  const line = (t: View): string => `${t.id}  ${t.token_prefix}…  ${t.name}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
+  const line = (t: View): string => `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
   withDb((db) => {
     const actor = { who: `cli:${userName()}`, source: 'local' };
     if (what === 'create') {
@@ -301,8 +307,29 @@ async function audit(args: string[]): Promise<void> {
   if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) throw new UsageError('--before is an audit entry id');
   const entries = withOperator((op) => op.auditLog({ orgId: values.org as string | undefined, before, limit }));
   print(values.json as boolean, entries, () =>
-    entries.length ? entries.map((e) => `${e.id}  ${e.at}  ${e.actor} (${e.source})  ${e.action}  ${e.org_id ?? '-'}  ${e.target ?? '-'}  ${JSON.stringify(e.detail)}`).join('\n') : 'no audit entries',
+    entries.length ? entries.map((e) => `${e.id}  ${e.at}  ${printable(e.actor)} (${printable(e.source)})  ${e.action}  ${printable(e.org_id ?? '-')}  ${printable(e.target ?? '-')}  ${printable(JSON.stringify(e.detail))}`).join('\n') : 'no audit entries',
   );
+}
+
+/** What publishing a build put in the object store. */
+export interface PublicationReport {
+  build: string;
+  artifacts: number;
+  index: Awaited<ReturnType<typeof publishIndexReplica>>;
+}
+
+/** Puts a build's database files, then its index, into the configured object store. */
+export async function publishBuild(config: Config, build: string): Promise<PublicationReport> {
+  const db = openControlDb(config.dataDir, config.controlDb);
+  try {
+    const { store } = await openStore(config);
+    const n = await publishExports(db, store, config.dataDir, build);
+    // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
+    const index = await publishIndexReplica(store, config.dataDir, build);
+    return { build, artifacts: n, index };
+  } finally {
+    db.close();
+  }
 }
 
 async function publish(args: string[]): Promise<void> {
@@ -311,16 +338,8 @@ async function publish(args: string[]): Promise<void> {
   const config = loadConfig(process.env);
   const build = (values.build as string | undefined) ?? readCurrentBuildId(config.dataDir);
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
-  const db = openControlDb(config.dataDir, config.controlDb);
-  try {
-    const { store } = await openStore(config);
-    const n = await publishExports(db, store, config.dataDir, build);
-    // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
-    const replica = await publishIndexReplica(store, config.dataDir, build);
-    print(values.json as boolean, { build, artifacts: n, index: replica }, () => `published ${n} artifacts and the index of build ${build}`);
-  } finally {
-    db.close();
-  }
+  const r = await publishBuild(config, build);
+  print(values.json as boolean, r, () => `published ${r.artifacts} artifacts and the index of build ${build}`);
 }
 
 async function sources(sub: string | undefined, args: string[]): Promise<void> {

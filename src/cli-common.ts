@@ -24,7 +24,28 @@ export function parse(args: string[], options: ParseArgsConfig['options'] = {}):
   }
 }
 
+const UNSAFE_IN_LINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_IN_FIELD = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/**
+ * A value from the control database as one field of a text line: what a customer named is
+ * shown, never acted on by the operator's terminal (escape sequences, line breaks, tabs and
+ * bidirectional overrides are written as \u escapes).
+ */
+export function printable(value: unknown): string {
+  return String(value).replace(UNSAFE_IN_FIELD, escaped);
+}
+
+/**
+ * Text output: every control character but the line breaks and tabs the command itself lays
+ * out is escaped, whatever a field held (names from before they were checked at input).
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(UNSAFE_IN_LINE, escaped);
+}
+
 export function print(json: boolean | undefined, value: unknown, text: () => string): void {
-  process.stdout.write(json ? JSON.stringify(value, null, 2) + '\n' : text() + '\n');
+  process.stdout.write(json ? JSON.stringify(value, null, 2) + '\n' : terminalSafe(text()) + '\n');
 }
 

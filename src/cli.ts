@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, publishBuild, readCurrentBuildId } from './build/builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, makeServing, readCurrentBuildId } from './build/builds.js';
 import { loadIndexFile } from './index/loader.js';
 import { loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';
@@ -17,9 +17,9 @@ import { listFeeds, removeFeed } from './feeds/store.js';
 import { jsonLogger, structuredWarnings } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
-import { UsageError, parse, print } from './cli-common.js';
+import { UsageError, parse, print, terminalSafe } from './cli-common.js';
 import { IpsiftError, reasonOf } from './errors.js';
-import { ACCOUNT_HELP, accountCommand } from './cli-accounts.js';
+import { ACCOUNT_HELP, accountCommand, publishBuild } from './cli-accounts.js';
 import { RUNTIME, VERSION } from './version.js';
 
 const HELP: Record<string, string> = {
@@ -34,7 +34,7 @@ Commands:
   feed import <file>    import a feed (canonical CSV or plain list)
   feed list             list imported feeds
   feed remove <name>    remove an imported feed
-  build                 build the serving index from all imported feeds and publish it
+  build                 build from all imported feeds, serve the build and publish it
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
   explain <ip>          every feed that covers an address, and the rule that decided each category
@@ -44,7 +44,7 @@ Commands:
   audit                 who changed which organisation, licence or key, when, from where
   usage <org-id>        requests in the current window against quota and overage limit
   license grant|revoke|list           database licences per organisation and base
-  publish               publish the serving build's database exports to the object store
+  publish               publish a build's database files and index to the object store again
   sources import        import every source of the sources file (SOURCES_FILE)
 
 Every command takes --help. Configuration comes from the environment (see README):
@@ -56,7 +56,7 @@ INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (loca
 S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
 REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
 (all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
-as 0.01). CONFIG_FILE names an optional JSON file of the same settings
+as 0.01), MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN. CONFIG_FILE names an optional JSON file of the same settings
 ({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
   serve: `Usage: ipsift serve
 
@@ -66,7 +66,8 @@ builds it first imports the bundled demo feeds and builds (DEMO=0 to skip). A ne
 published by 'ipsift build' is picked up without a restart (also on SIGHUP).`,
   'feed import': `Usage: ipsift feed import <file> [options]
 
-Imports a feed into DATA_DIR/feeds, replacing one of the same name. The file is checked
+Imports a feed into DATA_DIR/feeds. Importing the same file again replaces its feed; a feed
+of the same name from another file is refused unless --replace is given. The file is checked
 whole first: on the first bad line nothing is imported and the error names file, line
 and reason.
 
@@ -83,6 +84,7 @@ Options:
                          stamps its category or provider on a file of another kind)
   --skip-invalid         skip malformed lines (counted in the report) instead of failing
   --name <name>          stored feed name (default: from the file name)
+  --replace              replace a feed of the same name imported from another file
   --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
                          (required for lists; for CSV, fills empty category cells)
   --provider, --confidence, --method, --first-seen, --last-seen, --hits,
@@ -102,11 +104,17 @@ ${EVIDENCE_KINDS.map((k) => `                           ${k.padEnd(12)}${EVIDENC
   --json                 print the result as JSON`,
   'feed list': `Usage: ipsift feed list [--json]`,
   'feed remove': `Usage: ipsift feed remove <name> [--json]`,
-  build: `Usage: ipsift build [--no-publish] [--json]
+  build: `Usage: ipsift build [--no-publish] [--no-serve] [--json]
 
 Merges every imported feed into a new immutable build directory DATA_DIR/builds/<date>-<n>
-holding the serving index, prints counts and timings, and publishes it (running servers
-switch to it within INDEX_POLL_MS) unless --no-publish is given.`,
+holding the index and the database files, prints counts and timings, makes it the serving
+build (running servers switch to it within INDEX_POLL_MS) and publishes its database files
+and index to the object store (STORE), where downloads and serving nodes find them.
+
+Options:
+  --no-publish   serve the build here but publish nothing: downloads keep serving the last
+                 published build until 'ipsift publish'
+  --no-serve     build only: neither serving nor published ('ipsift builds use <id>' later)`,
   builds: `Usage: ipsift builds [--json]
        ipsift builds use <id>`,
   explain: `Usage: ipsift explain <ip> [--json]
@@ -163,6 +171,7 @@ function feedImport(args: string[]): void {
     not: { type: 'string' },
     evidence: { type: 'string' },
     'allow-large-blocks': { type: 'boolean' },
+    replace: { type: 'boolean' },
   };
   for (const o of Object.keys(DETAIL_OPTIONS)) options[o] = { type: 'string' };
   const { values, positionals } = parse(args, options);
@@ -191,6 +200,7 @@ function feedImport(args: string[]): void {
     not: typeof values.not === 'string' ? values.not.split(',').map((c) => c.trim()) : undefined,
     evidence: values.evidence as string | undefined,
     allowLargeBlocks: values['allow-large-blocks'] === true,
+    replace: values.replace === true,
   });
   print(values.json as boolean, r, () => {
     const cats = Object.entries(r.byCategory)
@@ -218,20 +228,29 @@ function feedRemove(args: string[]): void {
   print(values.json as boolean, { removed: positionals[0] }, () => `removed feed ${positionals[0]}`);
 }
 
-function build(args: string[]): void {
-  const { values } = parse(args, { 'no-publish': { type: 'boolean' } });
+/**
+ * `ipsift build`: a new build, made the serving one, its databases and index published to the
+ * object store, so that what the command says it did (serving, published) is what downloads
+ * and followers see. --no-publish stops before the store; --no-serve makes the build only.
+ */
+async function build(args: string[]): Promise<void> {
+  const { values } = parse(args, { 'no-publish': { type: 'boolean' }, 'no-serve': { type: 'boolean' } });
   if (values.help) return print(false, null, () => HELP.build);
+  const serve = !values['no-serve'];
+  const publish = serve && !values['no-publish'];
+  const config = loadConfig(process.env);
   const started = performance.now();
-  const { id, dir, manifest } = runBuild({ dataDir: loadConfig(process.env).dataDir, publish: !values['no-publish'] });
+  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, publish: serve });
+  const publication = publish ? await publishBuild(config, id) : null;
   const total = Math.round(performance.now() - started);
-  print(values.json as boolean, { ...manifest, dir, total_ms: total }, () => {
+  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, total_ms: total }, () => {
     const ranges = (r: Record<string, number | undefined>) =>
       Object.entries(r)
         .map(([c, n]) => `${c} ${n}`)
         .join(', ') || 'none';
     const i = manifest.index;
     return [
-      `build ${id}${manifest.published ? ' (published)' : ''} → ${dir}`,
+      `build ${id} → ${dir}`,
       `  ranges IPv4: ${ranges(manifest.ranges.v4)}`,
       `  ranges IPv6: ${ranges(manifest.ranges.v6)}`,
       `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.bytes} bytes`,
@@ -239,6 +258,12 @@ function build(args: string[]): void {
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
         .join(', ')}; total ${total} ms`,
+      serve ? `serving: running servers switch to ${id} within INDEX_POLL_MS` : `not serving (--no-serve): 'ipsift builds use ${id}' makes it the serving build`,
+      publication
+        ? `published: ${publication.artifacts} database files and the index to the ${config.store.kind} store; downloads serve build ${id}`
+        : serve
+          ? `not published (--no-publish): downloads serve the last published build until 'ipsift publish'`
+          : 'not published',
     ].join('\n');
   });
 }
@@ -262,7 +287,7 @@ async function builds(args: string[]): Promise<void> {
     if (positionals.length !== 2) throw new UsageError('builds use takes exactly one build id');
     if (!listBuilds(dataDir).includes(positionals[1])) throw new UsageError(`no build ${positionals[1]}`);
     await verifyBuild(dataDir, positionals[1]);
-    publishBuild(dataDir, positionals[1]);
+    makeServing(dataDir, positionals[1]);
     return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
   }
   if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}`);
@@ -315,7 +340,7 @@ export async function main(argv: string[]): Promise<number> {
         else throw new UsageError(`unknown feed command ${sub ?? '(none)'}: import, list or remove`);
         return 0;
       case 'build':
-        build(sub === undefined ? rest : [sub, ...rest]);
+        await build(sub === undefined ? rest : [sub, ...rest]);
         return 0;
       case 'builds':
         await builds(sub === undefined ? rest : [sub, ...rest]);
@@ -348,11 +373,11 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`ipsift: ${e.message}\n(see ipsift --help)\n`);
+      process.stderr.write(`ipsift: ${terminalSafe(e.message)}\n(see ipsift --help)\n`);
       return 2;
     }
     if (e instanceof IpsiftError) {
-      process.stderr.write(`ipsift: ${e.message}\n`);
+      process.stderr.write(`ipsift: ${terminalSafe(e.message)}\n`);
       return 1;
     }
     throw e;

@@ -83,6 +83,10 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** The share of requests the access log writes a line for: 0 none (the default), 1 every one. */
   readonly accessLog: number;
+  /** The most live (neither revoked nor expired) keys an organisation may hold. */
+  readonly maxKeysPerOrg: number;
+  /** Key changes (create, rotate, revoke) an organisation's keys may make a minute on the public port. */
+  readonly keyChangesPerMinute: number;
 }
 
 export type StoreConfig =
@@ -129,6 +133,8 @@ export const DEFAULTS = Object.freeze({
   catalogueFile: DEFAULT_CATALOGUE_FILE,
   publishAt: '00:05',
   store: 'local',
+  maxKeysPerOrg: 1000,
+  keyChangesPerMinute: 60,
 });
 
 export class ConfigError extends IpsiftError {
@@ -258,6 +264,7 @@ export const CONFIG_VARIABLES = [
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
   'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
   'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S', 'CONTROL_DB', 'CONTROL_TIMEOUT_MS', 'CONTROL_GRACE_S',
+  'MAX_KEYS_PER_ORG', 'KEY_CHANGES_PER_MIN',
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -348,6 +355,8 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     accessLog: accessLog(get('ACCESS_LOG') ?? 'off'),
     store: storeConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
+    maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
+    keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,
   };
   return Object.freeze(config);

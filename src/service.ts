@@ -154,6 +154,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       plans,
       bases: catalogue.bases.map((b) => b.base),
       spent: (counter) => store.spent(counter),
+      maxKeysPerOrg: config.maxKeysPerOrg,
     }, follower ? () => follower.state : null);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);

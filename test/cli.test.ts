@@ -129,7 +129,9 @@ describe('ipsift command line', () => {
     assert.equal(JSON.parse(imported.stdout).rows, 2);
     const built = await cli(['build'], { DATA_DIR: dataDir });
     assert.equal(built.code, 0, built.stderr);
-    assert.match(built.stdout, /build \d{8}-1 \(published\)/);
+    assert.match(built.stdout, /^build \d{8}-1 → /);
+    assert.match(built.stdout, /^serving: running servers switch to \d{8}-1/m);
+    assert.match(built.stdout, /^published: \d+ database files and the index to the local store/m);
     assert.match(built.stdout, /ranges IPv4: tor 2/);
     assert.match(built.stdout, /timings: read_feeds \d+ ms/);
     const builds = await cli(['builds', '--json'], { DATA_DIR: dataDir });
@@ -148,6 +150,60 @@ describe('ipsift command line', () => {
     assert.match(listed.stdout, /egress\t\d+ bytes\tevidence list\tpriority 1/);
     const bad = await cli(['feed', 'import', relay, '--category', 'relay', '--priority', 'high'], { DATA_DIR: dataDir });
     assert.deepEqual([bad.code, bad.stderr.split('\n')[0]], [2, 'ipsift: --priority must be an integer']);
+  });
+
+  test("what 'ipsift build' says it published is downloadable; --no-publish and --no-serve say what they left undone", async () => {
+    const dataDir = tempDir();
+    const env = { DATA_DIR: dataDir };
+    const rows = Array.from({ length: 30 }, (_, i) => `81.7.${2 * i}.0/24,vpn,ExampleVPN`).join('\n');
+    assert.equal((await cli(['feed', 'import', writeFile(dataDir, 'f.csv', `network,category,provider\n${rows}\n`)], env)).code, 0);
+    const org = JSON.parse((await cli(['org', 'create', '--name', 'Acme', '--plan', 'max', '--json'], env)).stdout) as { id: string };
+    const key = JSON.parse((await cli(['key', 'create', '--org', org.id, '--name', 'dl', '--scope', 'db.download', '--json'], env)).stdout) as { key: string };
+    await cli(['license', 'grant', '--org', org.id, '--base', 'vpn', '--type', 'evaluation', '--starts', '2026-01-01', '--expires', '2099-01-01'], env);
+    const built = await cli(['build'], env);
+    assert.equal(built.code, 0, built.stderr);
+    const said = /^published: (\d+) database files and the index to the local store; downloads serve build (\d{8}-\d+)$/m.exec(built.stdout);
+    assert.ok(said, built.stdout);
+    // The promise held: a server started now hands out the published file at once.
+    const s = await serve({ ...env, DEMO: '0', PUBLISH_AT: '' });
+    try {
+      const dl = await get(s.port, '/api/v1/database/download?id=vpn_v1&format=csvgz', { Authorization: `Bearer ${key.key}` });
+      assert.equal(dl.status, 302, dl.text);
+      assert.match(String(dl.headers.location), new RegExp(`${said[2]}/vpn_v1\\.csv\\.gz`));
+    } finally {
+      s.stop();
+    }
+    const held = await cli(['build', '--no-publish', '--json'], env);
+    const heldJson = JSON.parse(held.stdout) as { serving: boolean; publication: unknown };
+    assert.deepEqual([heldJson.serving, heldJson.publication], [true, null]);
+    assert.match((await cli(['build', '--no-publish'], env)).stdout, /^not published \(--no-publish\): downloads serve the last published build until 'ipsift publish'$/m);
+    const only = await cli(['build', '--no-serve'], env);
+    assert.match(only.stdout, /^not serving \(--no-serve\): 'ipsift builds use \d{8}-\d+' makes it the serving build$/m);
+    // A key made without a scope is told what it can do.
+    const lookup = await cli(['key', 'create', '--org', org.id, '--name', 'lookups'], env);
+    assert.match(lookup.stdout, /^no scope: this key can only look up; give --scope db\.download/m);
+  });
+
+  test('a feed of the same name from another file is not replaced without --replace', async () => {
+    const dataDir = tempDir();
+    const env = { DATA_DIR: dataDir };
+    fs.mkdirSync(path.join(dataDir, 'datacenter'));
+    fs.mkdirSync(path.join(dataDir, 'vpn'));
+    const hosting = writeFile(path.join(dataDir, 'datacenter'), 'ipv4.txt', '5.6.7.0/24\n');
+    const vpn = writeFile(path.join(dataDir, 'vpn'), 'ipv4.txt', '1.2.3.0/24\n');
+    assert.equal((await cli(['feed', 'import', hosting, '--category', 'hosting'], env)).code, 0);
+    // The same file again is a refresh of its feed.
+    assert.equal((await cli(['feed', 'import', hosting, '--category', 'hosting'], env)).code, 0);
+    const clash = await cli(['feed', 'import', vpn, '--category', 'vpn'], env);
+    assert.equal(clash.code, 1);
+    assert.equal(
+      clash.stderr.trim(),
+      `ipsift: ${vpn}: a feed named ipv4 is already imported (from ${hosting}, ${fs.statSync(path.join(dataDir, 'feeds', 'ipv4.feed')).size} bytes): give --name to import this file beside it, or --replace to replace that feed`,
+    );
+    assert.deepEqual([...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category), ['hosting'], 'the hosting feed stands');
+    assert.equal((await cli(['feed', 'import', vpn, '--category', 'vpn', '--name', 'vpn-ipv4'], env)).code, 0);
+    assert.equal((await cli(['feed', 'import', vpn, '--category', 'vpn', '--replace'], env)).code, 0);
+    assert.deepEqual([...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category), ['vpn']);
   });
 
   test('a bad feed fails with file, line and reason, exit code 1', async () => {

@@ -104,18 +104,18 @@ describe('database catalogue, downloads and files', () => {
     assert.match(String(ok.headers.location), /\/files\/vpn_v1\/.+\/vpn_v1\.mmdb\?/);
     assert.equal(ok.text, '');
     assert.deepEqual([(await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).status, (await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).json], [400, { rc: 'FORMAT_NOT_BUILT' }]);
-    assert.deepEqual((await dl('licensed', 'id=nope_v1&format=mmdb')).json, { rc: 'NOT_FOUND' });
+    assert.deepEqual((await dl('licensed', 'id=nope_v1&format=mmdb')).json.rc, 'NOT_FOUND');
     assert.equal((await dl('licensed', 'id=nope_v1&format=mmdb')).status, 404);
     assert.deepEqual([(await dl('unlicensed', 'id=vpn_v1&format=csvgz')).status, (await dl('unlicensed', 'id=vpn_v1&format=csvgz')).json], [403, { rc: 'NO_LICENSE' }]);
     assert.deepEqual((await dl('expired', 'id=vpn_v1&format=csvgz')).json, { rc: 'LICENSE_EXPIRED' });
     assert.equal((await dl('unlicensed', 'id=vpn_v1&format=csvgz&sample=true')).status, 302); // samples need no licence
-    assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json], [401, { rc: 'UNAUTHORIZED' }]);
-    assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json, { rc: 'UNAUTHORIZED' });
-    assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json, { rc: 'BAD_REQUEST' });
+    assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json.rc], [401, 'UNAUTHORIZED']);
+    assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json.rc, 'UNAUTHORIZED');
+    assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json.rc, 'BAD_REQUEST');
     // A key used from outside its allowed ranges: the database group's own 403 body.
     for (const p of ['/api/v1/database/list', '/api/v1/database/download?id=vpn_v1&format=mmdb', '/api/v1/database/downloads']) {
       const r = await get(svc.port, p, as('fenced'));
-      assert.deepEqual([r.status, r.json], [403, { rc: 'FORBIDDEN' }], p);
+      assert.deepEqual([r.status, r.json.rc], [403, 'FORBIDDEN'], p);
     }
   });
 
@@ -207,7 +207,7 @@ describe('database catalogue, downloads and files', () => {
         continue;
       }
       assert.equal(r.status, 403, p);
-      assert.deepEqual(r.json, { rc: 'FORBIDDEN' });
+      assert.deepEqual(r.json.rc, 'FORBIDDEN');
     }
   });
 

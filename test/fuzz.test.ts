@@ -37,7 +37,7 @@ describe('fuzzing every route', () => {
     const db = openTestControlDb(d.dataDir);
     try {
       operatorTokens.push(createAdminToken(db, 'fuzz', ['admin.write']).secret, createAdminToken(db, 'fuzz-read', ['admin.read']).secret, 'iat_unknown', keys[0], '');
-      const op = new Operator({ db, plans: loadPlans(d.plans), bases: [], spent: () => 0 }, { who: 'test', source: 'local' });
+      const op = new Operator({ db, plans: loadPlans(d.plans), bases: [], spent: () => 0, maxKeysPerOrg: 1000 }, { who: 'test', source: 'local' });
       const org = op.createOrganisation('Fuzzed', 'free');
       ids = { org: String(org.id), key: String(op.createKey(String(org.id), { name: 'fuzzed' }).id) };
     } finally {

@@ -140,8 +140,26 @@ function checkPlan(plans: Plans, plan: string): void {
   if (!plans.byKey.has(plan)) throw new AccountError(`unknown plan ${JSON.stringify(plan)}: one of ${[...plans.byKey.keys()].join(', ')}`);
 }
 
+/** The longest name of an organisation or a key, in UTF-16 units. */
+export const MAX_NAME_LENGTH = 200;
+
+/**
+ * Characters no name may hold: C0 and C1 controls and DEL (a terminal acts on them: an escape
+ * sequence in a key name could clear an operator's screen or forge a line of output), line
+ * and paragraph separators, and the bidirectional overrides and isolates that reorder text.
+ */
+export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** A name as given, checked: what customers and operators name alike obeys one rule. */
+export function checkName(what: 'an organisation' | 'a key' | 'an operator token', name: unknown): string {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH) throw new AccountError(`${what} needs a name of 1 to ${MAX_NAME_LENGTH} characters`);
+  const bad = UNPRINTABLE.exec(name);
+  if (bad) throw new AccountError(`${what}'s name may not hold control or bidirectional characters (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at ${bad.index})`);
+  return name;
+}
+
 export function createOrganisation(db: ControlDb, plans: Plans, name: string, plan: string): Organisation {
-  if (name.trim() === '') throw new AccountError('an organisation needs a name');
+  checkName('an organisation', name);
   checkPlan(plans, plan);
   const row = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
   // MAX + 1 under the write lock (SQLite's, or the cluster's on PostgreSQL, whose statements
@@ -214,7 +232,7 @@ export interface NewKey {
 
 /** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
 export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes: Scope[]; cidrs: string[]; expires: string | null } {
-  if (typeof k.name !== 'string' || k.name.trim() === '' || k.name.length > 200) throw new AccountError('a key needs a name (1..200 characters)');
+  checkName('a key', k.name);
   const scopes: Scope[] = [];
   for (const s of k.scopes ?? []) {
     if (!(SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${SCOPES.join(', ')}`);
@@ -238,8 +256,33 @@ export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes
   return { name: k.name, scopes, cidrs, expires };
 }
 
-/** Creates a key; the secret is returned here and never again. */
-export function createKey(db: ControlDb, k: NewKey): { key: ApiKey; secret: string } {
+/** An organisation holds as many live keys as it may: one more is refused until one is revoked. */
+export class KeyLimitError extends AccountError {
+  constructor(readonly limit: number) {
+    super(`this organisation holds ${limit} live keys, the most it may (MAX_KEYS_PER_ORG): revoke keys it no longer uses first`);
+  }
+}
+
+/** Keys neither revoked nor expired at `nowIso`. */
+export function liveKeyCount(db: ControlDb, orgId: string, nowIso: string): number {
+  const r = db.prepare('SELECT count(*) AS n FROM api_keys WHERE org_id = ? AND revoked_at IS NULL AND (expires IS NULL OR expires > ?)').get(orgId, nowIso) as { n: number | string };
+  return Number(r.n);
+}
+
+/**
+ * Creates a key; the secret is returned here and never again. With `maxLive`, refused
+ * (KeyLimitError) when the organisation already holds that many live keys; the count and the
+ * insert are one write transaction, so two threads or nodes cannot both take the last place.
+ */
+export function createKey(db: ControlDb, k: NewKey, maxLive = Infinity): { key: ApiKey; secret: string } {
+  if (maxLive === Infinity) return insertKey(db, k);
+  return db.transaction(() => {
+    if (liveKeyCount(db, k.orgId, new Date().toISOString()) >= maxLive) throw new KeyLimitError(maxLive);
+    return insertKey(db, k);
+  }, true);
+}
+
+function insertKey(db: ControlDb, k: NewKey): { key: ApiKey; secret: string } {
   mustGetOrganisation(db, k.orgId);
   const f = checkKeyFields(k);
   const secret = newSecret();
@@ -268,6 +311,37 @@ export function listKeys(db: ControlDb, orgId?: string): ApiKey[] {
     ? (db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id').all(orgId) as KeyRow[])
     : (db.prepare('SELECT * FROM api_keys ORDER BY created_at, id').all() as KeyRow[]);
   return rows.map(keyOf);
+}
+
+/** One page of a listing: its items, and the cursor of the next page (null: this is the last). */
+export interface Page<T> {
+  items: T[];
+  next: string | null;
+}
+
+/** An organisation's keys, oldest first, `limit` at a time after the key `after` (an id). */
+export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: string): Page<ApiKey> {
+  const rows = (
+    after === undefined
+      ? db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id LIMIT ?').all(orgId, limit + 1)
+      : db
+          .prepare(
+            `SELECT * FROM api_keys WHERE org_id = ? AND (created_at > (SELECT created_at FROM api_keys WHERE id = ?)
+               OR (created_at = (SELECT created_at FROM api_keys WHERE id = ?) AND id > ?)) ORDER BY created_at, id LIMIT ?`,
+          )
+          .all(orgId, after, after, after, limit + 1)
+  ) as KeyRow[];
+  const items = rows.slice(0, limit).map(keyOf);
+  return { items, next: rows.length > limit ? items[items.length - 1].id : null };
+}
+
+/** Organisations in account-number order, `limit` at a time after account number `after`. */
+export function pageOrganisations(db: ControlDb, limit: number, after = 0, includeDeleted = false): Page<Organisation> {
+  const rows = db
+    .prepare(`SELECT * FROM organisations WHERE account_id > ? ${includeDeleted ? '' : 'AND deleted_at IS NULL'} ORDER BY account_id LIMIT ?`)
+    .all(after, limit + 1) as OrgRow[];
+  const items = rows.slice(0, limit).map(orgOf);
+  return { items, next: rows.length > limit ? String(items[items.length - 1].accountId) : null };
 }
 
 export function getKey(db: ControlDb, id: string): ApiKey | null {

@@ -4,7 +4,7 @@
 // keys: a customer's key can never become an operator's, whatever its scopes.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AccountError, hashSecret } from './accounts.js';
+import { AccountError, checkName, hashSecret } from './accounts.js';
 import type { ControlDb } from './control-db.js';
 
 export const ADMIN_SCOPES = ['admin.read', 'admin.write'] as const;
@@ -46,7 +46,7 @@ export function adminTokenJson(t: AdminToken): Record<string, unknown> {
 
 /** Creates a token; the secret is returned here and never again. */
 export function createAdminToken(db: ControlDb, name: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > 200) throw new AccountError('an operator token needs a name (1..200 characters)');
+  checkName('an operator token', name);
   if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
   for (const s of scopes) if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
   // admin.write implies admin.read: an operator who may change things may read them.

@@ -52,3 +52,12 @@ export function listAudit(db: ControlDb, q: AuditQuery): AuditEntry[] {
   const sql = `SELECT * FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
   return (db.prepare(sql).all(...args, q.limit) as AuditRow[]).map((r) => ({ ...r, detail: JSON.parse(r.detail) as Record<string, unknown> }));
 }
+
+/**
+ * When the entry `n` changes back of an organisation's newest was made, or null when it has
+ * made fewer: the start of a window holding its last n changes (one index range read).
+ */
+export function nthLatestChangeAt(db: ControlDb, orgId: string, n: number): number | null {
+  const r = db.prepare('SELECT at FROM audit WHERE org_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?').get(orgId, n - 1) as { at: string } | undefined;
+  return r ? Date.parse(r.at) : null;
+}

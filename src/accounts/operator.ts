@@ -19,6 +19,9 @@ import {
   rotateKey,
   setHardLimit,
   setPlan,
+  pageKeys,
+  pageOrganisations,
+  KeyLimitError,
   type Organisation,
 } from './accounts.js';
 import { listAudit, recordAudit, type Actor, type AuditEntry } from './audit.js';
@@ -47,6 +50,8 @@ export interface OperatorDeps {
   bases: readonly string[];
   /** Units spent on an accounting counter (the accounting store of the data directory). */
   spent: (counter: string) => number;
+  /** The most live keys an organisation may hold (MAX_KEYS_PER_ORG). */
+  maxKeysPerOrg: number;
 }
 
 export interface KeyFields {
@@ -59,11 +64,19 @@ export interface KeyFields {
 export const DEFAULT_LIST_LIMIT = 50;
 export const MAX_LIST_LIMIT = 200;
 
-/** A listing's `limit` query parameter: DEFAULT_LIST_LIMIT when absent, at most MAX_LIST_LIMIT; null when malformed. */
+/**
+ * A listing's `limit` query parameter, one rule for every list: DEFAULT_LIST_LIMIT when
+ * absent; any whole number from 1 up, taken as at most MAX_LIST_LIMIT (a client asking for
+ * more gets a full page); null for anything else (0, a sign, a fraction, an exponent).
+ */
 export function listLimit(raw: string | null): number | null {
   if (raw === null) return DEFAULT_LIST_LIMIT;
-  return /^[1-9]\d{0,8}$/.test(raw) ? Math.min(MAX_LIST_LIMIT, Number(raw)) : null;
+  if (!/^[1-9]\d*$/.test(raw)) return null;
+  return raw.length > 3 ? MAX_LIST_LIMIT : Math.min(MAX_LIST_LIMIT, Number(raw));
 }
+
+/** What listLimit refuses, said once for the API and the CLI. */
+export const LIMIT_RULE = `limit must be a whole number from 1 (pages hold at most ${MAX_LIST_LIMIT})`;
 
 export function licenceJson(l: Licence): Record<string, unknown> {
   return {
@@ -118,6 +131,7 @@ export class Operator {
     try {
       return this.db.transaction(fn, true);
     } catch (e) {
+      if (e instanceof KeyLimitError) throw new OperatorError('CONFLICT', e.message);
       if (e instanceof AccountError) throw new OperatorError('BAD_REQUEST', e.message);
       throw e;
     }
@@ -143,9 +157,25 @@ export class Operator {
       .map((o) => this.orgJson(o));
   }
 
+  /** One page of organisations in account-number order; `after` is the last page's `next`. */
+  pageOrganisations(limit: number, after: string | null, includeDeleted = false): { organizations: Record<string, unknown>[]; next: string | null } {
+    if (after !== null && !/^[1-9]\d{0,15}$/.test(after)) throw new OperatorError('BAD_REQUEST', 'after must be the next cursor of the page before (an account number)');
+    const page = pageOrganisations(this.db, limit, after === null ? 0 : Number(after), includeDeleted);
+    return { organizations: page.items.map((o) => this.orgJson(o)), next: page.next };
+  }
+
+  /** One page of an organisation's keys, oldest first; `after` is the last page's `next`. */
+  pageKeys(orgId: string, limit: number, after: string | null): { apikeys: Record<string, unknown>[]; next: string | null } {
+    this.org(orgId);
+    const page = pageKeys(this.db, orgId, limit, after ?? undefined);
+    return { apikeys: page.items.map(keyJson), next: page.next };
+  }
+
+  /** The organisation with its first MAX_LIST_LIMIT keys; keys_next pages on (pageKeys). */
   showOrganisation(id: string): Record<string, unknown> {
     const org = this.org(id);
-    return { ...this.orgJson(org), keys: listKeys(this.db, org.id).map(keyJson) };
+    const page = pageKeys(this.db, org.id, MAX_LIST_LIMIT);
+    return { ...this.orgJson(org), keys: page.items.map(keyJson), keys_next: page.next };
   }
 
   setPlan(id: string, plan: unknown): Record<string, unknown> {
@@ -189,7 +219,7 @@ export class Operator {
   createKey(orgId: string, f: KeyFields): Record<string, unknown> {
     this.org(orgId);
     const { key, secret } = this.change(() => {
-      const made = createKey(this.db, { orgId, ...f });
+      const made = createKey(this.db, { orgId, ...f }, this.deps.maxKeysPerOrg);
       this.audit('key.create', orgId, made.key.id, { name: made.key.name, key_prefix: made.key.keyPrefix, scopes: made.key.scopes, allowed_cidrs: made.key.allowedCidrs, expires: made.key.expires });
       return made;
     });

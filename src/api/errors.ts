@@ -90,6 +90,10 @@ export const RC = Object.freeze({
   NOT_FOUND: rcError(404, 'NOT_FOUND'),
   /** The admin API: the subject's state forbids the change (rotating a revoked key). */
   CONFLICT: rcError(409, 'CONFLICT'),
+  /** The organisation holds as many live keys as it may (MAX_KEYS_PER_ORG). */
+  KEY_LIMIT: rcError(409, 'KEY_LIMIT'),
+  /** Key changes come faster than KEY_CHANGES_PER_MIN; with Retry-After. */
+  RATE_LIMITED: rcError(429, 'RATE_LIMITED'),
   FORMAT_NOT_BUILT: rcError(400, 'FORMAT_NOT_BUILT'),
   NO_LICENSE: rcError(403, 'NO_LICENSE'),
   LICENSE_EXPIRED: rcError(403, 'LICENSE_EXPIRED'),

@@ -59,7 +59,8 @@ export function readCurrentBuildId(dataDir: string): string | null {
   }
 }
 
-export function publishBuild(dataDir: string, id: string): void {
+/** Makes a build the serving one (CURRENT): running servers switch to it within INDEX_POLL_MS. */
+export function makeServing(dataDir: string, id: string): void {
   if (!fs.existsSync(path.join(buildDir(dataDir, id), INDEX_FILE))) throw new Error(`build ${id} has no index`);
   const file = currentPointerFile(dataDir);
   const tmp = `${file}.${process.pid}.tmp`;

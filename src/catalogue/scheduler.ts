@@ -1,5 +1,5 @@
 // The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) child processes run
-// `ipsift sources import` (when SOURCES_FILE is set), `ipsift build` and `ipsift publish`, so the build's seconds of CPU never stall the event
+// `ipsift sources import` (when SOURCES_FILE is set) and `ipsift build` (which serves and publishes), so the build's seconds of CPU never stall the event
 // loop; servers pick the new index up through CURRENT as after any build.
 //
 // Once per data directory: a run takes DATA_DIR/daily-build.lock (created exclusively, holding
@@ -175,10 +175,10 @@ export class PublishScheduler {
         const reports = JSON.parse(await run(['sources', 'import'], this.env)) as { name: string; ok: boolean; error?: string }[];
         for (const r of reports) if (!r.ok || r.error) this.log.warn('source import', { source: r.name, ok: r.ok, reason: r.error });
       }
-      const build = JSON.parse(await run(['build'], this.env)) as { id: string };
-      const published = JSON.parse(await run(['publish', '--build', build.id], this.env)) as { artifacts: number };
+      // One command: the build, made serving, then published (its report says each step).
+      const build = JSON.parse(await run(['build'], this.env)) as { id: string; publication: { artifacts: number } };
       built = build.id;
-      this.log.info('daily build published', { build: build.id, artifacts: published.artifacts, ms: Date.now() - t });
+      this.log.info('daily build published', { build: build.id, artifacts: build.publication.artifacts, ms: Date.now() - t });
     } catch (e) {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {

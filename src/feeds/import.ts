@@ -4,11 +4,12 @@
 // file, line and reason.
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { CATEGORIES, DETAIL_FIELDS, isCategory, type Category, type DetailField } from '../model/categories.js';
 import { parseNetwork } from '../net/network.js';
 import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
-import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
+import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, findFeed, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
 import { FEED_FORMATS, FormatError, detectFormat, formatByName, listToken, type FeedFormatDef, type FormatRow } from './formats.js';
 import { IpsiftError } from '../errors.js';
 import { DEFAULT_EVIDENCE, EVIDENCE, EVIDENCE_KINDS, isEvidenceKind, type EvidenceKind } from './evidence.js';
@@ -25,8 +26,13 @@ export interface ImportOptions {
   format?: FeedFormat;
   /** Skip malformed lines (counted in the result) instead of failing the import. */
   skipInvalid?: boolean;
-  /** Stored feed name; default: from the file name. Re-importing a name replaces it. */
+  /**
+   * Stored feed name; default: from the file name. Re-importing the same file replaces its
+   * feed; a feed of that name from another file is replaced only with `replace`.
+   */
   name?: string;
+  /** Replace a feed of the same name imported from another file (else FeedImportError). */
+  replace?: boolean;
   /** Required for lists; for CSV it fills rows whose category cell is empty or absent. */
   category?: string;
   /** For formats: the category of rows for which neither the file nor the format gives one. */
@@ -281,6 +287,16 @@ export function importFeed(options: ImportOptions): ImportResult {
   const name = options.name ?? feedNameFromFile(file);
   const nameProblem = checkFeedName(name);
   if (nameProblem) throw new FeedImportError(file, 0, nameProblem);
+  if (!options.replace) {
+    const earlier = findFeed(options.dataDir, name);
+    if (earlier && earlier.source !== path.resolve(file)) {
+      throw new FeedImportError(
+        file,
+        0,
+        `a feed named ${name} is already imported (from ${earlier.source ?? 'a file it does not name'}, ${earlier.bytes} bytes): give --name to import this file beside it, or --replace to replace that feed`,
+      );
+    }
+  }
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');

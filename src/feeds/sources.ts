@@ -134,6 +134,8 @@ export async function importSources(dataDir: string, sources: readonly Source[])
         dataDir,
         file: file!,
         name: s.name,
+        // A source owns its name: each run replaces what the last one imported.
+        replace: true,
         format: s.format,
         category: s.category,
         fallbackCategory: s.fallbackCategory,

@@ -36,6 +36,8 @@ export interface FeedInfo {
   priority: number;
   /** What kind of evidence the feed is (evidence.ts): its band comes before priority. */
   evidence: EvidenceKind;
+  /** The absolute path it was imported from (null: a feed written before paths were kept). */
+  source: string | null;
 }
 
 /** The detail of a range the feed says is not in its category. */
@@ -46,6 +48,7 @@ export const MAX_PRIORITY = 100;
 const HEADER = '# ipsift feed 1';
 const PRIORITY_LINE = /^# priority: (-?\d+)$/m;
 const EVIDENCE_LINE = /^# evidence: ([a-z_]+)$/m;
+const SOURCE_PATH_LINE = /^# source-path: (.*)$/m;
 const FEED_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function feedsDir(dataDir: string): string {
@@ -77,7 +80,8 @@ export function writeFeed(dataDir: string, name: string, source: string, entries
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w', 0o644);
   try {
-    let chunk = `${HEADER}\n# priority: ${priority}\n# evidence: ${evidence}\n# source: ${path.basename(source).replace(/[\x00-\x1f]/g, '?')}\n`;
+    const safe = (t: string): string => t.replace(/[\x00-\x1f\x7f]/g, '?');
+    let chunk = `${HEADER}\n# priority: ${priority}\n# evidence: ${evidence}\n# source: ${safe(path.basename(source))}\n# source-path: ${safe(path.resolve(source))}\n`;
     for (const e of entries) {
       chunk += `${e.family}\t${hex(e.start, e.family)}\t${hex(e.end, e.family)}\t${e.category}\t${e.detail}\n`;
       if (chunk.length > 1 << 20) {
@@ -91,21 +95,29 @@ export function writeFeed(dataDir: string, name: string, source: string, entries
     fs.closeSync(fd);
   }
   fs.renameSync(tmp, file);
-  return { name, file, bytes: fs.statSync(file).size, priority, evidence };
+  return { name, file, bytes: fs.statSync(file).size, priority, evidence, source: path.resolve(source) };
 }
 
-/** Priority and evidence from a feed's header (feeds written before them: 0, a list). */
-function readHeader(file: string): { priority: number; evidence: EvidenceKind } {
+/** Priority, evidence and source path from a feed's header (feeds written before them: 0, a list, null). */
+function readHeader(file: string): { priority: number; evidence: EvidenceKind; source: string | null } {
   const fd = fs.openSync(file, 'r');
   try {
-    const head = Buffer.alloc(512);
-    const text = head.toString('latin1', 0, fs.readSync(fd, head, 0, head.length, 0));
+    const head = Buffer.alloc(8192);
+    const text = head.toString('utf8', 0, fs.readSync(fd, head, 0, head.length, 0));
     const p = PRIORITY_LINE.exec(text);
     const e = EVIDENCE_LINE.exec(text);
-    return { priority: p ? Number(p[1]) : 0, evidence: e && isEvidenceKind(e[1]) ? e[1] : DEFAULT_EVIDENCE };
+    const s = SOURCE_PATH_LINE.exec(text);
+    return { priority: p ? Number(p[1]) : 0, evidence: e && isEvidenceKind(e[1]) ? e[1] : DEFAULT_EVIDENCE, source: s ? s[1] : null };
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** The imported feed of that name, or null. */
+export function findFeed(dataDir: string, name: string): FeedInfo | null {
+  const file = path.join(feedsDir(dataDir), `${name}.feed`);
+  if (!fs.existsSync(file)) return null;
+  return { name, file, bytes: fs.statSync(file).size, ...readHeader(file) };
 }
 
 /** Imported feeds in name order (the build reads them in this order). */

@@ -70,7 +70,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   try {
     const { store: objects, local: files } = await openStore(config);
     const { app, metrics, client, routes } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared);
-    new AccountApi(control, gate, keys, log).register(routes, metrics, client);
+    new AccountApi(control, gate, keys, log, config).register(routes, metrics, client);
     const state = s.schedulerState;
     new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null)).register(routes, metrics, client);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);

@@ -9,21 +9,31 @@
 // key whose scopes it holds.
 
 import type { HttpRequest, HttpResponse } from './server/types.js';
-import { ERRORS, RC, type ApiError } from '../api/errors.js';
-import { AccountError, checkKeyFields, keyJson, createKey, getKey, listKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
+import { ERRORS, RC } from '../api/errors.js';
+import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
 import { bearerToken, type Caller, type KeyCache } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Logger } from '../log.js';
 import { networksOf, networksWithin, type Network } from '../net/network.js';
 import type { RequestClient } from './client.js';
-import { late, pending, sendError, sendJson, type Pending } from './reply.js';
+import { late, pending, sendError, sendJson, sendRc, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
-import { recordAudit, type Actor } from '../accounts/audit.js';
+import { nthLatestChangeAt, recordAudit, type Actor } from '../accounts/audit.js';
+import { LIMIT_RULE, listLimit } from '../accounts/operator.js';
 import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
 import type { Metrics } from './metrics.js';
 
 const MAX_BODY = 64 * 1024;
+
+/** What a key's holder may do to keys on the public port (config: MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN). */
+export interface KeyLimits {
+  maxKeysPerOrg: number;
+  keyChangesPerMinute: number;
+}
+
+const HANDS_ON = 'a key hands on only what it holds: scopes among its own, an expiry no later than its own, source ranges inside its own';
+const CHANGE_WINDOW_MS = 60_000;
 
 /** Reads a small request body; calls back once with the text, or null when over the limit. */
 export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
@@ -71,6 +81,7 @@ export class AccountApi {
     private readonly gate: Gate,
     private readonly keys: KeyCache,
     private readonly log: Logger,
+    private readonly limits: KeyLimits,
   ) {}
 
   register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
@@ -117,16 +128,33 @@ export class AccountApi {
   private manager(res: HttpResponse, req: HttpRequest): Caller | null {
     const c = this.bearerCaller(res, req);
     if (c !== null && !c.key.scopes.includes('apikeys.manage')) {
-      sendError(res, RC.UNAUTHORIZED, this.metrics);
+      sendRc(res, RC.UNAUTHORIZED, 'this key lacks the apikeys.manage scope: manage keys with a key that holds it', this.metrics);
       return null;
     }
     return c;
   }
 
+  /**
+   * A change to keys (create, rotate, revoke) by a key, refused with 429 and Retry-After when
+   * its organisation made KEY_CHANGES_PER_MIN changes in the last minute. Counted from the
+   * audit log, so the limit holds across threads and nodes sharing the control database.
+   */
+  private throttled(res: HttpResponse, c: Caller): boolean {
+    const n = this.limits.keyChangesPerMinute;
+    const at = nthLatestChangeAt(this.db, c.org.id, n);
+    const now = Date.now();
+    if (at === null || at <= now - CHANGE_WINDOW_MS) return false;
+    const retry = Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));
+    sendRc(res, RC.RATE_LIMITED, `this organisation made ${n} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`, this.metrics, {
+      headers: [['Retry-After', String(retry)]],
+    });
+    return true;
+  }
+
   private create(res: HttpResponse, req: HttpRequest): void {
     const p = pending(res);
     const c = this.manager(res, req);
-    if (!c) return;
+    if (!c || this.throttled(res, c)) return;
     const actor = this.actorOf(c);
     readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, actor, text)));
   }
@@ -137,19 +165,21 @@ export class AccountApi {
   }
 
   private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: string | null): void {
-    const bad = (e: ApiError | typeof RC.BAD_REQUEST = RC.BAD_REQUEST): void => sendError(res, e, this.metrics);
-    if (text === null) return bad();
+    const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.metrics);
+    if (text === null) return bad(`body too large: at most ${MAX_BODY} bytes`);
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      return bad();
+      return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
     }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad();
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
     const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as Record<string, unknown>;
     const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-    if (typeof name !== 'string' || (cidrs !== undefined && !strings(cidrs)) || (scopes !== undefined && !strings(scopes))) return bad();
-    if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad();
+    if (typeof name !== 'string') return bad('name is required: a string of 1 to 200 characters');
+    if (cidrs !== undefined && !strings(cidrs)) return bad('allowed_cidrs must be an array of CIDR strings');
+    if (scopes !== undefined && !strings(scopes)) return bad('allowed_scopes must be an array of scope strings (db.download, apikeys.manage)');
+    if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad('expires must be an ISO 8601 date-time string, or null for no expiry');
     let fields: ReturnType<typeof checkKeyFields>;
     try {
       // Not given: the creator's own expiry and ranges (a token's expiry where a token creates
@@ -157,12 +187,19 @@ export class AccountApi {
       const ownExpiry = c.tokenId === undefined ? c.key.expires : new Date(c.expiresMs).toISOString();
       fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? ownExpiry : expires });
     } catch (e) {
-      if (e instanceof AccountError) return bad();
+      if (e instanceof AccountError) return bad(e.message);
       throw e;
     }
     const wanted: ApiKey = { ...c.key, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires };
-    if (!holdsAtMost(wanted, c)) return sendError(res, RC.FORBIDDEN, this.metrics);
-    const { key, secret } = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires });
+    if (!holdsAtMost(wanted, c)) return sendRc(res, RC.FORBIDDEN, HANDS_ON, this.metrics);
+    let made: { key: ApiKey; secret: string };
+    try {
+      made = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires }, this.limits.maxKeysPerOrg);
+    } catch (e) {
+      if (e instanceof KeyLimitError) return sendRc(res, RC.KEY_LIMIT, e.message, this.metrics);
+      throw e;
+    }
+    const { key, secret } = made;
     this.keys.invalidate();
     recordAudit(this.db, actor, 'key.create', key.orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
     this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
@@ -174,10 +211,15 @@ export class AccountApi {
     );
   }
 
+  /** The organisation's keys, oldest first, a page at a time: ?limit (1..200, default 50) and ?after (the last page's next). */
   private list(res: HttpResponse, req: HttpRequest): void {
     const c = this.manager(res, req);
     if (!c) return;
-    sendJson(res, 200, { rc: 'OK', apikeys: listKeys(this.db, c.org.id).map(keyJson) }, this.metrics);
+    const query = new URLSearchParams(req.getQuery() ?? '');
+    const limit = listLimit(query.get('limit'));
+    if (limit === null) return sendRc(res, RC.BAD_REQUEST, LIMIT_RULE, this.metrics);
+    const page = pageKeys(this.db, c.org.id, limit, query.get('after') ?? undefined);
+    sendJson(res, 200, { rc: 'OK', apikeys: page.items.map(keyJson), next: page.next }, this.metrics);
   }
 
   /**
@@ -268,8 +310,9 @@ export class AccountApi {
     const c = this.manager(res, req);
     if (!c) return;
     const own = this.ownKey(c, id);
-    if (!own) return sendError(res, RC.NOT_FOUND, this.metrics);
-    if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendError(res, RC.FORBIDDEN, this.metrics);
+    if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.metrics);
+    if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendRc(res, RC.FORBIDDEN, 'a key may revoke only keys whose scopes it holds', this.metrics);
+    if (this.throttled(res, c)) return;
     const key = revokeKey(this.db, id);
     this.keys.invalidate();
     if (!own.revokedAt) recordAudit(this.db, this.actorOf(c), 'key.revoke', own.orgId, id, { key_prefix: own.keyPrefix });
@@ -282,10 +325,11 @@ export class AccountApi {
     const c = this.manager(res, req);
     if (!c) return;
     const own = this.ownKey(c, id);
-    if (!own) return sendError(res, RC.NOT_FOUND, this.metrics);
-    if (own.revokedAt) return sendError(res, RC.BAD_REQUEST, this.metrics);
+    if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.metrics);
+    if (own.revokedAt) return sendRc(res, RC.BAD_REQUEST, 'a revoked key cannot be rotated: create a new one', this.metrics);
     // The new secret goes to the caller: it may not gain through it what it does not hold.
-    if (!holdsAtMost(own, c)) return sendError(res, RC.FORBIDDEN, this.metrics);
+    if (!holdsAtMost(own, c)) return sendRc(res, RC.FORBIDDEN, `${HANDS_ON}; this key holds more`, this.metrics);
+    if (this.throttled(res, c)) return;
     // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
     const { key, secret } = rotateKey(this.db, id);
     this.keys.invalidate();

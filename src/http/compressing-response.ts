@@ -29,6 +29,29 @@ export function sameEntity(member: string, etag: string): boolean {
   return t === `${close}-gzip"` || t === `${close}-br"`;
 }
 
+/** Bodies that are the same bytes for every request (staticBody), with their coded forms once made. */
+const codedForms = new WeakMap<Uint8Array, (Uint8Array | null)[]>();
+
+/**
+ * Marks a body as static: the same bytes answer every request (the OpenAPI document). Each
+ * coding of it is then compressed once and served from memory, so an unauthenticated client
+ * asking for br or gzip costs what an identity answer costs, not a compression each time.
+ */
+export function staticBody(bytes: Buffer): Buffer {
+  codedForms.set(bytes, [null, null, null]);
+  return bytes;
+}
+
+/** The body in `coding`, or null where compressing it saves nothing; made once for a static body. */
+function codedForm(plain: Uint8Array, coding: Coding): Uint8Array | null {
+  const forms = codedForms.get(plain);
+  const made = forms?.[coding];
+  if (made) return made.byteLength < plain.byteLength ? made : null;
+  const packed = compress(plain, coding);
+  if (forms) forms[coding] = packed;
+  return packed.byteLength < plain.byteLength ? packed : null;
+}
+
 export function compressing(res: HttpResponse, coding: Coding): HttpResponse {
   if (coding === IDENTITY) return res;
   const out: HttpResponse = {
@@ -39,8 +62,8 @@ export function compressing(res: HttpResponse, coding: Coding): HttpResponse {
       if (body !== undefined) {
         const plain = bytesOf(body);
         if (plain.byteLength >= MIN_COMPRESSED_BYTES) {
-          const packed = compress(plain, coding);
-          if (packed.byteLength < plain.byteLength) {
+          const packed = codedForm(plain, coding);
+          if (packed !== null) {
             writeCoding(res, coding);
             return (res.end(packed, closeConnection), out);
           }

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { HttpRequest, HttpResponse } from './server/types.js';
-import { RC, type RcCode, type RcError } from '../api/errors.js';
+import { ERRORS, RC, type RcCode, type RcError } from '../api/errors.js';
 import type { Caller } from '../accounts/auth.js';
 import type { ControlDb } from '../accounts/control-db.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
@@ -15,14 +15,14 @@ import { FILES_PREFIX, gzippedPath, type LocalStore } from '../store/local-store
 import { acceptsGzip } from './content-coding.js';
 import type { ObjectStore } from '../store/object-store.js';
 import type { RequestClient } from './client.js';
-import { late, pending, sendError, sendJson, type Pending } from './reply.js';
+import { late, pending, sendError, sendJson, sendRc, type Pending } from './reply.js';
 import { REVALIDATE } from './json-head.js';
 import { sameEntity } from './compressing-response.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 import { GeoipUpdateApi } from './geoipupdate-api.js';
-import { downloadHistory, listLimit } from '../accounts/operator.js';
+import { LIMIT_RULE, downloadHistory, listLimit } from '../accounts/operator.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
@@ -100,14 +100,14 @@ export class DatabaseApi {
       p: pending(res),
     };
     const c = this.gate.key(Gate.keyOf(req), Date.now());
-    if (c === null || !('key' in c)) return rc(a, RC.UNAUTHORIZED, this.metrics);
+    if (c === null || !('key' in c)) return rc(a, RC.UNAUTHORIZED, this.metrics, c === null ? KEY_REFUSALS.missing : c.message);
     a.caller = c;
-    const refuse = (e: RcError): void => {
+    const refuse = (e: RcError, message: string): void => {
       if (history) this.record(a, a.query.get('id') ?? '', a.query.get('format') ?? '', a.query.get('sample') === 'true', EARLY_OUTCOME[e.code as RcCode]!, e.status, 0);
-      rc(a, e, this.metrics);
+      rc(a, e, this.metrics, message);
     };
-    if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED);
-    if (!this.gate.fromAllowedSource(c, client)) return refuse(RC.FORBIDDEN);
+    if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED, KEY_REFUSALS.noDownloadScope);
+    if (!this.gate.fromAllowedSource(c, client)) return refuse(RC.FORBIDDEN, KEY_REFUSALS.source);
     return handler(a);
   }
 
@@ -241,7 +241,7 @@ export class DatabaseApi {
 
   private history(a: Ask): void {
     const limit = listLimit(a.query.get('limit'));
-    if (limit === null) return rc(a, RC.BAD_REQUEST, this.metrics);
+    if (limit === null) return rc(a, RC.BAD_REQUEST, this.metrics, LIMIT_RULE);
     const downloads = downloadHistory(this.db, a.caller.org.id, limit);
     json(a, 200, { downloads }, this.metrics);
   }
@@ -251,9 +251,17 @@ function json(a: Ask, status: number, body: unknown, metrics: Metrics, etag?: st
   late(a.res, a.p, () => sendJson(a.res, status, body, metrics, etag ? [['ETag', etag]] : undefined, etag !== undefined));
 }
 
-export function rc(a: Ask, e: RcError, metrics: Metrics): void {
-  late(a.res, a.p, () => sendError(a.res, e, metrics));
+/** A refusal, late-safe; with a message where the client can do something about it. */
+export function rc(a: Ask, e: RcError, metrics: Metrics, message?: string): void {
+  late(a.res, a.p, () => (message === undefined ? sendError(a.res, e, metrics) : sendRc(a.res, e, message, metrics)));
 }
+
+/** Why a database request's key was refused (401/403), with the way on. */
+export const KEY_REFUSALS = Object.freeze({
+  missing: 'an API key with the db.download scope is required: Authorization: Bearer <key>',
+  noDownloadScope: 'this key lacks the db.download scope: download with a key that holds it (ipsift key create --scope db.download, or allowed_scopes ["db.download"])',
+  source: ERRORS.sourceNotAllowed.message,
+});
 
 /** A document with a strong ETag of its bytes; If-None-Match with it answers 304. */
 function cached(a: Ask, doc: unknown, metrics: Metrics): void {

@@ -32,7 +32,7 @@ import { Gate } from './gate.js';
 import type { Metrics } from './metrics.js';
 import { late, pending, sendJson } from './reply.js';
 import type { RouteTable } from './routes.js';
-import { parseRange, rc, sendFile, type Ask, type DatabaseApi, type FileAnswer, type Outcome } from './database-api.js';
+import { KEY_REFUSALS, parseRange, rc, sendFile, type Ask, type DatabaseApi, type FileAnswer, type Outcome } from './database-api.js';
 
 /** `Basic base64(user:password)`, as the user and the password; null when it is not that. */
 export function basicCredentials(header: string): { user: string; password: string } | null {
@@ -42,6 +42,9 @@ export function basicCredentials(header: string): { user: string; password: stri
   const colon = text.indexOf(':');
   return colon < 0 ? null : { user: text.slice(0, colon), password: text.slice(colon + 1) };
 }
+
+/** geoipupdate's AccountID and LicenseKey, as this server reads them. */
+const UNAUTHORISED_MESSAGE = 'Basic credentials are required: the organisation\'s account id (AccountID) and an API key with the db.download scope (LicenseKey)';
 
 const CHALLENGE = ['WWW-Authenticate', 'Basic realm="ipsift", charset="UTF-8"'] as const;
 
@@ -107,9 +110,9 @@ export class GeoipUpdateApi {
       ifNoneMatch: '',
       p: pending(res),
     };
-    const unauthorised = (): null => {
+    const unauthorised = (message = UNAUTHORISED_MESSAGE): null => {
       this.metrics.count(RC.UNAUTHORIZED.status);
-      res.writeStatus(RC.UNAUTHORIZED.statusLine).writeHeader('Content-Type', 'application/json').writeHeader(CHALLENGE[0], CHALLENGE[1]).end(RC.UNAUTHORIZED.body);
+      res.writeStatus(RC.UNAUTHORIZED.statusLine).writeHeader('Content-Type', 'application/json').writeHeader(CHALLENGE[0], CHALLENGE[1]).end(JSON.stringify({ rc: RC.UNAUTHORIZED.code, message }));
       return null;
     };
     const credentials = basicCredentials(req.getHeader('authorization'));
@@ -118,14 +121,14 @@ export class GeoipUpdateApi {
     // A key of another organisation than the account named is no key for this account.
     if (c === null || !('key' in c) || c.org.accountId !== Number(credentials.user)) return unauthorised();
     a.caller = c;
-    const refuse = (e: RcError, outcome: Outcome): null => {
+    const refuse = (e: RcError, outcome: Outcome, message: string): null => {
       if (record) this.api.record(a, edition, 'mmdb', false, outcome, e.status, 0);
-      if (e === RC.UNAUTHORIZED) return unauthorised();
-      rc(a, e, this.metrics);
+      if (e === RC.UNAUTHORIZED) return unauthorised(message);
+      rc(a, e, this.metrics, message);
       return null;
     };
-    if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED, 'forbidden');
-    if (!this.gate.fromAllowedSource(c, client)) return refuse(RC.FORBIDDEN, 'forbidden');
+    if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED, 'forbidden', KEY_REFUSALS.noDownloadScope);
+    if (!this.gate.fromAllowedSource(c, client)) return refuse(RC.FORBIDDEN, 'forbidden', KEY_REFUSALS.source);
     return a;
   }
 

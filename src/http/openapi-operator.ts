@@ -15,7 +15,9 @@ const notFound = rc('NOT_FOUND', 'No such organisation (or it was deleted), key 
 
 const pathParam = (name: string, description: string): Schema => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 const orgId = pathParam('id', 'Organisation id.');
-const limit = { name: 'limit', in: 'query', required: false, description: 'Entries, 1..200 (default 50).', schema: { type: 'integer', minimum: 1 } };
+const limit = { name: 'limit', in: 'query', required: false, description: 'Entries a page: a whole number from 1, at most 200 taken (default 50).', schema: { type: 'integer', minimum: 1 } };
+const after = (what: string): Schema => ({ name: 'after', in: 'query', required: false, description: `The next cursor of the page before (${what}); absent: the first page.`, schema: { type: 'string' } });
+const next = { type: ['string', 'null'], description: 'The cursor of the next page (pass as after), or null on the last page.' };
 
 const body = (schema: Schema): Schema => ({ required: true, content: { 'application/json': { schema } } });
 
@@ -39,7 +41,7 @@ export function operatorSchemas(): Record<string, Schema> {
   const required = Object.keys(organisation).filter((k) => k !== 'deleted_at');
   return {
     Organisation: object(organisation, required),
-    OrganisationWithKeys: object({ ...organisation, keys: { type: 'array', items: ref('ApiKey') } }, [...required, 'keys']),
+    OrganisationWithKeys: object({ ...organisation, keys: { type: 'array', items: ref('ApiKey'), description: 'The first 200 keys, oldest first.' }, keys_next: next }, [...required, 'keys', 'keys_next']),
     DeletedOrganisation: object({ ...organisation, keys_revoked: { type: 'integer', minimum: 0 }, licences_ended: { type: 'integer', minimum: 0 } }, [...required, 'deleted_at', 'keys_revoked', 'licences_ended']),
     OperatorKey: object({ ...apiKeyFields, key: { type: 'string', description: 'The secret, in this answer only.' } }),
     Licence: object({
@@ -78,8 +80,8 @@ export function operatorPaths(): Record<string, Schema> {
   const admin = (item: Schema): Schema => ({ servers: ADMIN, ...item });
   return {
     '/admin/v1/organizations': admin({
-      get: op('adminListOrganisations', 'Every organisation (deleted ones with ?deleted=true)', false, { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') } }), 'The organisations.') }, {
-        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }],
+      get: op('adminListOrganisations', 'The organisations in account-number order, a page at a time (deleted ones too with ?deleted=true)', false, { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') }, next }), 'A page of organisations.'), '400': bad }, {
+        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }, limit, after('an account number')],
       }),
       post: op('adminCreateOrganisation', 'Create an organisation on a plan', true, { '201': json(ref('Organisation'), 'Created.'), '400': bad }, {
         requestBody: body(object({ name: { type: 'string' }, plan: { type: 'string' } })),
@@ -94,8 +96,8 @@ export function operatorPaths(): Record<string, Schema> {
       delete: op('adminDeleteOrganisation', 'Delete: keys revoked and licences ended at once; history and audit kept', true, { '200': json(ref('DeletedOrganisation'), 'Deleted.'), '404': notFound }, { parameters: [orgId] }),
     }),
     '/admin/v1/organizations/{id}/keys': admin({
-      get: op('adminListKeys', "An organisation's keys (no secrets)", false, { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') } }), 'The keys.'), '404': notFound }, { parameters: [orgId] }),
-      post: op('adminCreateKey', 'Create a key; its secret is in this answer only', true, { '201': json(ref('OperatorKey'), 'Created.'), '400': bad, '404': notFound }, {
+      get: op('adminListKeys', "An organisation's keys (no secrets), oldest first, a page at a time", false, { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') }, next }), 'A page of keys.'), '400': bad, '404': notFound }, { parameters: [orgId, limit, after('a key id')] }),
+      post: op('adminCreateKey', 'Create a key; its secret is in this answer only', true, { '201': json(ref('OperatorKey'), 'Created.'), '400': bad, '404': notFound, '409': rc('CONFLICT', 'The organisation holds MAX_KEYS_PER_ORG live keys already.') }, {
         parameters: [orgId],
         requestBody: body(object({ name: { type: 'string' }, allowed_scopes: apiKeyFields.allowed_scopes, allowed_cidrs: apiKeyFields.allowed_cidrs, expires: apiKeyFields.expires }, ['name'])),
       }),

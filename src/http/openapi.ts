@@ -9,6 +9,7 @@ import { ERRORS, RC } from '../api/errors.js';
 import { VERSION } from '../version.js';
 import type { Metrics } from './metrics.js';
 import type { RouteTable } from './routes.js';
+import { staticBody } from './compressing-response.js';
 import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 
@@ -40,7 +41,8 @@ function lookupResult(): Schema {
 /** `{error}` bodies of the lookup group, each message exact. */
 const errorBody = (...messages: string[]): Schema => object({ error: { enum: messages } });
 /** `{rc}` bodies of the database group and key management. */
-const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes } });
+/** A result-code body; `message`, where given, says what was wrong and how to put it right. */
+const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes }, message: { type: 'string' } }, ['rc']);
 
 
 const H = {
@@ -102,8 +104,13 @@ const keyRefusals = {
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, an invalid one, or one without apikeys.manage.'),
   '403': json(rcBody(RC.FORBIDDEN.code), 'Source outside the key\'s ranges, or a key with more than the caller holds.'),
   '404': json(rcBody(RC.NOT_FOUND.code), "No such key in the caller's organisation."),
+  '429': json(rcBody(RC.RATE_LIMITED.code), 'Key changes (create, rotate, revoke) faster than KEY_CHANGES_PER_MIN for the organisation.', { 'Retry-After': H.retryAfter }),
   '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
 };
+/** A page's cursor: the `next` of the page before. */
+const afterParam = (what: string): Schema => query('after', { type: 'string' }, false, `The next cursor of the page before (${what}); absent: the first page.`);
+const limitParam = query('limit', { type: 'integer', minimum: 1 }, false, 'Entries a page: a whole number from 1, at most 200 taken (default 50).');
+const nextField = { type: ['string', 'null'], description: 'The cursor of the next page (pass as after), or null on the last page.' };
 const keyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 
 export function openApiDocument(): Schema {
@@ -229,7 +236,13 @@ export function openApiDocument(): Schema {
       },
     },
     '/api/v1/iam/apikeys': {
-      get: { operationId: 'listKeys', summary: "The organisation's keys (no secrets)", ...keyManagement, responses: { '200': json(object({ rc: { const: 'OK' }, apikeys: { type: 'array', items: ref('ApiKey') } }), 'The keys.'), ...keyRefusals } },
+      get: {
+        operationId: 'listKeys',
+        summary: "The organisation's keys (no secrets), oldest first, a page at a time",
+        ...keyManagement,
+        parameters: [limitParam, afterParam('a key id')],
+        responses: { '200': json(object({ rc: { const: 'OK' }, apikeys: { type: 'array', items: ref('ApiKey') }, next: nextField }), 'A page of keys.'), ...keyRefusals },
+      },
       post: {
         operationId: 'createKey',
         summary: 'Create a key; its secret is in this answer only',
@@ -245,7 +258,7 @@ export function openApiDocument(): Schema {
             },
           },
         },
-        responses: { '201': json(ref('CreatedApiKey'), 'The created key, with its secret.'), ...keyRefusals },
+        responses: { '201': json(ref('CreatedApiKey'), 'The created key, with its secret.'), ...keyRefusals, '409': json(rcBody(RC.KEY_LIMIT.code), 'The organisation holds MAX_KEYS_PER_ORG live keys already.') },
       },
     },
     '/api/v1/iam/apikeys/{id}': {
@@ -482,7 +495,7 @@ export function registerOpenApi(routes: RouteTable, path: string, metrics: Metri
     path,
     (res) => {
       metrics.count(200);
-      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'public, max-age=300').end((text ??= Buffer.from(JSON.stringify(openApiDocument()))));
+      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'public, max-age=300').end((text ??= staticBody(Buffer.from(JSON.stringify(openApiDocument())))));
     },
     { compress: true },
   );

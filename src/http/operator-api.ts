@@ -9,7 +9,7 @@ import { RC, statusLine, type RcError } from '../api/errors.js';
 import { findAdminToken, type AdminScope } from '../accounts/admin-tokens.js';
 import type { Actor } from '../accounts/audit.js';
 import { bearerToken } from '../accounts/auth.js';
-import { MAX_LIST_LIMIT, Operator, OperatorError, listLimit, type OperatorDeps } from '../accounts/operator.js';
+import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../accounts/operator.js';
 import type { LicenseType } from '../catalogue/licences.js';
 import { readSmallBody } from './account-api.js';
 import { peerText } from './client.js';
@@ -39,7 +39,7 @@ const RC_OF = { BAD_REQUEST: RC.BAD_REQUEST, NOT_FOUND: RC.NOT_FOUND, CONFLICT: 
 /** A list's `limit` query parameter (listLimit), refused when malformed. */
 function limitOf(q: URLSearchParams): number {
   const limit = listLimit(q.get('limit'));
-  if (limit === null) throw new OperatorError('BAD_REQUEST', `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  if (limit === null) throw new OperatorError('BAD_REQUEST', LIMIT_RULE);
   return limit;
 }
 
@@ -125,7 +125,7 @@ export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metr
 
   const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
 
-  route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok({ organizations: op.listOrganisations(q.get('deleted') === 'true') }));
+  route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true')));
   route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
   route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
   route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
@@ -142,7 +142,7 @@ export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metr
   });
   route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
 
-  route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id]) => ok({ apikeys: op.listKeys(id) }));
+  route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id], q) => ok(op.pageKeys(id, limitOf(q), q.get('after'))));
   route('post', '/organizations/:id/keys', 'admin.write', (op, b, [id]) =>
     ok(
       op.createKey(id, {

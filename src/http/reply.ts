@@ -3,7 +3,7 @@
 // worker) go through `late`, which corks the writes and skips a response the client aborted.
 
 import type { HttpResponse } from './server/types.js';
-import { statusLine, type ErrorAnswer } from '../api/errors.js';
+import { statusLine, type ErrorAnswer, type RcError } from '../api/errors.js';
 import { writeJsonType } from './json-head.js';
 import type { Metrics } from './metrics.js';
 
@@ -24,6 +24,18 @@ export function sendError(res: HttpResponse, e: ErrorAnswer, metrics: Metrics, o
   // endWithoutBody takes no arguments here: this uWS build fails any call that passes some.
   if (o?.head) res.endWithoutBody();
   else res.end(e.body, o?.close);
+}
+
+/**
+ * Answers a result code with a message saying what was wrong and how to put it right
+ * ({"rc": code, "message": why}): the code is the contract's, the message is for a person.
+ */
+export function sendRc(res: HttpResponse, e: RcError, message: string, metrics: Metrics, o?: ErrorOptions): void {
+  metrics.count(e.status);
+  writeJsonType(res.writeStatus(e.statusLine));
+  if (o?.headers) for (const [name, value] of o.headers) res.writeHeader(name, value);
+  if (o?.head) res.endWithoutBody();
+  else res.end(JSON.stringify({ rc: e.code, message }), o?.close);
 }
 
 /** Answers a JSON document; `revalidate`: one a private cache may keep (it carries an ETag). */

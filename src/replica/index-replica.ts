@@ -13,7 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, listBuilds, publishBuild, readCurrentBuildId } from '../build/builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, listBuilds, makeServing, readCurrentBuildId } from '../build/builds.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import { loadIndexFile } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -125,7 +125,7 @@ export class IndexFollower {
       if (this.rejected === tag) return;
       if (!fs.existsSync(path.join(buildDir(this.dataDir, pointer.build), INDEX_FILE))) await this.download(pointer, work);
       else await this.verify(pointer, buildDir(this.dataDir, pointer.build));
-      publishBuild(this.dataDir, pointer.build);
+      makeServing(this.dataDir, pointer.build);
       this.status = { ...this.status, error: null };
       this.log.info('replica: build fetched and made current', { build: pointer.build, bytes: pointer.bytes });
       this.prune(pointer.build);
