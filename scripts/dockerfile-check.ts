@@ -196,10 +196,16 @@ export function finalImage(): string {
   return froms[froms.length - 1].args.split(/\s+/)[0];
 }
 
-/** Starts the built image's command; resolves once it logs that it listens. */
-export async function start(img: ImageRun): Promise<Listening & { stop(): Promise<number | null> }> {
+/**
+ * Starts the built image's command; resolves once it logs that it listens. A container has a
+ * network of its own, where the exposed ports are always free; the replay shares the host's,
+ * so `ephemeral` stands for `docker run -p 0:8080 -p 0:8081`: the ports are the kernel's
+ * choice (PORT=0, ADMIN_PORT=0), and healthCheck() points the HEALTHCHECK at the real one.
+ */
+export async function start(img: ImageRun, ports: 'exposed' | 'ephemeral' = 'exposed'): Promise<Listening & { stop(): Promise<number | null> }> {
   const [cmd, ...args] = [...img.entrypoint, ...img.cmd];
-  const child = spawn(cmd, args, { cwd: img.cwd, env: { PATH: process.env.PATH, HOME: img.root, ...img.env } });
+  const mapped = ports === 'ephemeral' ? { PORT: '0', ADMIN_PORT: '0' } : {};
+  const child = spawn(cmd, args, { cwd: img.cwd, env: { PATH: process.env.PATH, HOME: img.root, ...img.env, ...mapped } });
   const l = await untilListening(child);
   const stop = (): Promise<number | null> =>
     new Promise((done) => {
@@ -209,13 +215,19 @@ export async function start(img: ImageRun): Promise<Listening & { stop(): Promis
   return { ...l, stop };
 }
 
+/** The HEALTHCHECK command with the image's admin port (EXPOSEd second) mapped to `adminPort`. */
+export function healthCheck(img: ImageRun, adminPort: number): string[] {
+  const exposed = `:${img.exposed[1]}/`;
+  return img.healthcheck!.map((a) => a.split(exposed).join(`:${adminPort}/`));
+}
+
 async function main(): Promise<void> {
   const why = platformMatches(finalImage());
   if (why) throw new Error(`cannot replay the Dockerfile here: ${why}`);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ipsift-image-'));
   try {
     const img = build(work, (l) => process.stdout.write(`${l}\n`));
-    const s = await start(img);
+    const s = await start(img, 'ephemeral');
     process.stdout.write(`listening on ${s.port}, admin ${s.adminPort}; readyz ${(await fetch(`http://127.0.0.1:${s.adminPort}/readyz`)).status}\n`);
     process.stdout.write(`exit ${await s.stop()} on ${img.stopSignal}\n(test/packaging.test.ts checks the rest: health check, volume, dev dependencies)\n`);
   } finally {

@@ -11,10 +11,28 @@ export class UsageError extends IpsiftError {
 
 export type Values = Record<string, string | boolean | undefined>;
 
+/**
+ * `--opt -1` as `--opt=-1`: parseArgs reads a value starting with '-' as an option of its own
+ * and refuses it as ambiguous, but a negative number after an option that takes a value can
+ * only be that value (`--priority -1`).
+ */
+function negativeValues(args: string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const next = args[i + 1];
+    if (a.startsWith('--') && !a.includes('=') && options[a.slice(2)]?.type === 'string' && next !== undefined && /^-\d+(\.\d+)?$/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
 export function parse(args: string[], options: ParseArgsConfig['options'] = {}): { values: Values; positionals: string[] } {
   try {
     return parseArgs({
-      args,
+      args: negativeValues(args, options),
       options: { ...options, help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,

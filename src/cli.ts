@@ -10,7 +10,7 @@ import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, makeServing, readCurrentBuildId } from './build/builds.js';
 import { loadIndexFile } from './index/loader.js';
-import { loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';
 import { FEED_FORMATS } from './feeds/formats.js';
 import { listFeeds, removeFeed } from './feeds/store.js';
@@ -102,6 +102,12 @@ ${EVIDENCE_KINDS.map((k) => `                           ${k.padEnd(12)}${EVIDENC
   --allow-large-blocks   take networks of a /8 (IPv4) or /16 (IPv6) or more, or in
                          special-purpose blocks (6to4, NAT64, private …); refused otherwise
   --json                 print the result as JSON`,
+  feed: `Usage: ipsift feed import <file> [options]
+       ipsift feed list [--json]
+       ipsift feed remove <name> [--json]
+
+Feeds are the lists a build merges: each imported file is checked whole and stored,
+normalised, under DATA_DIR/feeds. 'ipsift feed import --help' lists the formats and options.`,
   'feed list': `Usage: ipsift feed list [--json]`,
   'feed remove': `Usage: ipsift feed remove <name> [--json]`,
   build: `Usage: ipsift build [--no-publish] [--no-serve] [--json]
@@ -337,6 +343,7 @@ export async function main(argv: string[]): Promise<number> {
         if (sub === 'import') feedImport(rest);
         else if (sub === 'list') feedList(rest);
         else if (sub === 'remove') feedRemove(rest);
+        else if (sub === '--help' || sub === '-h' || sub === 'help') print(false, null, () => HELP.feed);
         else throw new UsageError(`unknown feed command ${sub ?? '(none)'}: import, list or remove`);
         return 0;
       case 'build':
@@ -376,9 +383,27 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`ipsift: ${terminalSafe(e.message)}\n(see ipsift --help)\n`);
       return 2;
     }
+    // The configuration, like the arguments, is the caller's to fix: exit 2, one line.
+    if (e instanceof ConfigError) {
+      process.stderr.write(`ipsift: ${terminalSafe(e.message)}\n`);
+      return 2;
+    }
     if (e instanceof IpsiftError) {
       process.stderr.write(`ipsift: ${terminalSafe(e.message)}\n`);
       return 1;
+    }
+    // The file system refusing DATA_DIR (a path that cannot be made, no write access) is the
+    // configuration's fault: one line naming it, as serve's own check says it.
+    const fsError = e as NodeJS.ErrnoException;
+    let dataDir: string;
+    try {
+      dataDir = loadConfig(process.env).dataDir;
+    } catch {
+      dataDir = path.resolve(process.env.DATA_DIR || './data');
+    }
+    if (typeof fsError?.code === 'string' && typeof fsError.path === 'string' && path.resolve(fsError.path).startsWith(dataDir)) {
+      process.stderr.write(`ipsift: DATA_DIR ${dataDir} is not usable (${fsError.code}: ${fsError.syscall ?? 'access'} ${fsError.path}): point DATA_DIR at a writable directory\n`);
+      return 2;
     }
     throw e;
   }

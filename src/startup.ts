@@ -9,13 +9,14 @@ import { CONTROL_DB_FILE } from './accounts/control-db.js';
 import { buildsDir } from './build/builds.js';
 import { ConfigError, type Config } from './config.js';
 import { IpsiftError, reasonOf } from './errors.js';
+import { makeDirectory } from './files.js';
 
 /** DATA_DIR exists (or can be made) as a writable directory; the plans and catalogue files read. */
 export function checkStartup(config: Config): void {
   const dir = config.dataDir;
   if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) throw new ConfigError(`DATA_DIR ${dir} is a file, not a directory: point DATA_DIR at a directory`);
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirectory(dir);
     const probe = path.join(dir, `.write-test-${process.pid}`);
     fs.writeFileSync(probe, '');
     fs.rmSync(probe);

@@ -79,7 +79,7 @@ describe('ipsift command line', () => {
 
   test('an unknown HTTP_SERVER is one line naming the choices', async () => {
     const r = await cli(['serve'], { DATA_DIR: tempDir(), HTTP_SERVER: 'apache', PORT: '0', ADMIN_PORT: '0', DEMO: '0' });
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.equal(r.stderr.trim(), 'ipsift: HTTP_SERVER must be one of auto, uws, bun, node, got "apache"');
   });
 
@@ -114,7 +114,7 @@ describe('ipsift command line', () => {
     assert.deepEqual([direct.dataDir, direct.demo, direct.keylessTier], [path.join(dir, 'data'), false, 2]);
     const env = { PORT: '0', ADMIN_PORT: '0', DEMO: '0' };
     const unknown = await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'typo.json', '{"PROT": 80}') });
-    assert.equal(unknown.code, 1);
+    assert.equal(unknown.code, 2);
     assert.match(unknown.stderr.trim(), /^ipsift: CONFIG_FILE .*typo\.json: unknown setting "PROT" \(settings are the environment's names: HOST, PORT, /);
     assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'bad.json', '{"PORT": ') })).stderr.trim(), /^ipsift: CONFIG_FILE .*bad\.json: not JSON/);
     assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'list.json', '[]') })).stderr.trim(), /must be a JSON object of settings$/);
@@ -217,6 +217,7 @@ describe('ipsift command line', () => {
   test('every command has --help; unknown ones are usage errors', async () => {
     const commands = [['--help'], ['serve', '--help'], ['feed', 'import', '--help'], ['feed', 'list', '--help'], ['build', '--help'], ['builds', '--help']];
     commands.push(['org', '--help'], ['org', 'create', '--help'], ['key', '--help'], ['key', 'revoke', '--help'], ['usage', '--help']);
+    commands.push(['feed', '--help'], ['feed', '-h'], ['license', '--help'], ['admin', '--help'], ['audit', '--help'], ['publish', '--help'], ['sources', '--help'], ['explain', '--help']);
     for (const args of commands) {
       const r = await cli(args);
       assert.equal(r.code, 0, args.join(' '));
@@ -224,6 +225,26 @@ describe('ipsift command line', () => {
     }
     assert.equal((await cli(['frobnicate'])).code, 2);
     assert.equal((await cli(['build'], { DATA_DIR: tempDir() })).code, 1);
+  });
+
+  test('a negative --priority is a value, as the README writes it', async () => {
+    const dataDir = tempDir();
+    const file = writeFile(dataDir, 'wide.txt', '81.0.0.0/12\n');
+    const r = await cli(['feed', 'import', file, '--category', 'vpn', '--priority', '-1', '--json'], { DATA_DIR: dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).priority, -1);
+    assert.equal((await cli(['feed', 'import', file, '--category', 'vpn', '--priority', '-101'], { DATA_DIR: dataDir })).code, 1, 'still bounded');
+  });
+
+  test('an unusable data directory is one line and exit 2, for serve and every other command', { timeout: 60_000 }, async () => {
+    const env = { DATA_DIR: '/proc/nope', PORT: '0', ADMIN_PORT: '0', DEMO: '0' };
+    const feed = writeFile(tempDir(), 'vpn.txt', '1.2.3.0/24\n');
+    for (const args of [['serve'], ['org', 'list'], ['key', 'list'], ['feed', 'import', feed, '--category', 'vpn']]) {
+      const r = await cli(args, env);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /^ipsift: DATA_DIR \/proc\/nope is not (a writable directory|usable)/);
+    }
   });
 
   test('--version names the package version and the runtime; --help names every variable the configuration reads', async () => {

@@ -140,13 +140,13 @@ describe('one owner per port, configuration before work', () => {
   test('operator errors are one line naming the variable, found before any work', async () => {
     const file = writeFile(tempDir(), 'not-a-dir', 'x');
     const asFile = await cli(['serve'], { DATA_DIR: file });
-    assert.equal(asFile.code, 1);
+    assert.equal(asFile.code, 2);
     assert.match(asFile.stderr.trim(), /^ipsift: DATA_DIR .* is a file, not a directory/);
     const badHost = await cli(['serve'], { DATA_DIR: tempDir(), HOST: 'not a host!' });
     assert.match(badHost.stderr.trim(), /^ipsift: HOST must be an IP address or a host name/);
     const dataDir = tempDir();
     const noPlans = await cli(['serve'], { DATA_DIR: dataDir, PLANS_FILE: path.join(dataDir, 'missing.json') });
-    assert.equal(noPlans.code, 1);
+    assert.equal(noPlans.code, 2);
     assert.match(noPlans.stderr.trim(), /^ipsift: PLANS_FILE .*missing\.json cannot be read/);
     for (const r of [asFile, badHost, noPlans]) assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     // Nothing was imported or built first.

@@ -57,11 +57,25 @@ ExitAddress 185.241.208.232 2024-03-12 08:10:51
 ExitNode 23B49521BDC4588C7CCF3C38E552504118326B66
 Published 2024-03-12 02:29:55
 ExitAddress 2a0b:f4c2::1 2024-03-10 13:03:14
+ExitNode 64D74AAA74F30DC2CFB36343CE5D4451B9A4DBA8
+ExitAddress 185.241.208.232 2024-03-13 01:00:00
+ExitNode 74D74AAA74F30DC2CFB36343CE5D4451B9A4DBA8
+ExitAddress 185.241.208.232 2024-03-01 01:00:00
 `;
     const { r, rows } = imported(text, { format: 'auto' }, 'exit-addresses');
     assert.equal(r.format, 'tor-exit-addresses');
+    // Relays sharing an address are one network, dated by the newest of their lines.
     assert.deepEqual(r.byCategory, { tor: 2 });
-    assert.equal(rows[0].detail, '{"provider":"Tor Project","last_seen":"2024-03-12"}');
+    assert.equal(rows[0].detail, '{"provider":"Tor Project","last_seen":"2024-03-13"}');
+  });
+
+  test('TorDNSEL exit-addresses from the Tor Project: one network per address', { skip: !fs.existsSync(SHARED_REAL) && `${SHARED_REAL} is not present` }, () => {
+    const file = path.join(SHARED_REAL, 'tor/javascripterzzeerrr__ipinfo-parser/exit-addresses');
+    const text = fs.readFileSync(file, 'utf8');
+    const addresses = new Set([...text.matchAll(/^ExitAddress (\S+)/gm)].map((m) => m[1]));
+    assert.ok([...text.matchAll(/^ExitAddress /gm)].length > addresses.size, 'the file repeats addresses');
+    const { r } = imported(text, { format: 'auto' }, 'exit-addresses');
+    assert.equal(r.rows, addresses.size);
   });
 
   test('MISP warning lists: category from the name, or --category', () => {

@@ -118,3 +118,52 @@ function behindNginx(setup: Setup): void {
     });
   });
 }
+
+/** Debian's default site (nginx-common's sites-available/default, comments dropped), on the test's port. */
+const DEBIAN_DEFAULT_SITE = (port: number): string => `server {
+    listen 127.0.0.1:${port} default_server;
+    root /var/www/html;
+    index index.html index.htm index.nginx-debian.html;
+    server_name _;
+    location / {
+        try_files $uri $uri/ =404;
+    }
+}
+`;
+
+describe("the shipped configuration beside Debian's default site", { skip: NGINX ? false : 'nginx is not installed (apt-get install nginx-light; .ci/run does)' }, () => {
+  test('nginx -t takes it without a conflict, and requests for its server_name reach ipsift', async () => {
+    const d = await publishedDataDir([{ scopes: ['db.download'] }]);
+    const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
+    let nginx: ChildProcess | null = null;
+    try {
+      const port = await freePort();
+      const dir = tempDir('ipsift-nginx-');
+      fs.chmodSync(dir, 0o777);
+      const serverName = /^\s*server_name\s+([^;\s]+);/m.exec(SHIPPED)![1];
+      assert.notEqual(serverName, '_', 'the shipped server names a host');
+      const shipped = SHIPPED.replace('server 127.0.0.1:8080;', `server 127.0.0.1:${svc.port};`).replace('listen 80;', `listen 127.0.0.1:${port};`);
+      const conf = writeFile(
+        dir,
+        'nginx.conf',
+        `daemon off;\nworker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 64; }\n` +
+          `http {\n access_log off;\n client_body_temp_path ${dir}/body;\n proxy_temp_path ${dir}/proxy;\n${DEBIAN_DEFAULT_SITE(port)}\n${shipped}\n}\n`,
+      );
+      const check = spawnSync(NGINX!, ['-t', '-c', conf, '-p', dir], { encoding: 'utf8' });
+      assert.equal(check.status, 0, check.stderr);
+      assert.doesNotMatch(check.stderr, /conflicting server name/);
+      nginx = spawn(NGINX!, ['-c', conf, '-p', dir], { stdio: 'ignore' });
+      let r = await get(port, '/81.7.3.9', { Host: serverName }).catch(() => null);
+      for (let i = 0; i < 100 && r === null; i++) {
+        await new Promise((done) => setTimeout(done, 50));
+        r = await get(port, '/81.7.3.9', { Host: serverName }).catch(() => null);
+      }
+      assert.deepEqual([r?.status, r?.json?.is_vpn], [200, true]);
+      // Another name is the default site's, as Debian ships it: why server_name matters.
+      assert.equal((await get(port, '/81.7.3.9', { Host: 'other.example' })).status, 404);
+    } finally {
+      nginx?.kill('SIGTERM');
+      await svc.close();
+    }
+  });
+});

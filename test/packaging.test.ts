@@ -5,14 +5,29 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CONFIG_VARIABLES, loadConfig } from '../src/config.js';
-import { build, finalImage, platformMatches, start } from '../scripts/dockerfile-check.js';
+import { build, finalImage, healthCheck, platformMatches, start } from '../scripts/dockerfile-check.js';
 import { PROJECT_ROOT, get } from './helpers.js';
 
 const mismatch = platformMatches(finalImage());
+
+/** Listens on each port that is free (one taken already is held by someone else just as well). */
+async function holdPorts(ports: readonly number[]): Promise<net.Server[]> {
+  const held: net.Server[] = [];
+  for (const port of ports) {
+    const server = net.createServer();
+    const ok = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (ok) held.push(server);
+  }
+  return held;
+}
 
 describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false }, () => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ipsift-image-'));
@@ -25,22 +40,30 @@ describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false 
     // No development dependency in the image: the TypeScript compiler and the type packages stay in the build stage.
     for (const dev of ['typescript', '@types/node', '@maxmind/geoip2-node']) assert.ok(!fs.existsSync(path.join(img.cwd, 'node_modules', dev)), `${dev} in the image`);
     assert.ok(fs.existsSync(path.join(img.cwd, 'node_modules', 'uWebSockets.js')));
-    const s = await start(img);
+    // The image's own configuration listens on the ports it EXPOSEs; the replay maps them to
+    // ephemeral ones, as `docker run -p` would, so it runs beside a server on 8080/8081 (held
+    // here while it runs, as `npm start` in another terminal would hold them).
+    const config = loadConfig(img.env);
+    assert.deepEqual([config.port, config.adminPort], img.exposed);
+    const held = await holdPorts(img.exposed);
+    const s = await start(img, 'ephemeral');
     try {
-      assert.deepEqual([s.port, s.adminPort], [8080, 8081]);
+      assert.ok(!img.exposed.includes(s.port) && !img.exposed.includes(s.adminPort));
       assert.match(s.log(), /"http_server":"uws"/, 'the uWS binary loads in the image');
       assert.equal((await get(s.adminPort, '/readyz')).status, 200);
       const keys = (JSON.parse(s.stdout().trim()) as { keys: { plan: string; key: string }[] }).keys;
       const max = keys.find((k) => k.plan === 'max')!;
       const r = await get(s.port, '/81.7.3.20', { Authorization: `Bearer ${max.key}` });
       assert.deepEqual([r.status, r.json.is_tor], [200, true]);
-      const [cmd, ...args] = img.healthcheck!;
+      assert.ok(img.healthcheck!.join(' ').includes(`127.0.0.1:${img.exposed[1]}/readyz`), 'the HEALTHCHECK asks the exposed admin port');
+      const [cmd, ...args] = healthCheck(img, s.adminPort);
       assert.equal(spawnSync(cmd, args, { env: { PATH: process.env.PATH, ...img.env } }).status, 0, 'HEALTHCHECK');
       // DATA_DIR is the volume: the stores live there, not in the image's working directory.
       const volume = path.join(img.root, 'data');
       for (const f of ['control.sqlite', 'accounting.lmdb', 'demo-keys.json']) assert.ok(fs.existsSync(path.join(volume, f)), `${f} on the volume`);
       assert.ok(!fs.existsSync(path.join(img.cwd, 'data', 'control.sqlite')));
     } finally {
+      for (const h of held) h.close();
       assert.equal(await s.stop(), 0, 'exit 0 on STOPSIGNAL');
     }
   });

@@ -11,6 +11,7 @@ import { redactUrl } from '../log.js';
 import { controlMigrations } from './control-schema.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { ControlDbConfig } from '../config.js';
+import { makeDirectory } from '../files.js';
 
 export type ControlDb = SqlDatabase;
 
@@ -47,7 +48,7 @@ function open(file: string): ControlDb {
   // Organisations, keys and download history (client addresses): readable by the owner only.
   const created = !fs.existsSync(file);
   // A fresh data directory (the CLI before any serve or import): made, not a stack trace.
-  if (created) fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  if (created) makeDirectory(path.dirname(file), 0o700);
   if (created) fs.closeSync(fs.openSync(file, 'a', 0o600));
   const db = openSqlite(file);
   for (const f of [file, `${file}-wal`, `${file}-shm`]) {

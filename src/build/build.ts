@@ -16,6 +16,7 @@ import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet,
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 import { IpsiftError } from '../errors.js';
+import { makeDirectory } from '../files.js';
 
 export interface BuildOptions {
   dataDir: string;
@@ -148,11 +149,11 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   lap('combine_categories');
 
   const now = options.now ?? new Date();
-  fs.mkdirSync(buildsDir(options.dataDir), { recursive: true });
+  makeDirectory(buildsDir(options.dataDir));
   const id = nextBuildId(options.dataDir, now);
   const dir = buildDir(options.dataDir, id);
   const staging = `${dir}.${process.pid}.staging`;
-  fs.mkdirSync(staging, { recursive: true });
+  makeDirectory(staging);
   // A failed build removes its staging directory (a full disk stays as full as it was), after
   // any export threads writing into it have stopped.
   let waitForExports: (() => ExportsManifest) | null = null;

@@ -13,6 +13,7 @@ import { CsvGzWriter, csvField } from './csv-writer.js';
 import { readCsv } from '../feeds/csv.js';
 import { MmdbWriter } from './mmdb-writer.js';
 import type { MmdbValue } from './mmdb-data.js';
+import { makeDirectory } from '../files.js';
 
 export const EXPORTS_DIR = 'exports';
 export const EXPORTS_MANIFEST = 'exports.json';
@@ -342,7 +343,7 @@ function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput
 /** Writes every database's artifacts into dir/exports and returns (and writes) the manifest. */
 /** Writes the given databases' artifacts into dir (no manifest): a part of writeExports. */
 export function writeDatabases(dir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[]): ExportsManifest {
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirectory(dir);
   const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
   for (const db of databases) {
     const t = performance.now();

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { DATABASES, type DatabaseDef } from '../catalogue/databases.js';
 import { EXPORTS_DIR, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
 import { wordsOf } from './cidr.js';
+import { makeDirectory } from '../files.js';
 
 const WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/export.js');
 /** Relative cost of each database, measured on a 1 M-range build: for balancing threads. */
@@ -111,7 +112,7 @@ export function startExportsParallel(
   databases: readonly DatabaseDef[] = DATABASES,
 ): () => ExportsManifest {
   const dir = path.join(buildDir, EXPORTS_DIR);
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirectory(dir);
   const parts = shares(databases, threads);
   const done = new Int32Array(new SharedArrayBuffer(4));
   const workers = parts.map(

@@ -108,10 +108,19 @@ const torExitAddresses: FeedFormatDef = {
   defaultCategory: 'tor',
   detect: (text) => /^ExitNode [0-9A-F]{40}\s*$/m.test(text) && /^ExitAddress /m.test(text),
   rows({ text }) {
+    // Relays share addresses (one address, several ExitNode records): one row per address,
+    // with the newest ExitAddress date, so that a build and `explain` see each claim once.
     const out: FormatRow[] = [];
+    const rowOf = new Map<string, FormatRow>();
     text.split(/\r?\n/).forEach((l, i) => {
       const m = /^ExitAddress\s+(\S+)(?:\s+(\d{4}-\d{2}-\d{2}))?/.exec(l);
-      if (m) out.push({ line: i + 1, network: m[1], details: { provider: 'Tor Project', ...(m[2] ? { last_seen: m[2] } : {}) } });
+      if (!m) return;
+      const seen = rowOf.get(m[1]);
+      if (seen === undefined) {
+        const row: FormatRow = { line: i + 1, network: m[1], details: { provider: 'Tor Project', ...(m[2] ? { last_seen: m[2] } : {}) } };
+        rowOf.set(m[1], row);
+        out.push(row);
+      } else if (m[2] && !((seen.details?.last_seen ?? '') >= m[2])) seen.details = { ...seen.details, last_seen: m[2] };
     });
     return out;
   },

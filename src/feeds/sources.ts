@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { DetailField } from '../model/categories.js';
 import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { IpsiftError } from '../errors.js';
+import { makeDirectory } from '../files.js';
 
 export interface Source {
   name: string;
@@ -115,7 +116,7 @@ export async function importSources(dataDir: string, sources: readonly Source[])
     let file = s.path;
     if (s.url) {
       const dir = path.join(dataDir, 'sources');
-      fs.mkdirSync(dir, { recursive: true });
+      makeDirectory(dir);
       file = path.join(dir, s.name);
       try {
         await fetchTo(s.url, file);

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { isCategory, type Category } from '../model/categories.js';
 import type { Family } from '../net/network.js';
 import { DEFAULT_EVIDENCE, isEvidenceKind, type EvidenceKind } from './evidence.js';
+import { makeDirectory } from '../files.js';
 
 export interface FeedEntry {
   family: Family;
@@ -75,7 +76,7 @@ function hex(v: bigint, family: Family): string {
 
 export function writeFeed(dataDir: string, name: string, source: string, entries: readonly FeedEntry[], priority = 0, evidence: EvidenceKind = DEFAULT_EVIDENCE): FeedInfo {
   const dir = feedsDir(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirectory(dir);
   const file = path.join(dir, `${name}.feed`);
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w', 0o644);

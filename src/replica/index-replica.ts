@@ -18,6 +18,7 @@ import { IpsiftError, reasonOf } from '../errors.js';
 import { loadIndexFile } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../store/object-store.js';
+import { makeDirectory } from '../files.js';
 
 export const POINTER_KEY = 'index/CURRENT.json';
 const BUILD_ID = /^\d{8}-\d+$/;
@@ -109,7 +110,7 @@ export class IndexFollower {
   private async follow(): Promise<void> {
     const work = path.join(buildsDir(this.dataDir), `.replica.${process.pid}.${crypto.randomBytes(4).toString('hex')}`);
     try {
-      fs.mkdirSync(work, { recursive: true });
+      makeDirectory(work);
       const pointerFile = path.join(work, 'CURRENT.json');
       if (!(await this.store.fetch(POINTER_KEY, pointerFile))) {
         this.status = { published: null, checkedAt: new Date(), error: 'nothing published yet' };

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { ObjectStore } from './object-store.js';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
+import { makeDirectory } from '../files.js';
 
 export const FILES_PREFIX = '/files/';
 
@@ -37,7 +38,7 @@ export class LocalStore implements ObjectStore {
   constructor(dataDir: string) {
     const base = path.join(dataDir, 'store');
     this.root = path.join(base, 'objects');
-    fs.mkdirSync(this.root, { recursive: true });
+    makeDirectory(this.root);
     const secretFile = path.join(base, 'link-secret');
     try {
       this.secret = fs.readFileSync(secretFile);
@@ -55,7 +56,7 @@ export class LocalStore implements ObjectStore {
   async put(key: string, file: string): Promise<void> {
     if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
     const target = this.pathOf(key);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
+    makeDirectory(path.dirname(target));
     // Written before the file itself, so every served MMDB has its compressed form.
     if (key.endsWith('.mmdb')) await writeGzipped(file, gzippedPath(target));
     const tmp = `${target}.${process.pid}.tmp`;
