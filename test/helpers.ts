@@ -339,3 +339,16 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
     db.close();
   }
 }
+
+/**
+ * Waits until `condition` holds, checking every few milliseconds; fails naming `what` after
+ * `timeoutMs`. For what the code under test does on its own time (threads, child processes,
+ * pools): a deadline, never a fixed sleep that a loaded machine may outlast.
+ */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new assert.AssertionError({ message: `not within ${timeoutMs} ms: ${what}` });
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -11,7 +11,7 @@ import { jsonLogger } from '../src/log.js';
 import { importFeed } from '../src/feeds/import.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { PROJECT_ROOT, get, postBatch, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,21 +53,27 @@ describe('resilience', () => {
     try {
       const ips = Array.from({ length: 1000 }, (_, i) => (i % 2 ? `81.7.${i >> 8}.${i & 255}` : `2a01:4f8::${i.toString(16)}`));
       let stop = false;
-      const statuses: number[] = [];
-      const client = async (): Promise<void> => {
+      // Batches each client has had answered: the test waits on these counts, never on the
+      // machine's speed.
+      const answered = [0, 0, 0, 0];
+      const client = async (c: number): Promise<void> => {
         while (!stop) {
           const r = await postBatch(svc.port, { ips });
-          statuses.push(r.status);
           assert.equal(r.status, 200, r.text.slice(0, 300));
           assert.deepEqual(r.json.errors, {}, 'a batch lost entries to a killed worker');
           assert.equal(Object.keys(r.json.results).length, 1000);
           assert.equal(r.json.results['81.7.0.1'].vpn.provider, 'Alpha');
+          answered[c]++;
         }
       };
-      const clients = Array.from({ length: 4 }, client);
+      const clients = answered.map((_, c) => client(c));
       const killedThreads = new Set<number>();
-      for (let k = 0; k < 8; k++) {
-        await sleep(100); // apart enough that no batch meets three deaths (retries: 2) even on a loaded machine
+      const KILLS = 8;
+      for (let k = 0; k < KILLS; k++) {
+        // Every client has had a batch answered since the last kill, so each batch in flight
+        // then is done: no batch meets more than one death (it has two retries).
+        const before = [...answered];
+        await until(() => answered.every((n, c) => n > before[c]), 60_000, 'every client answered since the last kill');
         // A batch waiting in the queue means every worker is busy: the victim dies mid-batch.
         for (let waited = 0; svc.pool.queued === 0 && waited < 2_000; waited++) await sleep(1);
         const victim = svc.pool.workers[k % svc.pool.workers.length];
@@ -76,11 +82,13 @@ describe('resilience', () => {
           await victim.terminate();
         }
       }
+      const before = [...answered];
+      await until(() => answered.every((n, c) => n > before[c]), 60_000, 'every client answered after the last kill');
       stop = true;
       await Promise.all(clients);
       assert.ok(killedThreads.size >= 4, 'workers were not killed');
       assert.ok(svc.pool.workerFailures > 0, 'no batch was in flight when a worker died');
-      assert.ok(statuses.length > 20);
+      assert.ok(answered.every((n) => n > KILLS), `every client was answered between every two kills: ${answered.join(', ')}`);
       // The pool is whole again, with no traffic to prompt it, and still answers.
       await waitForWorkers(svc.pool, 2);
       assert.equal((await postBatch(svc.port, { ips: ['81.7.1.1'] })).json.results['81.7.1.1'].is_vpn, true);
