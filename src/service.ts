@@ -33,6 +33,7 @@ import { lastPublishedAt } from './catalogue/publish.js';
 import { IndexFollower } from './replica/index-replica.js';
 import { ClusterBuildLock } from './catalogue/cluster-lock.js';
 import type { RouteTable } from './http/routes.js';
+import { OwedTable } from './accounting/owed-table.js';
 
 export interface Service {
   readonly port: number;
@@ -143,7 +144,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
     pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
     const threadCount = frontEndThreads(config, http.server, log);
-    const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null };
+    // What the front ends owe the accounting store while it refuses writes, seen by every thread
+    // and by the operator's usage on the admin port.
+    const owed = new OwedTable();
+    const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null, owed: owed.shared };
     if (threadCount === 1) front = await startFrontEnd({ ...setup, server: http.server, accounting: store, port: config.port, sharedPort: false });
     else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
     const port = front?.port ?? threads!.port;
@@ -153,7 +157,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       db: control,
       plans,
       bases: catalogue.bases.map((b) => b.base),
-      spent: (counter) => store.spent(counter),
+      spent: (counter) => store.spent(counter) + owed.get(counter),
       maxKeysPerOrg: config.maxKeysPerOrg,
     }, follower ? () => follower.state : null);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

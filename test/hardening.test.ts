@@ -18,6 +18,7 @@ import { LmdbAccountingStore, ACCOUNTING_DIR } from '../src/accounting/lmdb-stor
 import { checkAccountingFile } from '../src/accounting/check-store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
 import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
+import { OwedTable } from '../src/accounting/owed-table.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
 import { buildsDir, readCurrentBuildId } from '../src/build/builds.js';
@@ -28,7 +29,7 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, utcDaysSince, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -417,6 +418,48 @@ describe('stores and workers at fault', () => {
     }
   });
 
+  test("degraded accounting over two threads: each sees what the other owes, the limit holds for both, and both debts are written", async () => {
+    const dataDir = tempDir();
+    const real = new LmdbAccountingStore(dataDir);
+    let failing = false;
+    const fail = (): never => {
+      throw new Error('ENOSPC');
+    };
+    const store = {
+      spent: (c: string) => real.spent(c),
+      reserve: (c: string, n: number, e: number, l: number | null) => (failing ? fail() : real.reserve(c, n, e, l)),
+      release: (c: string, n: number) => (failing ? fail() : real.release(c, n)),
+      takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? fail() : real.takeTokens(b, w, r, bu, t)),
+    } as unknown as LmdbAccountingStore;
+    // Two threads' meters over one process's table (as front-end threads have it).
+    const table = new OwedTable();
+    const a = new Meter(store, 60_000, undefined, table);
+    const b = new Meter(store, 60_000, undefined, new OwedTable(table.shared));
+    try {
+      real.reserve('m:org', 15, 0, null);
+      failing = true;
+      const t0 = Date.now();
+      for (let i = 0; i < 25; i++) assert.equal(a.spend('m:org', 1, 0, null, t0), 1);
+      for (let i = 0; i < 25; i++) assert.equal(b.spend('m:org', 1, 0, null, t0), 1);
+      assert.deepEqual([a.usage('m:org'), b.usage('m:org')], [65, 65], 'every thread counts what the other answered');
+      assert.deepEqual([a.used('m:org'), b.used('m:org')], [65, 65]);
+      // An overage limit of 100 holds across both threads: 35 more between them, not 35 each.
+      let granted = 0;
+      for (let i = 0; i < 40; i++) granted += a.spend('m:org', 1, 0, 100, t0) + b.spend('m:org', 1, 0, 100, t0);
+      assert.equal(granted, 35);
+      failing = false;
+      a.sweep(t0 + 10);
+      b.sweep(t0 + 10);
+      assert.equal(real.spent('m:org'), 100, "both threads' debts are written");
+      assert.deepEqual([a.usage('m:org'), b.usage('m:org'), table.get('m:org')], [100, 100, 0]);
+      assert.equal(table.any(), false);
+    } finally {
+      a.close();
+      b.close();
+      await real.close();
+    }
+  });
+
   test('an accounting store another process is creating at this moment (empty for an instant) is waited for, not called damaged', async () => {
     const made = tempDir();
     const real = new LmdbAccountingStore(made);
@@ -495,6 +538,61 @@ describe('stores and workers at fault', () => {
     assert.equal(r.code, 1);
     assert.match(r.stderr, /damaged/);
     assert.equal(readCurrentBuildId(dataDir), second.id);
+  });
+
+  test('a full disk with two front-end threads: what each thread owed is written and seen by every thread', async (t) => {
+    const mount = tempDir('ipsift-full-');
+    try {
+      await run('mount', ['-t', 'tmpfs', '-o', 'size=160m', 'tmpfs', mount]);
+    } catch (e) {
+      t.skip(`cannot mount a small tmpfs here (${(e as Error).message.split('\n')[0]})`);
+      return;
+    }
+    try {
+      const dataDir = path.join(mount, 'data');
+      fs.mkdirSync(dataDir);
+      importFeed({ dataDir, file: writeFile(tempDir(), 'feed.csv', FEED) });
+      runBuild({ dataDir, exports: false });
+      const plans = plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 1_000_000, rate: lavish, hard_limit: null }] });
+      const db = openTestControlDb(dataDir);
+      const org = createOrganisation(db, loadPlans(plans), 'Two threads', 'max');
+      const key = createKey(db, { orgId: org.id, name: 'k' }).secret;
+      db.close();
+      const svc = await startTestService({ dataDir, plansFile: plans, frontendThreads: 2 });
+      const auth = { Authorization: `Bearer ${key}` };
+      // Sequential requests on fresh connections: the kernel spreads them over both threads.
+      const lookups = async (n: number): Promise<void> => {
+        for (let i = 0; i < n; i++) assert.equal((await get(svc.port, '/81.7.3.9', auth)).status, 200);
+      };
+      // Whichever thread answers, usage reaches the answers, and stays there.
+      const usageIs = async (n: number, what: string): Promise<void> => {
+        let seen = -1;
+        await until(async () => (seen = (await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests) === n, 10_000, `${what}: usage ${n} (last read ${seen})`);
+        for (let i = 0; i < 10; i++) assert.equal((await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests, n, what);
+      };
+      try {
+        await lookups(15);
+        await usageIs(15, 'before the disk fills');
+        const filler = fs.openSync(path.join(mount, 'filler'), 'w');
+        const block = Buffer.alloc(1 << 20);
+        try {
+          for (;;) fs.writeSync(filler, block);
+        } catch {
+          // ENOSPC: full
+        }
+        fs.closeSync(filler);
+        await lookups(25);
+        await usageIs(40, 'while the disk is full, on whichever thread answers');
+        fs.rmSync(path.join(mount, 'filler'));
+        await usageIs(40, 'once the disk has room again');
+        await lookups(50);
+        await usageIs(90, 'after more lookups');
+      } finally {
+        await svc.close();
+      }
+    } finally {
+      await run('umount', [mount]).catch(() => undefined);
+    }
   });
 
   test('a full disk: lookups go on being answered, counted in memory, and a failed build leaves no staging directory', async (t) => {

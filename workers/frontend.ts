@@ -89,6 +89,7 @@ try {
     pool,
     log,
     schedulerState: data.schedulerState,
+    owed: data.owed,
     shared: { metrics: data.metrics, bodyMemory: data.bodyMemory, bodyMemorySlot: data.thread },
     port: data.port,
     sharedPort: true,

@@ -9,12 +9,15 @@
 // being answered for `graceMs`, counted in memory against the last counter value known and
 // the limit, with token buckets kept per thread; what was answered meanwhile is written to
 // the store as soon as it takes writes again. Past the grace period spend and take throw
-// AccountingUnavailable, which the lookup routes answer with the contract's 500.
+// AccountingUnavailable, which the lookup routes answer with the contract's 500. What each
+// thread owes meanwhile is also in the process's OwedTable, so every thread's usage and
+// overage limit count what the others answered (one thread's debt was invisible to the rest).
 
 import type { Rate } from '../accounts/plans.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AccountingStore } from './store.js';
+import { OwedTable } from './owed-table.js';
 
 /** Largest number of extra units a lease takes beyond what a request needs. */
 export const LEASE_MAX = 256;
@@ -80,6 +83,8 @@ export class Meter {
     private readonly store: AccountingStore,
     private readonly graceMs = 300_000,
     private readonly log?: Logger,
+    /** The process's threads' debts (one table for all of them; a table of its own alone). */
+    private readonly table = new OwedTable(),
   ) {
     this.sweeper = setInterval(() => this.sweep(Date.now()), LEASE_IDLE_MS / 2);
     this.sweeper.unref();
@@ -114,8 +119,15 @@ export class Meter {
         return false;
       }
       this.owed.delete(counter);
+      this.table.add(counter, -units);
+      this.table.settled();
     }
     return true;
+  }
+
+  /** Units owed on the counter by every thread of the process (this one's at least). */
+  private owedOn(counter: string): number {
+    return Math.max(this.owed.get(counter) ?? 0, this.table.get(counter));
   }
 
   /**
@@ -163,9 +175,13 @@ export class Meter {
     const fromLease = Math.min(units, lease.left);
     lease.left -= fromLease;
     const owed = this.owed.get(lease.counter) ?? 0;
-    const room = limit === null ? Infinity : Math.max(0, limit - lease.spentAtReserve - owed);
+    const room = limit === null ? Infinity : Math.max(0, limit - lease.spentAtReserve - this.owedOn(lease.counter));
     const more = Math.min(units - fromLease, room);
-    if (more > 0) this.owed.set(lease.counter, owed + more);
+    if (more > 0) {
+      if (owed === 0) this.table.owing();
+      this.owed.set(lease.counter, owed + more);
+      this.table.add(lease.counter, more);
+    }
     return fromLease + more;
   }
 
@@ -184,12 +200,12 @@ export class Meter {
     const lease = this.leases.get(counter);
     if (lease === undefined) return 0;
     const used = lease.spentAtReserve - lease.left;
-    return this.owed.size === 0 ? used : used + (this.owed.get(counter) ?? 0);
+    return this.owed.size === 0 && !this.table.any() ? used : used + this.owedOn(counter);
   }
 
   /** Units spent on the counter minus what this thread holds unused (exact when idle elsewhere). */
   usage(counter: string): number {
-    return this.store.spent(counter) + (this.owed.get(counter) ?? 0) - (this.leases.get(counter)?.left ?? 0);
+    return this.store.spent(counter) + this.owedOn(counter) - (this.leases.get(counter)?.left ?? 0);
   }
 
   /** One token from the bucket (rate per key or per source), leased in blocks. */
@@ -232,6 +248,7 @@ export class Meter {
   /** Returns the unused part of leases idle for LEASE_IDLE_MS; forgets stale token leases. */
   sweep(nowMs: number): void {
     if (this.owed.size > 0 && this.settleOwed()) this.recovered();
+    this.table.clearIfSettled();
     for (const lease of this.leases.values()) {
       if (nowMs - lease.touchedMs < LEASE_IDLE_MS) continue;
       if (lease.left > 0) {

@@ -23,6 +23,7 @@ import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { openStore } from '../store/open-store.js';
 import type { RouteTable } from '../http/routes.js';
+import { OwedTable } from '../accounting/owed-table.js';
 
 export interface FrontEndSetup {
   config: Config;
@@ -32,6 +33,8 @@ export interface FrontEndSetup {
   log: Logger;
   /** The daily publication's state (PublishScheduler.state), or null when none is scheduled. */
   schedulerState: Float64Array | null;
+  /** What the process's threads owe the accounting store while it refuses writes (OwedTable). */
+  owed: SharedArrayBuffer;
   shared?: LookupShared;
   /** The main thread's accounting store, where the front end runs on it (threads open their own). */
   accounting?: AccountingStore;
@@ -58,7 +61,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const catalogue = loadCatalogue(config.catalogueFile);
   const control = openControlDb(config.dataDir, config.controlDb);
   const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
-  const meter = new Meter(store, config.accountingGraceMs, log);
+  const meter = new Meter(store, config.accountingGraceMs, log, new OwedTable(s.owed));
   const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {

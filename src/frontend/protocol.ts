@@ -22,6 +22,8 @@ export interface FrontEndThreadData {
   thread: number;
   threads: number;
   schedulerState: Float64Array | null;
+  /** The process's OwedTable: what each thread owes the accounting store while it refuses writes. */
+  owed: SharedArrayBuffer;
   batchPort: MessagePort;
   /** BatchShares: the pool's capacity and every thread's count of batches in flight. */
   batchCapacity: number;

@@ -32,6 +32,8 @@ export interface ThreadsSetup {
   holder: IndexHolder;
   pool: BatchPool;
   schedulerState: Float64Array | null;
+  /** What the threads owe the accounting store while it refuses writes (OwedTable). */
+  owed: SharedArrayBuffer;
   log: Logger;
 }
 
@@ -148,7 +150,7 @@ export class FrontEndThreads implements ThreadsView {
   }
 
   private spawn(slot: Slot, port: number): Promise<number> {
-    const { config, holder, pool, schedulerState, log } = this.s;
+    const { config, holder, pool, schedulerState, log, owed } = this.s;
     const batches = new MessageChannel();
     serveBatches(pool, batches.port1);
     const data: FrontEndThreadData = {
@@ -159,6 +161,7 @@ export class FrontEndThreads implements ThreadsView {
       thread: slot.n,
       threads: this.slots.length,
       schedulerState,
+      owed,
       batchPort: batches.port2,
       batchCapacity: this.batchShares.capacity,
       batchCounts: this.batchShares.counts.buffer as SharedArrayBuffer,

@@ -1,0 +1,103 @@
+// What the threads of one process owe the accounting store while it refuses writes (the
+// Meter's degraded mode), in memory every thread reads: a counter one thread spent in memory
+// is seen by the others at once, so usage and overage limits read the same on every thread.
+// Each thread still keeps (and writes back) its own debt; this table is for reading only.
+//
+// An open-addressed table in a SharedArrayBuffer: a slot is a 64-bit hash of the counter's
+// name and the units owed, changed with Atomics. Slots are cleared once nothing is owed
+// anywhere; a table that is full leaves a new counter visible to its own thread only.
+
+const SLOTS = 1 << 15;
+/** Header: [counters owed anywhere now, slots in use]. */
+const HEADER_INTS = 2;
+
+/** 32-bit FNV-1a of a string, with a seed. */
+function fnv(text: string, seed: number): number {
+  let h = seed >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** A nonzero signed 64-bit key for a counter name (as a BigInt64Array holds it). */
+function keyOf(counter: string): bigint {
+  const k = BigInt.asIntN(64, (BigInt(fnv(counter, 0x811c9dc5)) << 32n) | BigInt(fnv(counter, 0x050c5d1f)));
+  return k === 0n ? 1n : k;
+}
+
+export class OwedTable {
+  readonly shared: SharedArrayBuffer;
+  private readonly header: Int32Array;
+  private readonly keys: BigInt64Array;
+  private readonly units: BigInt64Array;
+
+  /** A table of its own, or the view of one another thread made (`shared`). */
+  constructor(shared?: SharedArrayBuffer) {
+    this.shared = shared ?? new SharedArrayBuffer(8 * (1 + 2 * SLOTS));
+    this.header = new Int32Array(this.shared, 0, HEADER_INTS);
+    this.keys = new BigInt64Array(this.shared, 8, SLOTS);
+    this.units = new BigInt64Array(this.shared, 8 + 8 * SLOTS, SLOTS);
+  }
+
+  /** Whether any thread owes anything now (one atomic read: the hot path's test). */
+  any(): boolean {
+    return Atomics.load(this.header, 0) > 0;
+  }
+
+  /** Units owed on the counter by every thread. */
+  get(counter: string): number {
+    if (!this.any()) return 0;
+    const i = this.slot(counter, false);
+    return i < 0 ? 0 : Number(Atomics.load(this.units, i));
+  }
+
+  /** A thread starts owing on a counter (before its first add). */
+  owing(): void {
+    Atomics.add(this.header, 0, 1);
+  }
+
+  /** A thread has written all it owed on a counter. */
+  settled(): void {
+    Atomics.sub(this.header, 0, 1);
+  }
+
+  /** Adds (or, negative, removes) units owed on the counter; false when the table is full. */
+  add(counter: string, units: number): boolean {
+    const i = this.slot(counter, true);
+    if (i < 0) return false;
+    Atomics.add(this.units, i, BigInt(units));
+    return true;
+  }
+
+  /** Forgets every slot once nothing is owed anywhere (a sweep's work, after an outage). */
+  clearIfSettled(): void {
+    if (Atomics.load(this.header, 1) === 0 || this.any()) return;
+    for (let i = 0; i < SLOTS; i++) {
+      if (Atomics.load(this.keys, i) === 0n) continue;
+      Atomics.store(this.units, i, 0n);
+      Atomics.store(this.keys, i, 0n);
+    }
+    Atomics.store(this.header, 1, 0);
+  }
+
+  /** The counter's slot (claimed when `claim`), or -1: absent, or no room. */
+  private slot(counter: string, claim: boolean): number {
+    const key = keyOf(counter);
+    let i = Number(BigInt.asUintN(64, key) & BigInt(SLOTS - 1));
+    for (let probes = 0; probes < SLOTS; probes++, i = (i + 1) & (SLOTS - 1)) {
+      const k = Atomics.load(this.keys, i);
+      if (k === key) return i;
+      if (k !== 0n) continue;
+      if (!claim) return -1;
+      const was = Atomics.compareExchange(this.keys, i, 0n, key);
+      if (was === 0n) {
+        Atomics.add(this.header, 1, 1);
+        return i;
+      }
+      if (was === key) return i;
+    }
+    return -1;
+  }
+}
