@@ -8,7 +8,8 @@ import { describe, test } from 'node:test';
 import { explainAddress } from '../src/build/explain.js';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listFeeds } from '../src/feeds/store.js';
-import { PROJECT_ROOT, answerOf, buildIndex, get, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, answerOf, buildIndex, get, openTestControlDb, raw, startTestService, tempDir, writeFile } from './helpers.js';
+import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { runBuild } from '../src/build/build.js';
 
 /** Imports text as a feed of the given options into dataDir. */
@@ -170,15 +171,23 @@ describe('ipsift explain', () => {
     feed(d, 'b', '45.10.7.0/24\n', { category: 'hosting', evidence: 'owner', details: { provider: 'AWS' } });
     runBuild({ dataDir: d, exports: false });
     const svc = await startTestService({ dataDir: d });
+    const db = openTestControlDb(d);
+    const read = { Authorization: `Bearer ${createAdminToken(db, 'support', ['admin.read']).secret}` };
+    db.close();
     try {
-      const r = await get(svc.adminPort, '/explain/45.10.7.1');
+      // Like the rest of the admin API: an operator token, one Authorization header.
+      const none = await get(svc.adminPort, '/explain/45.10.7.1');
+      assert.deepEqual([none.status, none.json.rc], [401, 'UNAUTHORIZED']);
+      const two = await raw(svc.adminPort, `GET /explain/45.10.7.1 HTTP/1.1\r\nHost: t\r\n${read.Authorization.replace(/^/, 'Authorization: ')}\r\nAuthorization: Bearer iat_other\r\nConnection: close\r\n\r\n`);
+      assert.match(two, /^HTTP\/1\.1 401 /);
+      const r = await get(svc.adminPort, '/explain/45.10.7.1', read);
       assert.equal(r.status, 200);
       assert.equal(r.json.categories.vpn.answer, null);
       assert.equal(r.json.categories.vpn.claims.length, 2);
       const served = r.json.serving.answer;
       assert.deepEqual([served.ip, served.is_vpn, served.is_hosting, served.hosting], ['45.10.7.1', false, true, { provider: 'Amazon Web Services' }]);
-      assert.equal((await get(svc.adminPort, '/explain/2001:db8::1')).json.bogon, true);
-      assert.deepEqual((await get(svc.adminPort, '/explain/nope')).json, { error: 'not a valid IP address' });
+      assert.equal((await get(svc.adminPort, '/explain/2001:db8::1', read)).json.bogon, true);
+      assert.deepEqual((await get(svc.adminPort, '/explain/nope', read)).json, { error: 'not a valid IP address' });
       // Lookups are not on the public port.
       assert.equal((await get(svc.port, '/explain/45.10.7.1')).status, 404);
     } finally {

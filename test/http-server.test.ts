@@ -178,6 +178,26 @@ describe('node:http: what proxies and old clients send', () => {
 
 // Bun.serve parses requests itself: what it answers on its own is asserted here as it is (the
 // README states it), and what the routes answer through it as on every server.
+describe('node:http: a malformed request pipelined before a good one', () => {
+  test('both are settled: later shutdowns are clean and prompt', async () => {
+    const d = await publishedDataDir([]);
+    const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, httpServer: 'node', shutdownGraceMs: 10_000 });
+    try {
+      // The first has no Host (a 400 that closes the connection); the second can never be answered.
+      const r = await exchange(svc.port, 'GET /1.1.1.1 HTTP/1.1\r\n\r\nGET /9.9.9.9 HTTP/1.1\r\nHost: x\r\n\r\n', 3000);
+      const replies = responses(r.text);
+      assert.deepEqual(replies.map((x) => x.status), [400]);
+      assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000);
+      assert.equal((await get(svc.port, '/81.7.3.9')).status, 200, 'the server answers on');
+      const t = Date.now();
+      assert.equal(await svc.drain(10_000), true, 'nothing is left counted as unsent');
+      assert.ok(Date.now() - t < 1000, `drained in ${Date.now() - t} ms`);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('Bun.serve: what proxies and old clients send', { skip: ON_BUN ? false : 'Bun.serve exists only on Bun' }, () => {
   let svc: Service;
 

@@ -51,7 +51,7 @@ export function createAdminApp(
   const app = server.app();
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
-  registerExplain(routes, holder, dataDir, adminMetrics);
+  registerExplain(routes, holder, dataDir, adminMetrics, operator?.db ?? null);
   routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
   registerOpenApi(routes, '/openapi.json', adminMetrics);
   routes.get('/readyz', (res) => {

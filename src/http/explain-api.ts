@@ -1,5 +1,6 @@
-// GET /explain/{ip} on the admin port: what `ipsift explain` prints, as JSON, with the serving
-// build's answer beside it (the feeds may have changed since that build). Reading every feed
+// GET /explain/{ip} on the admin port, for an operator token with admin.read: what `ipsift
+// explain` prints, as JSON, with the serving build's answer beside it (the feeds may have
+// changed since that build). Reading every feed
 // takes a while on real data, so it runs on a thread of its own, one at a time: the admin
 // port shares its event loop with lookups.
 
@@ -15,13 +16,18 @@ import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import type { Metrics } from './metrics.js';
 import { late, pending, sendError, sendJson } from './reply.js';
 import type { RouteTable } from './routes.js';
+import type { ControlDb } from '../accounts/control-db.js';
+import { operatorOf } from './operator-api.js';
 
 const EXPLAIN_WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/explain.js');
 
-export function registerExplain(routes: RouteTable, holder: IndexHolder, dataDir: string, metrics: Metrics): void {
+/** `control`: the control database whose operator tokens (admin.read) may ask; null: anyone may. */
+export function registerExplain(routes: RouteTable, holder: IndexHolder, dataDir: string, metrics: Metrics, control: ControlDb | null): void {
   let running = false;
   const parsed = new ParsedAddress();
   routes.get('/explain/:ip', (res, req) => {
+    // Like the rest of the admin API: it reads every feed, so only an operator may start it.
+    if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
     let ip: string;
     try {
       ip = decodeURIComponent(req.getParameter(0) ?? '');

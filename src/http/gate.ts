@@ -75,6 +75,23 @@ function keyHeaders(req: HttpRequest): [string, string] | null {
   return conflict ? null : [auth ?? '', x ?? ''];
 }
 
+/**
+ * The Authorization header ('' when absent), or null when it comes more than once with
+ * different values: which of two credentials counts is never guessed (the admin port reads it
+ * so too).
+ */
+export function authorizationOf(req: HttpRequest): string | null {
+  if (req.joinsRepeatedHeaders) return oneOf(req.getHeader(AUTHORIZATION));
+  let auth: string | null = null;
+  let conflict = false;
+  req.forEach((name, value) => {
+    if (name !== 'authorization') return;
+    if (auth !== null && auth !== value) conflict = true;
+    auth = value;
+  });
+  return conflict ? null : (auth ?? '');
+}
+
 /** The value of a header joined from repeats when they all agree, else null. */
 function oneOf(joined: string): string | null {
   if (!joined.includes(', ')) return joined;

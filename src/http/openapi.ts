@@ -451,9 +451,16 @@ export function openApiDocument(): Schema {
       servers: ADMIN,
       get: {
         operationId: 'explain',
-        summary: 'Every feed that covers an address and the rule that decided each category',
+        summary: 'Every feed that covers an address and the rule that decided each category (an operator token with admin.read)',
+        security: [{ operator: [] }],
         parameters: [{ name: 'ip', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { '200': json({ type: 'object' }, 'The explanation.'), '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), '429': json(errorBody(E.rateLimited.message), 'One explanation runs at a time.', { 'Retry-After': H.retryAfter }) },
+        responses: {
+          '200': json({ type: 'object' }, 'The explanation.'),
+          '400': json(errorBody(E.notAddress.message), 'Not an IP address.'),
+          '401': json(rcBody(RC.UNAUTHORIZED.code), 'No operator token, an unknown or revoked one, or two different Authorization headers.'),
+          '403': json(rcBody(RC.FORBIDDEN.code), 'The token lacks admin.read.'),
+          '429': json(errorBody(E.rateLimited.message), 'One explanation runs at a time.', { 'Retry-After': H.retryAfter }),
+        },
       },
     },
     ...operatorPaths(),

@@ -13,6 +13,8 @@ import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } fro
 import type { LicenseType } from '../catalogue/licences.js';
 import { readSmallBody } from './account-api.js';
 import { peerText } from './client.js';
+import { authorizationOf } from './gate.js';
+import type { ControlDb } from '../accounts/control-db.js';
 import { writeJsonType } from './json-head.js';
 import type { Metrics } from './metrics.js';
 import { late, pending } from './reply.js';
@@ -63,6 +65,29 @@ const optionalStrings = (body: Doc, field: string): string[] | undefined => {
   return v as string[];
 };
 
+/**
+ * The acting operator of an admin-port request, or null once refused: 401 for no token, an
+ * unknown or revoked one, or two different Authorization headers; 403 without the scope.
+ */
+export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): Actor | null {
+  const header = authorizationOf(req);
+  if (header === null) {
+    refuse(res, RC.UNAUTHORIZED, 'one Authorization header, please: two different credentials were sent', metrics);
+    return null;
+  }
+  const secret = bearerToken(header);
+  const token = secret ? findAdminToken(db, secret) : null;
+  if (token === null) {
+    refuse(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
+    return null;
+  }
+  if (!token.scopes.includes(scope)) {
+    refuse(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
+    return null;
+  }
+  return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
+}
+
 export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metrics: Metrics): void {
   /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
   const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work): void => {
@@ -108,20 +133,7 @@ export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metr
     );
   };
 
-  /** The acting operator, or null once refused (401 no or unknown token, 403 without the scope). */
-  const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => {
-    const secret = bearerToken(req.getHeader('authorization'));
-    const token = secret ? findAdminToken(deps.db, secret) : null;
-    if (token === null) {
-      refuse(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
-      return null;
-    }
-    if (!token.scopes.includes(scope)) {
-      refuse(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
-      return null;
-    }
-    return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
-  };
+  const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => operatorOf(deps.db, res, req, scope, metrics);
 
   const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
 

@@ -201,6 +201,10 @@ class NodeApp extends Router {
   private readonly params: string[] = [];
 
   dispatch(req: http.IncomingMessage, res: http.ServerResponse): void {
+    // A request pipelined behind one whose answer closes the connection is never answered: node
+    // parsed it from the same packet, but its response would wait behind a closing one and no
+    // 'close' would come for it (counted, it left every later shutdown waiting its whole grace).
+    if ((req.socket as Socket)[CONNECTION]?.closing) return;
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (answered here, in the catalogue's words).
     if (req.httpVersionMinor === 1 && rawHeader(req, 'host') === undefined) return refuse(req, res, ERRORS.malformedRequest, this.unsent);
     let target = req.url ?? '/';
