@@ -229,7 +229,9 @@ describe('control database: PostgreSQL shared by nodes', () => {
     const org = createOrganisation(db, loadPlans(plans), 'Outage', 'max');
     const [cached, uncached] = [0, 1].map(() => createKey(db, { orgId: org.id, name: 'k', scopes: ['apikeys.manage'] }).secret);
     db.close();
-    const svc = await startTestService({ dataDir, plansFile: plans, controlDb: control, controlGraceMs: 3000 });
+    const lines: { level: string; msg: string }[] = [];
+    const keep = (level: string) => (msg: string) => void lines.push({ level, msg });
+    const svc = await startTestService({ dataDir, plansFile: plans, controlDb: control, controlGraceMs: 3000 }, { info: keep('info'), warn: keep('warn'), error: keep('error') });
     const auth = (k: string) => ({ authorization: `Bearer ${k}` });
     try {
       assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 200);
@@ -257,6 +259,12 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.ok(Date.now() - t >= 2500, `the cache went after ${Date.now() - t} ms, before its grace period`);
       assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 503);
       assert.equal((await get(svc.port, '/8.8.8.8')).status, 200, 'keyless lookups need no control database');
+      // The outage's 503s are expected answers: no handler failure, no error line per request,
+      // one warning a while.
+      assert.equal(svc.metrics.handlerFailures, 0);
+      assert.deepEqual(lines.filter((l) => l.level === 'error' && l.msg === 'request handler failed'), []);
+      const warned = lines.filter((l) => l.level === 'warn' && /unreachable: answering 503/.test(l.msg));
+      assert.ok(warned.length >= 1 && warned.length <= 3, `${warned.length} warnings`);
       await relay.start();
       for (const k of [cached, uncached]) {
         let status = 0;

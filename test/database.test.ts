@@ -143,6 +143,15 @@ describe('database catalogue, downloads and files', () => {
     const p = url.pathname + url.search;
     const head = await request(svc.port, 'HEAD', p);
     assert.equal(head.status, 200);
+    // A refused HEAD says what its GET says, length included: a tampered link, a range past the end.
+    for (const [what, target, headers] of [
+      ['tampered', p.replace(/sig=[^&]+/, 'sig=AAAA'), {}],
+      ['past the end', p, { Range: 'bytes=99999999-' }],
+    ] as const) {
+      const [g, h] = [await request(svc.port, 'GET', target, undefined, headers), await request(svc.port, 'HEAD', target, undefined, headers)];
+      assert.ok(g.status >= 400, what);
+      assert.deepEqual([h.status, h.headers['content-length'], h.text], [g.status, String(Buffer.byteLength(g.text)), ''], what);
+    }
     const size = Number(head.headers['content-length']);
     assert.ok(size > 1000);
     assert.match(String(head.headers['content-disposition']), /filename="vpn_v1\.mmdb"/);

@@ -21,9 +21,17 @@ export function sendError(res: HttpResponse, e: ErrorAnswer, metrics: Metrics, o
   metrics.count(e.status);
   writeJsonType(res.writeStatus(e.statusLine));
   if (o?.headers) for (const [name, value] of o.headers) res.writeHeader(name, value);
-  // endWithoutBody takes no arguments here: this uWS build fails any call that passes some.
-  if (o?.head) res.endWithoutBody();
-  else res.end(e.body, o?.close);
+  endError(res, e.body, o);
+}
+
+/**
+ * The body of an error answer, or for HEAD its length alone (RFC 9110 §9.3.2: the GET's
+ * Content-Length). endWithoutBody takes no arguments here: this uWS build fails any call
+ * that passes some, and the header written by hand works.
+ */
+function endError(res: HttpResponse, body: Buffer | string, o?: ErrorOptions): void {
+  if (o?.head) res.writeHeader('Content-Length', String(Buffer.byteLength(body))).endWithoutBody();
+  else res.end(body, o?.close);
 }
 
 /**
@@ -34,8 +42,7 @@ export function sendRc(res: HttpResponse, e: RcError, message: string, metrics: 
   metrics.count(e.status);
   writeJsonType(res.writeStatus(e.statusLine));
   if (o?.headers) for (const [name, value] of o.headers) res.writeHeader(name, value);
-  if (o?.head) res.endWithoutBody();
-  else res.end(JSON.stringify({ rc: e.code, message }), o?.close);
+  endError(res, JSON.stringify({ rc: e.code, message }), o);
 }
 
 /** Answers a JSON document; `revalidate`: one a private cache may keep (it carries an ETag). */

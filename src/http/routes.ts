@@ -60,6 +60,8 @@ export class RouteTable {
   /** When a failure was last logged, and how many were not logged since (no log floods). */
   private loggedAtMs = 0;
   private unlogged = 0;
+  private unavailableLoggedAtMs = 0;
+  private unavailableUnlogged = 0;
 
   constructor(
     private readonly app: HttpApp,
@@ -178,15 +180,26 @@ export class RouteTable {
    */
   private fail(res: HttpResponse, internal: ErrorAnswer, e: unknown): void {
     const unavailable = e instanceof Unavailable;
-    this.metrics.handlerFailures++;
     const now = Date.now();
-    if (now - this.loggedAtMs >= FAILURE_LOG_EVERY_MS) {
+    if (unavailable) {
+      // Expected while a store is unreachable: answered 503 (counted by status), not a handler
+      // failure; one warning a while says so, whatever the traffic.
+      if (now - this.unavailableLoggedAtMs >= FAILURE_LOG_EVERY_MS) {
+        this.log.warn('a store requests need is unreachable: answering 503 with Retry-After', { reason: e.message, ...(this.unavailableUnlogged ? { not_logged_since: this.unavailableUnlogged } : {}) });
+        this.unavailableLoggedAtMs = now;
+        this.unavailableUnlogged = 0;
+      } else this.unavailableUnlogged++;
+    } else if (now - this.loggedAtMs >= FAILURE_LOG_EVERY_MS) {
+      this.metrics.handlerFailures++;
       // Expected operational failures (IpsiftError: a store that cannot be written) need no stack.
       const reason = e instanceof IpsiftError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
       this.log.error('request handler failed', { reason, ...(this.unlogged ? { not_logged_since: this.unlogged } : {}) });
       this.loggedAtMs = now;
       this.unlogged = 0;
-    } else this.unlogged++;
+    } else {
+      this.metrics.handlerFailures++;
+      this.unlogged++;
+    }
     try {
       if (unavailable) res.cork(() => sendError(res, 'code' in internal ? RC.UNAVAILABLE : ERRORS.unavailable, this.metrics, { headers: [['Retry-After', String(RETRY_AFTER_UNAVAILABLE_S)]] }));
       else res.cork(() => sendError(res, internal, this.metrics));

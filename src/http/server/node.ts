@@ -75,6 +75,8 @@ interface Connection {
   last: http.IncomingMessage | null;
   /** Set by a parse error while a response was open: end the connection once it is done. */
   endWhenDone: boolean;
+  /** The response to `last`: refused with a 400 when its body turns out malformed. */
+  response: NodeResponse | null;
 }
 /** Kept on the socket itself: a property read is cheaper per request than a WeakMap. */
 const CONNECTION = Symbol('ipsift.connection');
@@ -82,7 +84,7 @@ type Socket = Duplex & { [CONNECTION]?: Connection };
 
 function connectionOf(socket: Socket): Connection {
   let c = socket[CONNECTION];
-  if (c === undefined) socket[CONNECTION] = c = { open: 0, closing: false, last: null, endWhenDone: false };
+  if (c === undefined) socket[CONNECTION] = c = { open: 0, closing: false, last: null, endWhenDone: false, response: null };
   return c;
 }
 
@@ -110,6 +112,7 @@ class NodeResponse extends TextResponse implements HttpResponse {
     const connection = (this.connection = connectionOf(req.socket));
     connection.open++;
     connection.last = req;
+    connection.response = this;
     // node's parser decided from the version and Connection header whether this one closes.
     if (!res.shouldKeepAlive) connection.closing = true;
     res.on('close', this.closed); // emitted once; `on` spares the wrapper `once` makes per response
@@ -188,6 +191,24 @@ class NodeResponse extends TextResponse implements HttpResponse {
   close(): this {
     this.req.socket.destroy();
     return this;
+  }
+
+  /**
+   * The request's body cannot be parsed (bad chunked framing, say): the route is told its
+   * client is gone (it stops waiting for the body and frees what it held), and the client gets
+   * the 400 in its place, with the connection closed after it. False when an answer has begun.
+   */
+  refuseBody(e: ErrorAnswer): boolean {
+    if (this.done || this.started) return false;
+    const h = this.aborted;
+    this.aborted = null;
+    h?.();
+    this.head.writeStatus(e.statusLine);
+    this.head.writeHeader('Content-Type', 'application/json');
+    this.done = true;
+    this.start(e.body.length, true);
+    this.res.end(e.body);
+    return true;
   }
 
   getRemoteAddress(): ArrayBuffer {
@@ -274,11 +295,17 @@ export function nodeServer(o: ServerOptions): HttpServer {
           },
           (req, res) => (app as NodeApp).dispatch(req, res),
         );
+        // A client that half-closes after sending its request (shutdown(SHUT_WR), `nc -N`)
+        // still reads: answers pending then (a batch on the pool) are written before the
+        // connection closes, instead of the socket being ended under them.
+        (server as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
         server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
           const c = (socket as Socket)[CONNECTION];
           // The client is gone (a reset, or the end of its stream in a body), or its request can
           // never finish (bad framing in its body): drop the connection; onAborted runs.
-          if (GONE.has(err.code ?? '') || (c?.last && !c.last.complete)) return void socket.destroy();
+          if (GONE.has(err.code ?? '')) return void socket.destroy();
+          // Bad framing in a body: its request can never finish; its 400, where none has begun.
+          if (c?.last && !c.last.complete) return void (c.response?.refuseBody(parserRefusal(err.code)) || socket.destroy());
           if (c && c.open > 0) return void (c.endWhenDone = true);
           if (c?.closing) return void socket.destroy();
           clientError(socket, parserRefusal(err.code));
