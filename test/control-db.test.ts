@@ -57,7 +57,7 @@ for (const [name, config] of BACKENDS) {
       assert.equal((again.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 5);
       again.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(99, 'later');
       again.close();
-      assert.throws(open, (e: unknown) => e instanceof IpsiftError && e.code === 'STORE_NEWER' && /schema 99, newer than this ipsift \(5\)/.test(e.message));
+      assert.throws(open, (e: unknown) => e instanceof IpsiftError && e.code === 'STORE_NEWER' && /schema 99, newer than this ipsift \(6\)/.test(e.message));
       const fix = openControlDbUnchecked(dir, control);
       fix.prepare('DELETE FROM schema_migrations WHERE version = ?').run(99);
       fix.close();

@@ -185,6 +185,24 @@ describe("one customer's reach", () => {
     assert.deepEqual([listLimit(null), listLimit('7'), listLimit('201'), listLimit('1' + '0'.repeat(30))], [50, 7, 200, 200]);
   });
 
+  test("key lists have a budget per organisation: a flood of pages is refused at once, with Retry-After", async () => {
+    const statuses: number[] = [];
+    let retry = '';
+    for (let i = 0; i < 40; i++) {
+      const r = await get(svc.port, '/api/v1/iam/apikeys?limit=200', auth(manager));
+      statuses.push(r.status);
+      if (r.status === 429) {
+        retry = String(r.headers['retry-after']);
+        assert.equal(r.json.rc, 'RATE_LIMITED');
+      }
+    }
+    // The budget (20 at once, 10 a second) is the organisation's, shared with the pages above.
+    const served = statuses.filter((s) => s === 200).length;
+    assert.ok(served >= 1 && served <= 25, statuses.join(' '));
+    assert.ok(statuses.includes(429), 'the budget held');
+    assert.ok(Number(retry) >= 1);
+  });
+
   test('the OpenAPI document is compressed once per coding, then served from memory, on both ports', async () => {
     const calls = { br: 0, gzip: 0 };
     const { brotliCompressSync, gzipSync } = zlib;

@@ -149,5 +149,8 @@ export function controlMigrations(dialect: Dialect): readonly string[] {
      CREATE INDEX revoked_tokens_key ON revoked_tokens(key_id);
      ALTER TABLE api_keys ADD COLUMN token_epoch INTEGER NOT NULL DEFAULT 0;
      ${d.watch('revoked_tokens')}`,
+    // 6: an organisation's keys in the order they are listed and paged, read in that order
+    // (a page was a sort of all the organisation's keys: about 0.8 ms at 1 000 keys)
+    `CREATE INDEX api_keys_org_created ON api_keys(org_id, created_at, id);`,
   ];
 }
