@@ -553,7 +553,9 @@ describe('stores and workers at fault', () => {
       fs.mkdirSync(dataDir);
       importFeed({ dataDir, file: writeFile(tempDir(), 'feed.csv', FEED) });
       runBuild({ dataDir, exports: false });
-      const plans = plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 1_000_000, rate: lavish, hard_limit: null }] });
+      // A rate of 10/s leases no extra units (meter.ts leaseExtra): a thread's usage then never
+      // counts another's unused lease, so every read is exact, not only once leases are swept.
+      const plans = plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 1_000_000, rate: { per_second: 10, burst: 1000 }, hard_limit: null }] });
       const db = openTestControlDb(dataDir);
       const org = createOrganisation(db, loadPlans(plans), 'Two threads', 'max');
       const key = createKey(db, { orgId: org.id, name: 'k' }).secret;
