@@ -375,10 +375,10 @@ describe('account ids', () => {
     let db = openTestControlDb(dir);
     const made = ['A', 'B', 'C'].map((n) => createOrganisation(db, plans, n, 'free'));
     assert.deepEqual(made.map((o) => o.accountId), [1, 2, 3]);
-    // As schema 2 left it: no account_id column (nor what schemas 4 and 5 added).
+    // As schema 2 left it: no account_id column (nor what schemas 4 to 6 added).
     db.exec(
       'DROP INDEX organisations_account; ALTER TABLE organisations DROP COLUMN account_id; ALTER TABLE organisations DROP COLUMN deleted_at; ' +
-        'DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; ALTER TABLE api_keys DROP COLUMN token_epoch; DELETE FROM schema_migrations WHERE version >= 3',
+        'DROP INDEX api_keys_org_created; DROP TABLE audit; DROP TABLE admin_tokens; DROP TABLE revoked_tokens; ALTER TABLE api_keys DROP COLUMN token_epoch; DELETE FROM schema_migrations WHERE version >= 3',
     );
     db.close();
     db = openTestControlDb(dir);

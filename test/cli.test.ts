@@ -14,7 +14,8 @@ const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
 async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
+    // Bounded: a command that hangs (DATA_DIR=/proc/nope spun once) fails its test, not the run.
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 30_000, killSignal: 'SIGKILL' });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };

@@ -5,9 +5,14 @@
 //
 // An open-addressed table in a SharedArrayBuffer: a slot is a 64-bit hash of the counter's
 // name and the units owed, changed with Atomics. Slots are cleared once nothing is owed
-// anywhere; a table that is full leaves a new counter visible to its own thread only.
+// anywhere; a counter that finds no slot near its hash is visible to its own thread only.
 
 const SLOTS = 1 << 15;
+/**
+ * Slots looked at for one counter: a lookup or claim gives up past this many (a table near
+ * full, from a flood of keyless sources, must not make each spend walk the whole table).
+ */
+const MAX_PROBES = 64;
 /** Header: [counters owed anywhere now, slots in use]. */
 const HEADER_INTS = 2;
 
@@ -86,7 +91,7 @@ export class OwedTable {
   private slot(counter: string, claim: boolean): number {
     const key = keyOf(counter);
     let i = Number(BigInt.asUintN(64, key) & BigInt(SLOTS - 1));
-    for (let probes = 0; probes < SLOTS; probes++, i = (i + 1) & (SLOTS - 1)) {
+    for (let probes = 0; probes < MAX_PROBES; probes++, i = (i + 1) & (SLOTS - 1)) {
       const k = Atomics.load(this.keys, i);
       if (k === key) return i;
       if (k !== 0n) continue;
