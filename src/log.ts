@@ -12,9 +12,17 @@ export interface Logger {
 export const LOG_LEVELS = ['info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+/**
+ * What JSON.stringify leaves as it is but a terminal may act on (C1 controls, DEL) or read out
+ * of order (line separators, bidirectional overrides): escaped, since an operator reads these
+ * lines in a terminal and a client chooses some of their text (a request's path).
+ */
+const TERMINAL_UNSAFE = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 export function jsonLogger(write: (line: string) => void = (l) => process.stderr.write(l), level: LogLevel = 'info'): Logger {
   const emit = (lvl: string, msg: string, fields?: LogFields): void => {
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }) + '\n');
+    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }).replace(TERMINAL_UNSAFE, escaped) + '\n');
   };
   const least = LOG_LEVELS.indexOf(level);
   const nothing = (): void => {};

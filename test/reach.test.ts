@@ -12,6 +12,7 @@ import { createKey, createOrganisation } from '../src/accounts/accounts.js';
 import { createAdminToken } from '../src/accounts/admin-tokens.js';
 import { loadPlans } from '../src/accounts/plans.js';
 import { listLimit } from '../src/accounts/operator.js';
+import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { PROJECT_ROOT, get, openTestControlDb, publishedDataDir, request, startTestService, testStoreEnv, type PublishedDataDir } from './helpers.js';
 
@@ -111,6 +112,13 @@ describe("one customer's reach", () => {
     assert.doesNotMatch(stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/, 'no control character reaches the terminal');
     assert.ok(stdout.includes('ci\\u001b]0;owned\\u0007\\u001b[2J\\u000aFAKE key line\\u009b\\u202e'), stdout);
     assert.ok(!/^FAKE/m.test(stdout), 'no forged line');
+  });
+
+  test('log lines carry no character a terminal acts on, whatever a client put in a path', () => {
+    const lines: string[] = [];
+    jsonLogger((l) => lines.push(l)).info('request', { path: '/a\u009b2J\u202eb\u001b[2J\u2028' });
+    assert.doesNotMatch(lines[0], /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e]/);
+    assert.equal((JSON.parse(lines[0]) as { path: string }).path, '/a\u009b2J\u202eb\u001b[2J\u2028', 'the JSON reads back the same');
   });
 
   test('keys are capped per organisation, and key changes are rate-limited', async () => {
