@@ -54,10 +54,11 @@ export function listAudit(db: ControlDb, q: AuditQuery): AuditEntry[] {
 }
 
 /**
- * When the entry `n` changes back of an organisation's newest was made, or null when it has
- * made fewer: the start of a window holding its last n changes (one index range read).
+ * When the `n`th newest change an organisation's own keys made was made, or null when they
+ * made fewer: the start of a window holding their last n changes (the operator's changes to
+ * the organisation do not count; one read back along the organisation's index range).
  */
-export function nthLatestChangeAt(db: ControlDb, orgId: string, n: number): number | null {
-  const r = db.prepare('SELECT at FROM audit WHERE org_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?').get(orgId, n - 1) as { at: string } | undefined;
+export function nthLatestKeyChangeAt(db: ControlDb, orgId: string, n: number): number | null {
+  const r = db.prepare("SELECT at FROM audit WHERE org_id = ? AND actor LIKE 'key:%' ORDER BY id DESC LIMIT 1 OFFSET ?").get(orgId, n - 1) as { at: string } | undefined;
   return r ? Date.parse(r.at) : null;
 }

@@ -19,7 +19,7 @@ import type { RequestClient } from './client.js';
 import { late, pending, sendError, sendJson, sendRc, type Pending } from './reply.js';
 import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
-import { nthLatestChangeAt, recordAudit, type Actor } from '../accounts/audit.js';
+import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../accounts/audit.js';
 import { LIMIT_RULE, listLimit } from '../accounts/operator.js';
 import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
 import type { Metrics } from './metrics.js';
@@ -37,8 +37,8 @@ export interface KeyLimits {
  * of 200 keys costs the thread about half a millisecond, so 16 clients paging without pause
  * would queue every lookup on it behind theirs; past the budget a page answers 429 at once.
  */
-const LIST_BURST = 20;
-const LIST_PER_S = 10;
+const LIST_BURST = 100;
+const LIST_PER_S = 20;
 /** Organisations whose list budgets a thread remembers; past it the oldest are forgotten. */
 const MAX_LIST_BUCKETS = 10_000;
 
@@ -153,7 +153,7 @@ export class AccountApi {
    */
   private throttled(res: HttpResponse, c: Caller): boolean {
     const n = this.limits.keyChangesPerMinute;
-    const at = nthLatestChangeAt(this.db, c.org.id, n);
+    const at = nthLatestKeyChangeAt(this.db, c.org.id, n);
     const now = Date.now();
     if (at === null || at <= now - CHANGE_WINDOW_MS) return false;
     const retry = Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));

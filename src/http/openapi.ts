@@ -104,7 +104,7 @@ const keyRefusals = {
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, an invalid one, or one without apikeys.manage.'),
   '403': json(rcBody(RC.FORBIDDEN.code), 'Source outside the key\'s ranges, or a key with more than the caller holds.'),
   '404': json(rcBody(RC.NOT_FOUND.code), "No such key in the caller's organisation."),
-  '429': json(rcBody(RC.RATE_LIMITED.code), 'Key changes (create, rotate, revoke) faster than KEY_CHANGES_PER_MIN for the organisation, or key-list pages faster than 10 a second (20 at once).', { 'Retry-After': H.retryAfter }),
+  '429': json(rcBody(RC.RATE_LIMITED.code), 'Key changes (create, rotate, revoke) faster than KEY_CHANGES_PER_MIN for the organisation, or key-list pages faster than 20 a second (100 at once).', { 'Retry-After': H.retryAfter }),
   '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
 };
 /** A page's cursor: the `next` of the page before. */
