@@ -29,6 +29,7 @@ import { fileTransfers } from '../src/http/database-api.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/store/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
+import { openServer } from '../src/http/server/open.js';
 import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
@@ -541,6 +542,8 @@ describe('stores and workers at fault', () => {
   });
 
   test('a full disk with two front-end threads: what each thread owed is written and seen by every thread', async (t) => {
+    const { server } = await openServer(process.env.HTTP_SERVER === 'node' ? 'node' : 'auto', { keepAliveTimeoutMs: 1000 });
+    if (server.cannotSharePort !== null) return void t.skip(server.cannotSharePort);
     const mount = tempDir('ipsift-full-');
     try {
       await run('mount', ['-t', 'tmpfs', '-o', 'size=160m', 'tmpfs', mount]);
