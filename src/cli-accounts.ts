@@ -4,7 +4,7 @@
 import os from 'node:os';
 import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './accounts/admin-tokens.js';
 import { recordAudit } from './accounts/audit.js';
-import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, Operator } from './accounts/operator.js';
+import { LIMIT_RULE, Operator, listLimit } from './accounts/operator.js';
 import { openControlDb, type ControlDb } from './accounts/control-db.js';
 import { loadPlans, type Plans } from './accounts/plans.js';
 import type { AccountingStore } from './accounting/store.js';
@@ -42,7 +42,7 @@ keep their subject and its ids are never reused. Every change is in the audit lo
 Operator tokens authenticate the admin API (/admin/v1/… on the admin port): admin.read may
 read organisations, keys, licences, usage, downloads and the audit log; admin.write may also
 change them. The secret (iat_…) is printed once and stored only as a hash.`,
-  audit: `Usage: ipsift audit [--org <org-id>] [--limit <1..200>] [--before <entry id>] [--json]
+  audit: `Usage: ipsift audit [--org <org-id>] [--limit <n, at most 200 taken>] [--before <entry id>] [--json]
 
 The audit log, newest first: every change to organisations, licences, keys and operator
 tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key managing keys
@@ -301,8 +301,9 @@ async function admin(sub: string | undefined, args: string[]): Promise<void> {
 async function audit(args: string[]): Promise<void> {
   const { values } = parse(args, { org: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' } });
   if (values.help) return print(false, null, () => ACCOUNT_HELP.audit);
-  const limit = values.limit === undefined ? DEFAULT_LIST_LIMIT : Number(values.limit);
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new UsageError(`--limit is a whole number from 1 to ${MAX_LIST_LIMIT}`);
+  // The API's one rule for every list (listLimit).
+  const limit = listLimit((values.limit as string | undefined) ?? null);
+  if (limit === null) throw new UsageError(`--${LIMIT_RULE}`);
   const before = values.before === undefined ? undefined : Number(values.before);
   if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) throw new UsageError('--before is an audit entry id');
   const entries = withOperator((op) => op.auditLog({ orgId: values.org as string | undefined, before, limit }));

@@ -401,7 +401,7 @@ export async function main(argv: string[]): Promise<number> {
     } catch {
       dataDir = path.resolve(process.env.DATA_DIR || './data');
     }
-    if (typeof fsError?.code === 'string' && typeof fsError.path === 'string' && path.resolve(fsError.path).startsWith(dataDir)) {
+    if (typeof fsError?.code === 'string' && typeof fsError.path === 'string' && (path.resolve(fsError.path) + path.sep).startsWith(dataDir + path.sep)) {
       process.stderr.write(`ipsift: DATA_DIR ${dataDir} is not usable (${fsError.code}: ${fsError.syscall ?? 'access'} ${fsError.path}): point DATA_DIR at a writable directory\n`);
       return 2;
     }

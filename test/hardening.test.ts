@@ -39,6 +39,21 @@ const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const BASES = loadCatalogue().bases.map((b) => b.base);
 const lavish = { per_second: 1_000_000, burst: 1_000_000 };
 
+/** A store over `real` that refuses every write (ENOSPC) while `fail(true)`: reads go on. */
+function failingStore(real: LmdbAccountingStore): { store: LmdbAccountingStore; fail: (on: boolean) => void } {
+  let failing = false;
+  const refuse = (): never => {
+    throw new Error('ENOSPC');
+  };
+  const store = {
+    spent: (c: string) => real.spent(c),
+    reserve: (c: string, n: number, e: number, l: number | null) => (failing ? refuse() : real.reserve(c, n, e, l)),
+    release: (c: string, n: number) => (failing ? refuse() : real.release(c, n)),
+    takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? refuse() : real.takeTokens(b, w, r, bu, t)),
+  } as unknown as LmdbAccountingStore;
+  return { store, fail: (on) => void (failing = on) };
+}
+
 describe('hostile requests', () => {
   let svc: Service;
   let dataDir: string;
@@ -384,20 +399,11 @@ describe('stores and workers at fault', () => {
   test('degraded accounting: counted in memory within the limit, written once the store recovers, refused past the grace', async () => {
     const dataDir = tempDir();
     const real = new LmdbAccountingStore(dataDir);
-    let failing = false;
-    const fail = (): never => {
-      throw new Error('ENOSPC');
-    };
-    const store = {
-      spent: (c: string) => real.spent(c),
-      reserve: (c: string, n: number, e: number, l: number | null) => (failing ? fail() : real.reserve(c, n, e, l)),
-      release: (c: string, n: number) => (failing ? fail() : real.release(c, n)),
-      takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? fail() : real.takeTokens(b, w, r, bu, t)),
-    } as unknown as LmdbAccountingStore;
+    const { store, fail } = failingStore(real);
     const meter = new Meter(store, 5_000);
     try {
       real.reserve('m:x', 90, 0, null); // another process used 90 of 100
-      failing = true;
+      fail(true);
       const t0 = Date.now();
       let granted = 0;
       for (let i = 0; i < 50; i++) granted += meter.spend('m:x', 1, 0, 100, t0);
@@ -408,7 +414,7 @@ describe('stores and workers at fault', () => {
       for (let i = 0; i < MAX_OWED_COUNTERS - 1; i++) meter.spend(`d:x:${i}`, 1, 0, 1000, t0);
       assert.throws(() => meter.spend('d:x:one-too-many', 1, 0, 1000, t0), AccountingUnavailable, 'owed counters are bounded');
       assert.throws(() => meter.spend('m:x', 1, 0, null, t0 + 5_000), AccountingUnavailable, 'past the grace period');
-      failing = false;
+      fail(false);
       meter.sweep(t0 + 6_000);
       assert.equal(real.spent('m:x'), 100, 'what was answered meanwhile is written');
       assert.equal(real.spent('d:x:7'), 1);
@@ -422,23 +428,14 @@ describe('stores and workers at fault', () => {
   test("degraded accounting over two threads: each sees what the other owes, the limit holds for both, and both debts are written", async () => {
     const dataDir = tempDir();
     const real = new LmdbAccountingStore(dataDir);
-    let failing = false;
-    const fail = (): never => {
-      throw new Error('ENOSPC');
-    };
-    const store = {
-      spent: (c: string) => real.spent(c),
-      reserve: (c: string, n: number, e: number, l: number | null) => (failing ? fail() : real.reserve(c, n, e, l)),
-      release: (c: string, n: number) => (failing ? fail() : real.release(c, n)),
-      takeTokens: (b: string, w: number, r: number, bu: number, t: number) => (failing ? fail() : real.takeTokens(b, w, r, bu, t)),
-    } as unknown as LmdbAccountingStore;
+    const { store, fail } = failingStore(real);
     // Two threads' meters over one process's table (as front-end threads have it).
     const table = new OwedTable();
     const a = new Meter(store, 60_000, undefined, table);
     const b = new Meter(store, 60_000, undefined, new OwedTable(table.shared));
     try {
       real.reserve('m:org', 15, 0, null);
-      failing = true;
+      fail(true);
       const t0 = Date.now();
       for (let i = 0; i < 25; i++) assert.equal(a.spend('m:org', 1, 0, null, t0), 1);
       for (let i = 0; i < 25; i++) assert.equal(b.spend('m:org', 1, 0, null, t0), 1);
@@ -448,7 +445,7 @@ describe('stores and workers at fault', () => {
       let granted = 0;
       for (let i = 0; i < 40; i++) granted += a.spend('m:org', 1, 0, 100, t0) + b.spend('m:org', 1, 0, 100, t0);
       assert.equal(granted, 35);
-      failing = false;
+      fail(false);
       a.sweep(t0 + 10);
       b.sweep(t0 + 10);
       assert.equal(real.spent('m:org'), 100, "both threads' debts are written");

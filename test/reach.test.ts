@@ -191,6 +191,13 @@ describe("one customer's reach", () => {
       assert.equal((await get(svc.port, `/api/v1/database/downloads?limit=${bad}`, auth(manager))).status, 400, bad);
     }
     assert.deepEqual([listLimit(null), listLimit('7'), listLimit('201'), listLimit('1' + '0'.repeat(30))], [50, 7, 200, 200]);
+    // The CLI reads --limit by the same rule.
+    const audit = (limit: string) =>
+      run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'audit', '--limit', limit, '--json'], { env: { ...process.env, ...testStoreEnv(d.dataDir) } }).then(
+        () => 0,
+        (e: { code: number }) => e.code,
+      );
+    assert.deepEqual([await audit('500'), await audit('0')], [0, 2]);
   });
 
   test("key lists have a budget per organisation: a flood of pages is refused at once, with Retry-After", async () => {

@@ -68,12 +68,10 @@ export class OwedTable {
     Atomics.sub(this.header, 0, 1);
   }
 
-  /** Adds (or, negative, removes) units owed on the counter; false when the table is full. */
-  add(counter: string, units: number): boolean {
+  /** Adds (or, negative, removes) units owed on the counter; nothing where it finds no slot. */
+  add(counter: string, units: number): void {
     const i = this.slot(counter, true);
-    if (i < 0) return false;
-    Atomics.add(this.units, i, BigInt(units));
-    return true;
+    if (i >= 0) Atomics.add(this.units, i, BigInt(units));
   }
 
   /** Forgets every slot once nothing is owed anywhere (a sweep's work, after an outage). */

@@ -39,3 +39,5 @@ export const orgCounter = (orgId: string, w: Window): string => `m:${w.id}:${org
 export const sourceCounter = (source: string, w: Window): string => `d:${w.id}:${source}`;
 export const keyBucket = (keyId: string): string => `r:k:${keyId}`;
 export const sourceBucket = (source: string): string => `r:a:${source}`;
+/** An organisation's key-list pages (the public key list's rate). */
+export const keyListBucket = (orgId: string): string => `r:l:${orgId}`;

@@ -323,14 +323,12 @@ export interface Page<T> {
 export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: string): Page<ApiKey> {
   // The cursor's place, then one range of the (org_id, created_at, id) index: a page reads
   // its own rows only, however many keys the organisation holds.
-  const from = after === undefined ? null : (db.prepare('SELECT created_at FROM api_keys WHERE id = ?').get(after) as { created_at: string } | undefined);
-  const rows = (
-    after === undefined
-      ? db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id LIMIT ?').all(orgId, limit + 1)
-      : from === undefined
-        ? []
-        : db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?').all(orgId, from!.created_at, after, limit + 1)
-  ) as KeyRow[];
+  let rows: KeyRow[];
+  if (after === undefined) rows = db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id LIMIT ?').all(orgId, limit + 1) as KeyRow[];
+  else {
+    const from = db.prepare('SELECT created_at FROM api_keys WHERE id = ?').get(after) as { created_at: string } | undefined;
+    rows = from === undefined ? [] : (db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?').all(orgId, from.created_at, after, limit + 1) as KeyRow[]);
+  }
   const items = rows.slice(0, limit).map(keyOf);
   return { items, next: rows.length > limit ? items[items.length - 1].id : null };
 }

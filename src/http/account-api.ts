@@ -21,6 +21,8 @@ import type { RouteTable } from './routes.js';
 import { Gate } from './gate.js';
 import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../accounts/audit.js';
 import { LIMIT_RULE, listLimit } from '../accounts/operator.js';
+import type { Rate } from '../accounts/plans.js';
+import { keyListBucket } from '../accounting/windows.js';
 import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
 import type { Metrics } from './metrics.js';
 
@@ -33,14 +35,12 @@ export interface KeyLimits {
 }
 
 /**
- * Key-list pages an organisation may ask a thread for: a burst, refilled each second. A page
- * of 200 keys costs the thread about half a millisecond, so 16 clients paging without pause
- * would queue every lookup on it behind theirs; past the budget a page answers 429 at once.
+ * Key-list pages an organisation may ask for: a burst, refilled each second (a token bucket of
+ * the accounting store, as lookups' rates are). A page of 200 keys costs a thread about half a
+ * millisecond, so 16 clients paging without pause would queue every lookup behind theirs;
+ * past the budget a page answers 429 at once.
  */
-const LIST_BURST = 100;
-const LIST_PER_S = 20;
-/** Organisations whose list budgets a thread remembers; past it the oldest are forgotten. */
-const MAX_LIST_BUCKETS = 10_000;
+const KEY_LIST_RATE: Rate = { perSecond: 20, burst: 100 };
 
 const HANDS_ON = 'a key hands on only what it holds: scopes among its own, an expiry no later than its own, source ranges inside its own';
 const CHANGE_WINDOW_MS = 60_000;
@@ -82,8 +82,6 @@ function holdsAtMost(target: ApiKey, caller: Caller): boolean {
 }
 
 export class AccountApi {
-  /** Key-list budgets per organisation: tokens left and when they were counted. */
-  private readonly listBudgets = new Map<string, { tokens: number; atMs: number }>();
   private client!: RequestClient;
   private routes!: RouteTable;
   private metrics!: Metrics;
@@ -171,22 +169,6 @@ export class AccountApi {
     readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, actor, text)));
   }
 
-  /** Takes a page from the organisation's key-list budget: 0, or whole seconds to wait. */
-  private listRefused(orgId: string, nowMs: number): number {
-    let b = this.listBudgets.get(orgId);
-    if (b === undefined) {
-      if (this.listBudgets.size >= MAX_LIST_BUCKETS) this.listBudgets.delete(this.listBudgets.keys().next().value!);
-      this.listBudgets.set(orgId, (b = { tokens: LIST_BURST, atMs: nowMs }));
-    }
-    b.tokens = Math.min(LIST_BURST, b.tokens + ((nowMs - b.atMs) / 1000) * LIST_PER_S);
-    b.atMs = nowMs;
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
-    return Math.max(1, Math.ceil((1 - b.tokens) / LIST_PER_S));
-  }
-
   /** The audit log's actor: the managing key, from the client's address (read in the handler). */
   private actorOf(c: Caller): Actor {
     return { who: `key:${c.key.id}`, source: this.client.text() };
@@ -243,10 +225,11 @@ export class AccountApi {
   private list(res: HttpResponse, req: HttpRequest): void {
     const c = this.manager(res, req);
     if (!c) return;
-    const retry = this.listRefused(c.org.id, Date.now());
-    if (retry > 0) {
-      return sendRc(res, RC.RATE_LIMITED, `key lists come at most ${LIST_PER_S} pages a second (${LIST_BURST} at once) for an organisation: retry in ${retry} s`, this.metrics, {
-        headers: [['Retry-After', String(retry)]],
+    const turn = this.gate.take(keyListBucket(c.org.id), KEY_LIST_RATE, Date.now());
+    if (!turn.ok) {
+      const { perSecond, burst } = KEY_LIST_RATE;
+      return sendRc(res, RC.RATE_LIMITED, `key lists come at most ${perSecond} pages a second (${burst} at once) for an organisation: retry in ${turn.retryAfter} s`, this.metrics, {
+        headers: [['Retry-After', String(turn.retryAfter)]],
       });
     }
     const query = new URLSearchParams(req.getQuery() ?? '');

@@ -249,6 +249,14 @@ export class Gate {
     return party;
   }
 
+  /**
+   * A token from another rate of the caller's (its organisation's key-list pages): the same
+   * buckets as lookups' rates, shared by every thread and node through the accounting store.
+   */
+  take(bucket: string, rate: Rate, nowMs: number): RateDecision {
+    return this.meter.take(bucket, rate, nowMs);
+  }
+
   /** Spends up to `units` lookups of the admission's allowance; returns those granted. */
   spend(a: Admission, units: number, nowMs: number): number {
     return a.rate === null ? units : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);

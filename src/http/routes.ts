@@ -58,10 +58,8 @@ const MAX_LOGGED_PATH = 256;
 export class RouteTable {
   private readonly routes: Route[] = [];
   /** When a failure was last logged, and how many were not logged since (no log floods). */
-  private loggedAtMs = 0;
-  private unlogged = 0;
-  private unavailableLoggedAtMs = 0;
-  private unavailableUnlogged = 0;
+  private readonly failureLog = new EveryWhile(FAILURE_LOG_EVERY_MS);
+  private readonly unavailableLog = new EveryWhile(FAILURE_LOG_EVERY_MS);
 
   constructor(
     private readonly app: HttpApp,
@@ -184,21 +182,12 @@ export class RouteTable {
     if (unavailable) {
       // Expected while a store is unreachable: answered 503 (counted by status), not a handler
       // failure; one warning a while says so, whatever the traffic.
-      if (now - this.unavailableLoggedAtMs >= FAILURE_LOG_EVERY_MS) {
-        this.log.warn('a store requests need is unreachable: answering 503 with Retry-After', { reason: e.message, ...(this.unavailableUnlogged ? { not_logged_since: this.unavailableUnlogged } : {}) });
-        this.unavailableLoggedAtMs = now;
-        this.unavailableUnlogged = 0;
-      } else this.unavailableUnlogged++;
-    } else if (now - this.loggedAtMs >= FAILURE_LOG_EVERY_MS) {
+      this.unavailableLog.write(now, (skipped) => this.log.warn('a store requests need is unreachable: answering 503 with Retry-After', { reason: e.message, ...skipped }));
+    } else {
       this.metrics.handlerFailures++;
       // Expected operational failures (IpsiftError: a store that cannot be written) need no stack.
       const reason = e instanceof IpsiftError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
-      this.log.error('request handler failed', { reason, ...(this.unlogged ? { not_logged_since: this.unlogged } : {}) });
-      this.loggedAtMs = now;
-      this.unlogged = 0;
-    } else {
-      this.metrics.handlerFailures++;
-      this.unlogged++;
+      this.failureLog.write(now, (skipped) => this.log.error('request handler failed', { reason, ...skipped }));
     }
     try {
       if (unavailable) res.cork(() => sendError(res, 'code' in internal ? RC.UNAVAILABLE : ERRORS.unavailable, this.metrics, { headers: [['Retry-After', String(RETRY_AFTER_UNAVAILABLE_S)]] }));
@@ -240,5 +229,20 @@ export class RouteTable {
       for (const m of r.methods) if (!methods.includes(m)) methods.push(m);
     }
     return methods;
+  }
+}
+
+/** A log line at most once per `everyMs`, saying how many were left out since the last. */
+class EveryWhile {
+  private atMs = -Infinity;
+  private skipped = 0;
+
+  constructor(private readonly everyMs: number) {}
+
+  write(nowMs: number, line: (skipped: { not_logged_since?: number }) => void): void {
+    if (nowMs - this.atMs < this.everyMs) return void this.skipped++;
+    line(this.skipped ? { not_logged_since: this.skipped } : {});
+    this.atMs = nowMs;
+    this.skipped = 0;
   }
 }
