@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import net from 'node:net';
 import os from 'node:os';
-import { PostgresDb } from '../src/accounts/postgres.js';
+import { PostgresDb } from '../src/control/postgres.js';
 import type { ControlDbConfig } from '../src/config.js';
 import { CONNECTIONS, SECONDS, cpuSeconds, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
 

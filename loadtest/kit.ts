@@ -7,12 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
+import { createKey, createOrganisation } from '../src/control/accounts.js';
 import type { ControlDbConfig } from '../src/config.js';
-import { openControlDb } from '../src/accounts/control-db.js';
-import { loadPlans } from '../src/accounts/plans.js';
+import { openControlDb } from '../src/control/control-db.js';
+import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
-import { buildDir, listBuilds, readCurrentBuildId } from '../src/build/builds.js';
+import { buildDir, listBuilds, readCurrentBuildId } from '../src/index/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { writeFeedCsv } from '../scripts/gen-feeds.js';
 

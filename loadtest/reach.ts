@@ -12,8 +12,8 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { createKey, createOrganisation } from '../src/accounts/accounts.js';
-import { loadPlans } from '../src/accounts/plans.js';
+import { createKey, createOrganisation } from '../src/control/accounts.js';
+import { loadPlans } from '../src/model/plans.js';
 import { PROJECT_ROOT, openTestControlDb, plansFile, publishedDataDir, serveProcess } from '../test/helpers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,7 +10,7 @@ import { runBuild } from '../src/build/build.js';
 import { REAL, importRealData } from './real-data.js';
 import { qualityLines, qualityOf } from './quality.js';
 import { unknownProvidersLine } from '../src/model/providers.js';
-import { INDEX_FILE } from '../src/build/builds.js';
+import { INDEX_FILE } from '../src/index/builds.js';
 import { loadIndexFile } from '../src/index/loader.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -2,19 +2,19 @@
 // Changes reach running servers within AUTH_POLL_MS (they watch the control database).
 
 import os from 'node:os';
-import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './accounts/admin-tokens.js';
-import { recordAudit } from './accounts/audit.js';
-import { LIMIT_RULE, Operator, listLimit } from './accounts/operator.js';
-import { openControlDb, type ControlDb } from './accounts/control-db.js';
-import { loadPlans, type Plans } from './accounts/plans.js';
+import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './control/admin-tokens.js';
+import { recordAudit } from './control/audit.js';
+import { LIMIT_RULE, Operator, listLimit } from './control/operator.js';
+import { openControlDb, type ControlDb } from './control/control-db.js';
+import { loadPlans, type Plans } from './model/plans.js';
 import type { AccountingStore } from './accounting/store.js';
 import { openAccountingStore } from './accounting/open-store.js';
 import { UsageError, parse, print, printable } from './cli-common.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
-import type { LicenseType } from './catalogue/licences.js';
-import { publishExports } from './catalogue/publish.js';
+import type { LicenseType } from './control/licences.js';
+import { publishExports } from './publish/publish.js';
 import { publishIndexReplica } from './replica/index-replica.js';
-import { readCurrentBuildId } from './build/builds.js';
+import { readCurrentBuildId } from './index/builds.js';
 import { openStore } from './store/open-store.js';
 import { importSources, loadSources } from './feeds/sources.js';
 import { loadConfig, type Config } from './config.js';

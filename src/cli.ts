@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, makeServing, readCurrentBuildId } from './build/builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, makeServing, readCurrentBuildId } from './index/builds.js';
 import { loadIndexFile } from './index/loader.js';
 import { ConfigError, loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';

@@ -5,10 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseNetwork, type Network } from './net/network.js';
 import { TIERS, tierIndex } from './model/projection.js';
-import { DEFAULT_PLANS_FILE } from './accounts/plans.js';
-import { DEFAULT_CATALOGUE_FILE } from './catalogue/catalogue.js';
+import { DEFAULT_PLANS_FILE } from './model/plans.js';
+import { fileURLToPath } from 'node:url';
 import { IpsiftError } from './errors.js';
 import { LOG_LEVELS, type LogLevel } from './log.js';
+
+/** The catalogue shipped with ipsift (config/catalogue.json), used where CATALOGUE_FILE is not set. */
+export const DEFAULT_CATALOGUE_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/catalogue.json');
 
 export interface Config {
   readonly host: string;

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runBuild } from './build/build.js';
-import { listBuilds } from './build/builds.js';
+import { listBuilds } from './index/builds.js';
 import { importFeed, type ImportOptions } from './feeds/import.js';
 import { IpsiftError } from './errors.js';
 import { listFeeds } from './feeds/store.js';

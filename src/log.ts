@@ -38,7 +38,7 @@ export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 /**
  * Runtime warnings as log lines, not free text among the JSON (on every thread that may load a
  * module which warns). node:sqlite's "experimental" notice is dropped: ipsift chose that driver
- * on purpose (accounts/sqlite.ts).
+ * on purpose (control/sqlite.ts).
  */
 export function structuredWarnings(log: Logger): void {
   process.removeAllListeners('warning');

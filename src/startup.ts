@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { CONTROL_DB_FILE } from './accounts/control-db.js';
-import { buildsDir } from './build/builds.js';
+import { CONTROL_DB_FILE } from './control/control-db.js';
+import { buildsDir } from './index/builds.js';
 import { ConfigError, type Config } from './config.js';
 import { IpsiftError, reasonOf } from './errors.js';
 import { makeDirectory } from './files.js';

@@ -2,8 +2,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createOrganisation, listOrganisations, revokeKey, setHardLimit } from '../src/accounts/accounts.js';
-import { loadPlans, parsePlans } from '../src/accounts/plans.js';
+import { createKey, createOrganisation, listOrganisations, revokeKey, setHardLimit } from '../src/control/accounts.js';
+import { loadPlans, parsePlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { jsonLogger } from '../src/log.js';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { importFeed } from '../src/feeds/import.js';
 import { answerBatch, decodeOutcome } from '../src/lookup/batch.js';
-import { ERRORS } from '../src/api/errors.js';
+import { ERRORS } from '../src/wire/errors.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { buildIndex, tempDir, writeFile } from './helpers.js';

@@ -9,7 +9,7 @@ import { explainAddress } from '../src/build/explain.js';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listFeeds } from '../src/feeds/store.js';
 import { PROJECT_ROOT, answerOf, buildIndex, get, openTestControlDb, raw, startTestService, tempDir, writeFile } from './helpers.js';
-import { createAdminToken } from '../src/accounts/admin-tokens.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
 import { runBuild } from '../src/build/build.js';
 
 /** Imports text as a feed of the given options into dataDir. */

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Service } from '../src/service.js';
 import { fuzz, operatorTargets } from './fuzz.js';
-import { createAdminToken } from '../src/accounts/admin-tokens.js';
-import { Operator } from '../src/accounts/operator.js';
-import { loadPlans } from '../src/accounts/plans.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
+import { Operator } from '../src/control/operator.js';
+import { loadPlans } from '../src/model/plans.js';
 import { get, openTestControlDb, publishedDataDir, request, startTestService } from './helpers.js';
 
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, buildDir } from '../src/build/builds.js';
+import { INDEX_FILE, buildDir } from '../src/index/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';

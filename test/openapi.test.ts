@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
-import { listOrganisations } from '../src/accounts/accounts.js';
-import { createAdminToken } from '../src/accounts/admin-tokens.js';
-import { openApiDocument } from '../src/http/openapi.js';
+import { listOrganisations } from '../src/control/accounts.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
+import { openApiDocument } from '../src/api/openapi.js';
 import type { Service } from '../src/service.js';
 import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
 

@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
-import { createAdminToken } from '../src/accounts/admin-tokens.js';
-import { AUTH_POLL_MS } from '../src/accounts/auth.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
+import { AUTH_POLL_MS } from '../src/control/auth.js';
 import type { Service } from '../src/service.js';
 import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testStoreEnv, type Reply, writeFile } from './helpers.js';
 

@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { PostgresDb } from '../src/accounts/postgres.js';
+import { PostgresDb } from '../src/control/postgres.js';
 import type { ControlDbConfig } from '../src/config.js';
 import { freePort, killChild, PROJECT_ROOT } from './helpers.js';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, readCurrentBuildId } from '../src/build/builds.js';
+import { INDEX_FILE, readCurrentBuildId } from '../src/index/builds.js';
 import { FORMAT_VERSION } from '../src/index/format.js';
 import { jsonLogger } from '../src/log.js';
 import { importFeed } from '../src/feeds/import.js';

@@ -4,9 +4,9 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { AUTH_POLL_MS } from '../src/accounts/auth.js';
-import { createKey, listOrganisations, revokeKey, rotateKey } from '../src/accounts/accounts.js';
-import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '../src/accounts/tokens.js';
+import { AUTH_POLL_MS } from '../src/control/auth.js';
+import { createKey, listOrganisations, revokeKey, rotateKey } from '../src/control/accounts.js';
+import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '../src/control/tokens.js';
 import type { Service } from '../src/service.js';
 import { get, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
 

@@ -1,11 +1,11 @@
 // Piscina worker: answers one POST /batch body against the shared index.
 
 import { move } from 'piscina';
-import { ERRORS } from '../src/api/errors.js';
+import { ERRORS } from '../src/wire/errors.js';
 import { REFUSE_KEYLESS, WARM_UP, type BatchTask } from '../src/batch/protocol.js';
 import { RangeIndex } from '../src/index/range-index.js';
 import { answerBatch, compressOutcome } from '../src/lookup/batch.js';
-import type { Coding } from '../src/http/content-coding.js';
+import type { Coding } from '../src/wire/codings.js';
 
 let generation = -1;
 let index: RangeIndex | null = null;

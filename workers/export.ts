@@ -3,7 +3,7 @@
 
 import fs from 'node:fs';
 import { workerData } from 'node:worker_threads';
-import { DATABASES } from '../src/catalogue/databases.js';
+import { DATABASES } from '../src/exports/databases.js';
 import { writeDatabases } from '../src/exports/exporter.js';
 import { exportInputOf, type SharedExportInput } from '../src/exports/parallel.js';
 

@@ -13,7 +13,7 @@
 // thread owes meanwhile is also in the process's OwedTable, so every thread's usage and
 // overage limit count what the others answered (one thread's debt was invisible to the rest).
 
-import type { Rate } from '../accounts/plans.js';
+import type { Rate } from '../model/plans.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AccountingStore } from './store.js';

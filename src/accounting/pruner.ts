@@ -2,7 +2,7 @@
 // keyless source ever seen would keep a day counter and a token bucket for good. Any process
 // on the data directory may prune; deleting what is stale is the same whoever does it.
 
-import type { Plans, Rate } from '../accounts/plans.js';
+import type { Plans, Rate } from '../model/plans.js';
 import { reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AccountingStore } from './store.js';

@@ -10,7 +10,7 @@ import { providerNamed } from '../model/providers.js';
 import { effectivePriority } from '../feeds/evidence.js';
 import { detailsText, flagMask } from '../model/projection.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/store.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, makeServing } from './builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, makeServing } from '../index/builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';

@@ -1,14 +1,12 @@
 // The catalogue as configured (config/catalogue.json, or CATALOGUE_FILE): which bases and
 // schema versions are offered, with names, summaries, formats and update frequency. Each
-// version must be one the exporter knows (src/catalogue/databases.ts defines its columns).
+// version must be one the exporter knows (src/exports/databases.ts defines its columns).
 
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { DATABASES, FORMATS, type DatabaseDef, type Format } from './databases.js';
+import { DATABASES, FORMATS, type DatabaseDef, type Format } from '../exports/databases.js';
 import { IpsiftError } from '../errors.js';
+import { DEFAULT_CATALOGUE_FILE } from '../config.js';
 
-export const DEFAULT_CATALOGUE_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/catalogue.json');
 
 export interface CatalogueVersion {
   id: string;

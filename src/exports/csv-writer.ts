@@ -5,7 +5,7 @@
 import zlib from 'node:zlib';
 import { ArtifactFile } from './artifact-file.js';
 import type { Checksums } from './checksums.js';
-import type { Cell } from '../catalogue/databases.js';
+import type { Cell } from './databases.js';
 
 const MEMBER_BYTES = 4 << 20;
 /** zlib level 3: on a 1 M-range build, files 6–13 % larger than level 4, and the build under 30 s. */

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, DETAIL_FIELDS } from '../model/categories.js';
 import { formatIPv4, formatIPv6Words } from '../net/address.js';
-import { DATABASES, providerId, type Cell, type Column, type DatabaseDef, type Format, type RecordDetails, type RecordView } from '../catalogue/databases.js';
+import { DATABASES, providerId, type Cell, type Column, type DatabaseDef, type Format, type RecordDetails, type RecordView } from './databases.js';
 import type { Checksums } from './checksums.js';
 import { forEachUnaliased, forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { CsvGzWriter, csvField } from './csv-writer.js';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { DATABASES, type DatabaseDef } from '../catalogue/databases.js';
+import { DATABASES, type DatabaseDef } from './databases.js';
 import { EXPORTS_DIR, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
 import { wordsOf } from './cidr.js';
 import { makeDirectory } from '../files.js';

@@ -3,21 +3,23 @@
 // the main thread when FRONTEND_THREADS is 1, and once on each front-end thread otherwise
 // (threads.ts), every one reading the same index and accounting store.
 
-import { KeyCache } from '../accounts/auth.js';
-import { openControlDb } from '../accounts/control-db.js';
-import { loadPlans } from '../accounts/plans.js';
+import { KeyCache } from '../control/auth.js';
+import { openControlDb } from '../control/control-db.js';
+import { loadPlans } from '../model/plans.js';
 import { Meter } from '../accounting/meter.js';
 import type { AccountingStore } from '../accounting/store.js';
 import { openAccountingStore } from '../accounting/open-store.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
-import { retryAfterOf } from '../catalogue/scheduler.js';
+import { retryAfterOf } from '../publish/scheduler.js';
 import type { Config } from '../config.js';
-import { AccountApi } from '../http/account-api.js';
-import { DatabaseApi, fileTransfers } from '../http/database-api.js';
-import { Gate } from '../http/gate.js';
+import { AccountApi } from '../api/account.js';
+import { DatabaseApi } from '../api/databases.js';
+import { GeoipUpdateApi } from '../api/geoipupdate.js';
+import { fileTransfers } from '../http/file-transfer.js';
+import { Gate } from '../api/gate.js';
 import type { Metrics } from '../http/metrics.js';
-import { createLookupApp, type LookupShared } from '../http/server.js';
+import { createLookupApp, type LookupShared } from '../api/lookup.js';
 import type { HttpServer, Listener } from '../http/server/types.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -75,7 +77,9 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     const { app, metrics, client, routes } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared);
     new AccountApi(control, gate, keys, log, config).register(routes, metrics, client);
     const state = s.schedulerState;
-    new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null)).register(routes, metrics, client);
+    const databases = new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null));
+    databases.register(routes, metrics, client);
+    if (files) new GeoipUpdateApi(databases, files, gate, client, metrics).register(routes);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
     const unwatch = metrics.watchEventLoop();
     return {

@@ -5,7 +5,8 @@
 
 import type { Bytes, HttpResponse } from './server/types.js';
 import { passThrough } from './response-wrapper.js';
-import { CODING_NAMES, IDENTITY, MIN_COMPRESSED_BYTES, compress, writeCoding, type Coding } from './content-coding.js';
+import { CODING_NAMES, IDENTITY, MIN_COMPRESSED_BYTES, compress, type Coding } from '../wire/codings.js';
+import { writeCoding } from './content-coding.js';
 
 function bytesOf(body: Bytes): Uint8Array {
   if (typeof body === 'string') return Buffer.from(body, 'utf8');

@@ -1,21 +1,9 @@
-// Content codings (RFC 9110 §8.4, §12.5.3): which one an Accept-Encoding asks for, and the
-// compression itself. Only answers worth it are compressed: bodies of MIN_COMPRESSED_BYTES
-// or more (a batch, a catalogue; a single lookup's answer is smaller and never reads the
-// header). Levels are chosen for speed: a batch is compressed on the worker that answered it,
-// and a level that took longer than the lookups themselves would halve the pool's throughput.
+// Content-coding negotiation (RFC 9110 §8.4, §12.5.3): which coding an Accept-Encoding asks
+// for, and the headers of a compressed answer. The codings and the compression itself are in
+// wire/codings.ts, where the batch workers reach them too.
 
-import zlib from 'node:zlib';
 import type { HttpResponse } from './server/types.js';
-
-export const IDENTITY = 0;
-export const GZIP = 1;
-export const BR = 2;
-export type Coding = typeof IDENTITY | typeof GZIP | typeof BR;
-
-export const CODING_NAMES = ['identity', 'gzip', 'br'] as const;
-
-/** Below this, compression saves less than the headers it adds and the time it takes. */
-export const MIN_COMPRESSED_BYTES = 1024;
+import { BR, CODING_NAMES, GZIP, IDENTITY, type Coding } from '../wire/codings.js';
 
 /** The longest Accept-Encoding read; the rest is ignored (a client's list is a few dozen bytes). */
 const MAX_ACCEPT_LENGTH = 512;
@@ -61,19 +49,6 @@ export function negotiate(acceptEncoding: string): Coding {
 
 /** Whether gzip is acceptable (downloads have a gzip form only). */
 export const acceptsGzip = (acceptEncoding: string): boolean => acceptEncoding !== '' && weightsOf(acceptEncoding).gzip > 0;
-
-const GZIP_OPTIONS: zlib.ZlibOptions = { level: 1 };
-const BR_OPTIONS: zlib.BrotliOptions = {
-  params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT },
-};
-
-/** The body in `coding` (a new buffer). */
-export function compress(body: Uint8Array, coding: Coding): Uint8Array {
-  if (coding === GZIP) return zlib.gzipSync(body, GZIP_OPTIONS);
-  if (coding === BR) return zlib.brotliCompressSync(body, { ...BR_OPTIONS, params: { ...BR_OPTIONS.params, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength } });
-  return body;
-}
-
 
 /**
  * Content-Encoding for a compressed answer, and Vary: only answers that were compressed say

@@ -1,10 +1,10 @@
-// The writers of every non-lookup answer: an error from the catalogue (api/errors.ts), or a
+// The writers of every non-lookup answer: an error from the catalogue (wire/errors.ts), or a
 // JSON document. Each counts its status for the metrics. Late answers (after an await or a
 // worker) go through `late`, which corks the writes and skips a response the client aborted.
 
 import type { HttpResponse } from './server/types.js';
-import { statusLine, type ErrorAnswer, type RcError } from '../api/errors.js';
-import { writeJsonType } from './json-head.js';
+import { statusLine, type ErrorAnswer, type RcError } from '../wire/errors.js';
+import { writeJsonType } from './json.js';
 import type { Metrics } from './metrics.js';
 
 export interface ErrorOptions {

@@ -6,7 +6,7 @@
 
 import { matchPath, parsePattern, type Pattern } from './server/patterns.js';
 import type { HttpApp, HttpRequest, HttpResponse } from './server/types.js';
-import { ERRORS, RC, type ErrorAnswer } from '../api/errors.js';
+import { ERRORS, RC, type ErrorAnswer } from '../wire/errors.js';
 import { IpsiftError, Unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Cors } from './cors.js';

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, currentPointerFile, readCurrentBuildId } from '../build/builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, currentPointerFile, readCurrentBuildId } from './builds.js';
 import type { Logger } from '../log.js';
 import { RangeIndex } from './range-index.js';
 

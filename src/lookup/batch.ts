@@ -2,12 +2,12 @@
 // exact duplicates, answer each distinct string once, keyed by the exact input string.
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
-import { ERRORS, type ApiError } from '../api/errors.js';
+import { ERRORS, type ApiError } from '../wire/errors.js';
 import { NOT_ADDRESS, writeAscii } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch, REPEATED } from './address-batch.js';
 import { answerBytes, writeAnswerOpening, writeAnswerRest } from './answer.js';
-import { IDENTITY, MIN_COMPRESSED_BYTES, compress, type Coding } from '../http/content-coding.js';
+import { IDENTITY, MIN_COMPRESSED_BYTES, compress, type Coding } from '../wire/codings.js';
 
 export const MAX_BATCH_ADDRESSES = 1000;
 

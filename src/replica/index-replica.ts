@@ -13,7 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, listBuilds, makeServing, readCurrentBuildId } from '../build/builds.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, listBuilds, makeServing, readCurrentBuildId } from '../index/builds.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import { loadIndexFile } from '../index/loader.js';
 import type { Logger } from '../log.js';

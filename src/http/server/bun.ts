@@ -11,7 +11,7 @@
 // 401 `invalid API key`); a streamed body is sent chunked (Bun drops a Content-Length set on
 // a stream), so file downloads go through endWithFile, which has one.
 
-import { ERRORS, type ErrorAnswer } from '../../api/errors.js';
+import { ERRORS, type ErrorAnswer } from '../../wire/errors.js';
 import { arrayBufferOf, textOf } from './bytes.js';
 import { peerBytes } from './peer.js';
 import { Router, lowerMethod } from './router.js';

@@ -6,7 +6,7 @@
 
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERRORS, type ErrorAnswer } from '../../api/errors.js';
+import { ERRORS, type ErrorAnswer } from '../../wire/errors.js';
 import { arrayBufferOf, textOf } from './bytes.js';
 import { peerBytes } from './peer.js';
 import { Router, lowerMethod } from './router.js';

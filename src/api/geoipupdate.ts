@@ -24,15 +24,16 @@
 
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import type { HttpRequest, HttpResponse } from './server/types.js';
-import { RC, type RcError } from '../api/errors.js';
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+import { RC, type RcError } from '../wire/errors.js';
 import type { LocalStore } from '../store/local-store.js';
-import type { RequestClient } from './client.js';
+import type { RequestClient } from '../http/client.js';
 import { Gate } from './gate.js';
-import type { Metrics } from './metrics.js';
-import { late, pending, sendJson } from './reply.js';
-import type { RouteTable } from './routes.js';
-import { KEY_REFUSALS, parseRange, rc, sendFile, type Ask, type DatabaseApi, type FileAnswer, type Outcome } from './database-api.js';
+import type { Metrics } from '../http/metrics.js';
+import { late, pending, sendJson } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import { KEY_REFUSALS, rc, type Ask, type DatabaseApi, type Outcome } from './databases.js';
+import { parseRange, sendFile, type FileAnswer } from '../http/file-transfer.js';
 
 /** `Basic base64(user:password)`, as the user and the password; null when it is not that. */
 export function basicCredentials(header: string): { user: string; password: string } | null {

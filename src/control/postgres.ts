@@ -162,7 +162,7 @@ export class PostgresDb implements SqlDatabase {
     }
   }
 
-  /** The change counter the control tables' triggers bump (control-schema.ts). */
+  /** The change counter the control tables' triggers bump (schema.ts). */
   dataVersion(): number {
     return Number(this.query('SELECT v FROM control_version', []).rows[0]?.v ?? 0);
   }

@@ -5,7 +5,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { parseNetwork } from '../net/network.js';
 import type { ControlDb } from './control-db.js';
-import type { Plan, Plans } from './plans.js';
+import type { Plan, Plans } from '../model/plans.js';
 import { IpsiftError } from '../errors.js';
 
 export const SCOPES = ['db.download', 'apikeys.manage'] as const;

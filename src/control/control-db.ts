@@ -8,7 +8,7 @@ import path from 'node:path';
 import { openSqlite, sqliteCode, type SqlDatabase } from './sqlite.js';
 import { PostgresDb } from './postgres.js';
 import { redactUrl } from '../log.js';
-import { controlMigrations } from './control-schema.js';
+import { controlMigrations } from './schema.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { ControlDbConfig } from '../config.js';
 import { makeDirectory } from '../files.js';

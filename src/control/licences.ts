@@ -1,8 +1,8 @@
 // Licences per organisation and database base (DESIGN.md §6), and the standing derived from
 // the clock: licensed while in term, expired after a term ended, unlicensed if never held.
 
-import type { ControlDb } from '../accounts/control-db.js';
-import { AccountError, getOrganisation } from '../accounts/accounts.js';
+import type { ControlDb } from './control-db.js';
+import { AccountError, getOrganisation } from './accounts.js';
 
 export type LicenseType = 'evaluation' | 'subscription';
 export type Standing = 'licensed' | 'expired' | 'unlicensed';

@@ -7,8 +7,8 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { createKey, createOrganisation, listOrganisations } from './accounts.js';
 import type { ControlDb } from './control-db.js';
-import type { Plans } from './plans.js';
-import { grantLicence } from '../catalogue/licences.js';
+import type { Plans } from '../model/plans.js';
+import { grantLicence } from './licences.js';
 
 export const DEMO_KEYS_FILE = 'demo-keys.json';
 

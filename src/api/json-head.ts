@@ -19,26 +19,10 @@
 // before the key). A number wider than its slot rebuilds the template with a wider one.
 // Every value is a number made here, so nothing from a client reaches this text.
 
-import type { HttpResponse } from './server/types.js';
-import type { Rate } from '../accounts/plans.js';
+import type { HttpResponse } from '../http/server/types.js';
+import type { Rate } from '../model/plans.js';
 import type { Admission } from './gate.js';
-import { nativeString } from './server/bytes.js';
-
-const CONTENT_TYPE = nativeString('Content-Type');
-/**
- * Every JSON answer depends on the caller (its key's plan, its quota, its licences, its rate
- * bucket): no shared cache may keep it, and no cache at all a lookup's quota numbers.
- */
-const NO_STORE = 'private, no-store';
-/** Documents with an ETag (metadata, checksum): a private cache may keep them and revalidate. */
-export const REVALIDATE = 'private, no-cache';
-const JSON_TYPE = nativeString(`application/json\r\nCache-Control: ${NO_STORE}`);
-const JSON_TYPE_REVALIDATED = nativeString(`application/json\r\nCache-Control: ${REVALIDATE}`);
-
-/** Content-Type: application/json and Cache-Control, for every JSON answer of the service. */
-export function writeJsonType(res: HttpResponse, revalidate = false): HttpResponse {
-  return res.writeHeader(CONTENT_TYPE, revalidate ? JSON_TYPE_REVALIDATED : JSON_TYPE);
-}
+import { CONTENT_TYPE, NO_STORE, writeJsonType } from '../http/json.js';
 
 /** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
 const RESET_DIGITS = 7;

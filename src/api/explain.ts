@@ -7,17 +7,17 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ERRORS } from '../api/errors.js';
+import { ERRORS } from '../wire/errors.js';
 import type { Explanation } from '../build/explain.js';
 import type { IndexHolder } from '../index/loader.js';
 import { answerObject } from '../lookup/answer.js';
 import { TIER_MAX } from '../model/projection.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import type { Metrics } from './metrics.js';
-import { late, pending, sendError, sendJson } from './reply.js';
-import type { RouteTable } from './routes.js';
-import type { ControlDb } from '../accounts/control-db.js';
-import { operatorOf } from './operator-api.js';
+import type { Metrics } from '../http/metrics.js';
+import { late, pending, sendError, sendJson } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import type { ControlDb } from '../control/control-db.js';
+import { operatorOf } from './operator.js';
 
 const EXPLAIN_WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/explain.js');
 

@@ -5,8 +5,8 @@
 // before returning; answer synchronously or register onAborted; every late write inside one
 // cork; status, then headers, then body; copy onData chunks; res never leaves this thread.
 
-import type { HttpApp, HttpRequest, HttpResponse, HttpServer } from './server/types.js';
-import { ERRORS, statusLine } from '../api/errors.js';
+import type { HttpApp, HttpRequest, HttpResponse, HttpServer } from '../http/server/types.js';
+import { ERRORS, statusLine } from '../wire/errors.js';
 import { QueueFullError } from '../batch/pool.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
@@ -18,13 +18,14 @@ import type { Logger } from '../log.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import { BodyMemory, readBody } from './body.js';
-import { RequestClient } from './client.js';
-import { late, sendError, type Pending } from './reply.js';
-import { RouteTable } from './routes.js';
-import { Cors } from './cors.js';
-import { Metrics } from './metrics.js';
-import { IDENTITY, negotiate, writeCoding, type Coding } from './content-coding.js';
+import { BodyMemory, readBody } from '../http/body.js';
+import { RequestClient } from '../http/client.js';
+import { late, sendError, type Pending } from '../http/reply.js';
+import { RouteTable } from '../http/routes.js';
+import { Cors } from '../http/cors.js';
+import { Metrics } from '../http/metrics.js';
+import { negotiate, writeCoding } from '../http/content-coding.js';
+import { IDENTITY, type Coding } from '../wire/codings.js';
 import { registerOpenApi } from './openapi.js';
 
 export interface LookupApp {

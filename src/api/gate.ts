@@ -2,16 +2,16 @@
 // ranges (403) → rate (429 + Retry-After); then, once the input is known to be valid, the
 // allowance (429, no Retry-After). json-head.ts writes the quota headers from its admission.
 
-import type { HttpRequest } from './server/types.js';
-import { ERRORS, type ApiError } from '../api/errors.js';
-import { KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../accounts/auth.js';
-import type { Plans, Rate } from '../accounts/plans.js';
+import type { HttpRequest } from '../http/server/types.js';
+import { ERRORS, type ApiError } from '../wire/errors.js';
+import { KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../control/auth.js';
+import type { Plans, Rate } from '../model/plans.js';
 import { Meter, leaseExtra, type RateDecision } from '../accounting/meter.js';
 import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { inNetworks } from '../net/network.js';
-import type { Client } from './client.js';
-import { nativeString } from './server/bytes.js';
+import type { Client } from '../http/client.js';
+import { nativeString } from '../http/server/bytes.js';
 
 export interface Admission {
   readonly caller: Caller | null;

@@ -7,7 +7,7 @@ import type { FollowerState } from '../replica/index-replica.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
 import { RUNTIME, VERSION } from '../version.js';
-import { FAMILIES, LATENCY_BOUNDS, type Metrics } from './metrics.js';
+import { FAMILIES, LATENCY_BOUNDS, type Metrics } from '../http/metrics.js';
 
 export interface MetricsView {
   holder: IndexHolder;

@@ -1,5 +1,5 @@
 // The operator's service layer: every change to organisations, licences and keys that the CLI
-// (cli-accounts.ts) and the admin API (http/operator-api.ts) make goes through here, so that
+// (cli-accounts.ts) and the admin API (api/operator.ts) make goes through here, so that
 // neither can do what the other cannot — the same validation, the same answers (the CLI's
 // --json is the API's body) and one audit entry per change.
 
@@ -25,9 +25,10 @@ import {
   type Organisation,
 } from './accounts.js';
 import { listAudit, recordAudit, type Actor, type AuditEntry } from './audit.js';
+import { downloadHistory } from './downloads.js';
 import type { ControlDb } from './control-db.js';
-import type { Plans } from './plans.js';
-import { grantLicence, listLicences, revokeLicence, standingOf, type Grant, type Licence } from '../catalogue/licences.js';
+import type { Plans } from '../model/plans.js';
+import { grantLicence, listLicences, revokeLicence, standingOf, type Grant, type Licence } from './licences.js';
 import { WindowClock, orgCounter } from '../accounting/windows.js';
 import { IpsiftError } from '../errors.js';
 
@@ -310,21 +311,4 @@ export class Operator {
   auditLog(q: { orgId?: string; before?: number; limit?: number }): AuditEntry[] {
     return listAudit(this.db, { orgId: q.orgId, before: q.before, limit: q.limit ?? DEFAULT_LIST_LIMIT });
   }
-}
-
-/** An organisation's download history as interface.md §2.7 has it, newest first. */
-export function downloadHistory(db: ControlDb, orgId: string, limit: number): Record<string, unknown>[] {
-  const rows = db.prepare('SELECT * FROM downloads WHERE org_id = ? ORDER BY id DESC LIMIT ?').all(orgId, limit) as Record<string, string | number>[];
-  return rows.map((d) => ({
-    dataset_id: d.dataset_id,
-    format: d.format,
-    outcome: d.outcome,
-    sample: d.sample === 1,
-    bytes: d.bytes,
-    http_status: d.http_status,
-    apikey_id: d.apikey_id,
-    client_ip: d.client_ip,
-    user_agent: d.user_agent,
-    created: d.created,
-  }));
 }

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PLAN_TIERS } from '../model/projection.js';
+import { PLAN_TIERS } from './projection.js';
 import { IpsiftError } from '../errors.js';
 
 export const DEFAULT_PLANS_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/plans.json');

@@ -1,25 +1,25 @@
 // The operator's API on the admin port (/admin/v1/…): organisations, licences, keys of any
 // organisation, usage, download history and the audit log, through the same service layer as
-// the CLI (accounts/operator.ts). Every request carries an operator token
+// the CLI (control/operator.ts). Every request carries an operator token
 // (`Authorization: Bearer iat_…`, made by `ipsift admin token create`): admin.read for GET,
 // admin.write for changes. Errors are {"rc": code, "message": why}: 400 BAD_REQUEST, 401
 // UNAUTHORIZED (no token, unknown or revoked), 403 FORBIDDEN (scope), 404 NOT_FOUND, 409 CONFLICT.
 
-import { RC, statusLine, type RcError } from '../api/errors.js';
-import { findAdminToken, type AdminScope } from '../accounts/admin-tokens.js';
-import type { Actor } from '../accounts/audit.js';
-import { bearerToken } from '../accounts/auth.js';
-import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../accounts/operator.js';
-import type { LicenseType } from '../catalogue/licences.js';
-import { readSmallBody } from './account-api.js';
-import { peerText } from './client.js';
+import { RC, statusLine, type RcError } from '../wire/errors.js';
+import { findAdminToken, type AdminScope } from '../control/admin-tokens.js';
+import type { Actor } from '../control/audit.js';
+import { bearerToken } from '../control/auth.js';
+import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
+import type { LicenseType } from '../control/licences.js';
+import { readSmallBody } from './account.js';
+import { peerText } from '../http/client.js';
 import { authorizationOf } from './gate.js';
-import type { ControlDb } from '../accounts/control-db.js';
-import { writeJsonType } from './json-head.js';
-import type { Metrics } from './metrics.js';
-import { late, pending } from './reply.js';
-import type { RouteTable } from './routes.js';
-import type { HttpRequest, HttpResponse } from './server/types.js';
+import type { ControlDb } from '../control/control-db.js';
+import { writeJsonType } from '../http/json.js';
+import type { Metrics } from '../http/metrics.js';
+import { late, pending } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 
 const BASE = '/admin/v1';
 

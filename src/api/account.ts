@@ -8,23 +8,23 @@
 // not given); it may rotate only a key that holds no more than it does, and revoke only a
 // key whose scopes it holds.
 
-import type { HttpRequest, HttpResponse } from './server/types.js';
-import { ERRORS, RC } from '../api/errors.js';
-import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../accounts/accounts.js';
-import { bearerToken, type Caller, type KeyCache } from '../accounts/auth.js';
-import type { ControlDb } from '../accounts/control-db.js';
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+import { ERRORS, RC } from '../wire/errors.js';
+import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../control/accounts.js';
+import { bearerToken, type Caller, type KeyCache } from '../control/auth.js';
+import type { ControlDb } from '../control/control-db.js';
 import type { Logger } from '../log.js';
 import { networksOf, networksWithin, type Network } from '../net/network.js';
-import type { RequestClient } from './client.js';
-import { late, pending, sendError, sendJson, sendRc, type Pending } from './reply.js';
-import type { RouteTable } from './routes.js';
+import type { RequestClient } from '../http/client.js';
+import { late, pending, sendError, sendJson, sendRc, type Pending } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
 import { Gate } from './gate.js';
-import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../accounts/audit.js';
-import { LIMIT_RULE, listLimit } from '../accounts/operator.js';
-import type { Rate } from '../accounts/plans.js';
+import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../control/audit.js';
+import { LIMIT_RULE, listLimit } from '../control/operator.js';
+import type { Rate } from '../model/plans.js';
 import { keyListBucket } from '../accounting/windows.js';
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../accounts/tokens.js';
-import type { Metrics } from './metrics.js';
+import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../control/tokens.js';
+import type { Metrics } from '../http/metrics.js';
 
 const MAX_BODY = 64 * 1024;
 

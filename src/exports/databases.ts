@@ -3,7 +3,7 @@
 // version fixes the columns; ids are <base>_v<version>.
 
 import { CATEGORIES, DETAIL_FIELDS, type Category, type DetailField } from '../model/categories.js';
-import type { MmdbValue } from '../exports/mmdb-data.js';
+import type { MmdbValue } from './mmdb-data.js';
 
 export type Format = 'csvgz' | 'mmdb';
 export const FORMATS: readonly Format[] = ['csvgz', 'mmdb'];

@@ -1,18 +1,18 @@
 // Admin port: liveness, readiness (an index is loaded), Prometheus metrics, why an address
 // answers as it does (explain-api.ts), and the operator's API (operator-api.ts).
 
-import type { HttpApp, HttpResponse, HttpServer } from './server/types.js';
+import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
-import { writeJsonType } from './json-head.js';
-import { Metrics } from './metrics.js';
-import { RouteTable } from './routes.js';
+import { writeJsonType } from '../http/json.js';
+import { Metrics } from '../http/metrics.js';
+import { RouteTable } from '../http/routes.js';
 import type { Logger } from '../log.js';
-import { registerExplain } from './explain-api.js';
+import { registerExplain } from './explain.js';
 import { metricsText } from './metrics-text.js';
 import { registerOpenApi } from './openapi.js';
-import { registerOperatorApi } from './operator-api.js';
-import type { OperatorDeps } from '../accounts/operator.js';
+import { registerOperatorApi } from './operator.js';
+import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 
 function json(res: HttpResponse, status: string, body: unknown): void {

@@ -8,13 +8,13 @@
 // keys not in the cache are budgeted per thread (a flood of made-up keys is a flood of round
 // trips); past the budget a miss answers 503 too.
 
-import type { ApiError } from '../api/errors.js';
-import { ERRORS } from '../api/errors.js';
+import type { ApiError } from '../wire/errors.js';
+import { ERRORS } from '../wire/errors.js';
 import { networksOf, type Network } from '../net/network.js';
 import { effectiveHardLimit, findKeyBySecret, getKey, getOrganisation, planOf, withScopes, type ApiKey, type Organisation, type Scope } from './accounts.js';
 import { TOKEN_TAG, isTokenRevoked, mintToken, readToken, tokenSigned, tokenSigningKey } from './tokens.js';
 import { dataVersion, type ControlDb } from './control-db.js';
-import type { Plan, Plans } from './plans.js';
+import type { Plan, Plans } from '../model/plans.js';
 import { DEFAULTS } from '../config.js';
 import { Unavailable } from '../errors.js';
 

@@ -1,14 +1,15 @@
 // Demo: when nothing has been published yet, publish the serving build's exports to the
 // local store, so the database endpoints work on a fresh data directory.
 
-import type { ControlDb } from '../accounts/control-db.js';
-import { readCurrentBuildId } from '../build/builds.js';
+import type { ControlDb } from '../control/control-db.js';
+import { readCurrentBuildId } from '../index/builds.js';
 import type { Logger } from '../log.js';
 import type { ObjectStore } from '../store/object-store.js';
 import { publishExports } from './publish.js';
+import { publicationCount } from '../control/publications.js';
 
 export async function ensureDemoPublication(db: ControlDb, store: ObjectStore, dataDir: string, log: Logger): Promise<void> {
-  const published = (db.prepare('SELECT COUNT(*) AS n FROM publications').get() as { n: number }).n;
+  const published = publicationCount(db);
   const build = readCurrentBuildId(dataDir);
   if (published > 0 || !build) return;
   try {

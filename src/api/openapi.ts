@@ -5,11 +5,11 @@
 // route against it.
 
 import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../model/categories.js';
-import { ERRORS, RC } from '../api/errors.js';
+import { ERRORS, RC } from '../wire/errors.js';
 import { VERSION } from '../version.js';
-import type { Metrics } from './metrics.js';
-import type { RouteTable } from './routes.js';
-import { staticBody } from './compressing-response.js';
+import type { Metrics } from '../http/metrics.js';
+import type { RouteTable } from '../http/routes.js';
+import { staticBody } from '../http/compressing-response.js';
 import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 

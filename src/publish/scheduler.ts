@@ -14,7 +14,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildIdDay, dayOfBuildId, readCurrentBuildId } from '../build/builds.js';
+import { buildIdDay, dayOfBuildId, readCurrentBuildId } from '../index/builds.js';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';

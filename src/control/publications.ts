@@ -1,0 +1,73 @@
+// Publications: which artifact of which build each dataset's downloads serve. A row is written
+// when an artifact reaches the object store (publish/publish.ts); the newest of a dataset is
+// what downloads, metadata and checksums answer with.
+
+import type { ControlDb } from './control-db.js';
+import type { Checksums } from '../exports/checksums.js';
+import type { Format } from '../exports/databases.js';
+
+export interface Publication {
+  datasetId: string;
+  format: Format;
+  sample: boolean;
+  buildId: string;
+  /** UTC date of the build (YYYY-MM-DD). */
+  day: string;
+  key: string;
+  bytes: number;
+  checksums: Checksums;
+  publishedAt: string;
+}
+
+interface Row {
+  dataset_id: string;
+  format: Format;
+  sample: number;
+  build_id: string;
+  day: string;
+  object_key: string;
+  bytes: number;
+  checksums: string;
+  published_at: string;
+}
+
+const publicationOf = (r: Row): Publication => ({
+  datasetId: r.dataset_id,
+  format: r.format,
+  sample: r.sample === 1,
+  buildId: r.build_id,
+  day: r.day,
+  key: r.object_key,
+  bytes: r.bytes,
+  checksums: JSON.parse(r.checksums) as Checksums,
+  publishedAt: r.published_at,
+});
+
+/** Records one artifact as published (again: the newer row replaces the older). */
+export function recordPublication(db: ControlDb, p: Publication): void {
+  db.prepare(
+    `INSERT INTO publications (dataset_id, format, sample, build_id, day, object_key, bytes, checksums, published_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (dataset_id, format, sample, build_id) DO UPDATE SET day = excluded.day, object_key = excluded.object_key,
+       bytes = excluded.bytes, checksums = excluded.checksums, published_at = excluded.published_at`,
+  ).run(p.datasetId, p.format, p.sample ? 1 : 0, p.buildId, p.day, p.key, p.bytes, JSON.stringify(p.checksums), p.publishedAt);
+}
+
+/** How many artifacts have ever been published. */
+export function publicationCount(db: ControlDb): number {
+  return (db.prepare('SELECT COUNT(*) AS n FROM publications').get() as { n: number }).n;
+}
+
+/** When anything was last published (null: never), for the metrics. */
+export function lastPublishedAt(db: ControlDb): Date | null {
+  const r = db.prepare('SELECT max(published_at) AS at FROM publications').get() as { at: string | null } | undefined;
+  return r?.at ? new Date(r.at) : null;
+}
+
+/** The newest publication of a dataset's format (sample or full), or null. */
+export function latestPublication(db: ControlDb, datasetId: string, format: string, sample: boolean): Publication | null {
+  const r = db
+    .prepare('SELECT * FROM publications WHERE dataset_id = ? AND format = ? AND sample = ? ORDER BY day DESC, published_at DESC LIMIT 1')
+    .get(datasetId, format, sample ? 1 : 0) as Row | undefined;
+  return r ? publicationOf(r) : null;
+}
