@@ -30,8 +30,8 @@ import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { openControlDb } from '../src/control/control-db.js';
 import { publishExports, readExportsManifest } from '../src/publish/publish.js';
-import { LocalStore } from '../src/store/local-store.js';
-import { INDEX_FILE, buildDir, readCurrentBuildId } from '../src/index/builds.js';
+import { LocalStore } from '../src/objects/local-store.js';
+import { readCurrentBuildId } from '../src/index/builds.js';
 import { loadNativeUws } from '../src/http/server/uws.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import { AddressBatch } from '../src/lookup/address-batch.js';
@@ -44,6 +44,7 @@ import { lookupAll } from './lookup-all.js';
 import { benchRuntimes } from './runtimes.js';
 import { benchThreads } from './threads.js';
 import { CONNECTIONS, ROOT, prepareBuild, SECONDS, cpuSeconds, exec, haveWrk, median, out, range, scaleKey, show, startIpsift, startProcess, unlimitedKeylessPlans, wrk, type LoadResult, type Server } from './kit.js';
+import { INDEX_FILE, buildDir } from '../src/data-dir.js';
 
 
 const RATIO_ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);

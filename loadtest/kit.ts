@@ -12,9 +12,10 @@ import type { ControlDbConfig } from '../src/config.js';
 import { openControlDb } from '../src/control/control-db.js';
 import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
-import { buildDir, listBuilds, readCurrentBuildId } from '../src/index/builds.js';
+import { listBuilds, readCurrentBuildId } from '../src/index/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { writeFeedCsv } from '../scripts/gen-feeds.js';
+import { buildDir } from '../src/data-dir.js';
 
 export const exec = promisify(execFile);
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

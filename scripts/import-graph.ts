@@ -17,7 +17,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'log', 'files', 'version'],
   ['model', 'net', 'bridge', 'wire'],
   ['config', 'data-dir'],
-  ['accounting', 'feeds', 'index', 'store'],
+  ['accounting', 'config-reference', 'feeds', 'index', 'objects'],
   ['exports', 'lookup', 'replica'],
   ['build', 'catalogue', 'batch', 'control'],
   ['publish'],
@@ -25,7 +25,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['api', 'startup'],
   ['frontend', 'demo'],
   ['service'],
-  ['cli-common'],
+  ['cli-common', 'cli-help'],
   ['cli-accounts'],
   ['cli'],
 ];
@@ -110,7 +110,7 @@ export function drawGraph(graph: Graph, layers = LAYERS): string {
   layers.forEach((units, i) => {
     for (const u of units) {
       const to = [...(targets.get(u) ?? [])].sort();
-      lines.push(`${String(i).padStart(2)} ${u.padEnd(13)} -> ${to.join(', ') || '(nothing)'}`);
+      lines.push(`${String(i).padStart(2)} ${u.padEnd(17)} -> ${to.join(', ') || '(nothing)'}`);
     }
   });
   return lines.join('\n');

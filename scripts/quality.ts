@@ -7,7 +7,7 @@
 
 import path from 'node:path';
 import type { EvidenceKind } from '../src/feeds/evidence.js';
-import { NOT_IN_CATEGORY, readFeed, type StoredRange } from '../src/feeds/store.js';
+import { NOT_IN_CATEGORY, readFeed, type StoredRange } from '../src/feeds/feed-store.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { answerObject } from '../src/lookup/answer.js';
 import { TIER_MAX } from '../src/model/projection.js';

@@ -10,8 +10,8 @@ import { runBuild } from '../src/build/build.js';
 import { REAL, importRealData } from './real-data.js';
 import { qualityLines, qualityOf } from './quality.js';
 import { unknownProvidersLine } from '../src/model/providers.js';
-import { INDEX_FILE } from '../src/index/builds.js';
 import { loadIndexFile } from '../src/index/loader.js';
+import { INDEX_FILE } from '../src/data-dir.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 if (!fs.existsSync(REAL)) {

@@ -7,85 +7,19 @@ import { recordAudit } from './control/audit.js';
 import { LIMIT_RULE, Operator, listLimit } from './control/operator.js';
 import { openControlDb, type ControlDb } from './control/control-db.js';
 import { loadPlans, type Plans } from './model/plans.js';
-import type { AccountingStore } from './accounting/store.js';
-import { openAccountingStore } from './accounting/open-store.js';
+import type { AccountingStore } from './accounting/accounting-store.js';
+import { openAccountingStore } from './accounting/open-accounting-store.js';
 import { UsageError, parse, print, printable } from './cli-common.js';
+import { HELP } from './cli-help.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
-import type { LicenseType } from './control/licences.js';
+import type { LicenceType } from './control/licences.js';
 import { publishExports } from './publish/publish.js';
 import { publishIndexReplica } from './replica/index-replica.js';
 import { readCurrentBuildId } from './index/builds.js';
-import { openStore } from './store/open-store.js';
+import { openObjectStore } from './objects/open-object-store.js';
 import { importSources, loadSources } from './feeds/sources.js';
 import { loadConfig, type Config } from './config.js';
 
-export const ACCOUNT_HELP: Record<string, string> = {
-  org: `Usage:
-  ipsift org create --name <name> --plan <plan> [--json]
-  ipsift org list [--json]
-  ipsift org show <org-id> [--json]
-  ipsift org plan <org-id> <plan> [--json]
-  ipsift org limit <org-id> <requests>|none|default [--json]
-  ipsift org delete <org-id> [--json]
-
-Plans come from PLANS_FILE (default config/plans.json). The overage limit (hard_limit) is
-the number of requests in the calendar month (UTC) after which lookups answer 429; 'none'
-allows overage without limit; 'default' follows the plan (free: its quota; paid: none).
-'delete' revokes the organisation's keys and ends its licences at once; the organisation is
-kept, marked deleted (list --deleted shows it), so its download history and audit entries
-keep their subject and its ids are never reused. Every change is in the audit log.`,
-  admin: `Usage:
-  ipsift admin token create --name <name> --scope admin.read|admin.write [--json]
-  ipsift admin token list [--json]
-  ipsift admin token revoke <token-id> [--json]
-
-Operator tokens authenticate the admin API (/admin/v1/… on the admin port): admin.read may
-read organisations, keys, licences, usage, downloads and the audit log; admin.write may also
-change them. The secret (iat_…) is printed once and stored only as a hash.`,
-  audit: `Usage: ipsift audit [--org <org-id>] [--limit <n, at most 200 taken>] [--before <entry id>] [--json]
-
-The audit log, newest first: every change to organisations, licences, keys and operator
-tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key managing keys
-(key:<key id>), with where from. Entries never hold a secret.`,
-  key: `Usage:
-  ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage]...
-                    [--cidr <cidr>]... [--expires <ISO date-time>] [--json]
-  ipsift key list [--org <org-id>] [--json]
-  ipsift key show <key-id> [--json]
-  ipsift key revoke <key-id> [--json]
-  ipsift key rotate <key-id> [--json]
-
-'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
-rotations reach running servers within a second. A key made without --scope can only look up:
-db.download lets it download databases, apikeys.manage lets it manage its organisation's keys.
-An organisation holds at most MAX_KEYS_PER_ORG live keys (default 1000).`,
-  license: `Usage:
-  ipsift license grant --org <org-id> --base <base> --type evaluation|subscription
-                       --starts <date> --expires <date> [--renews-at <date>] [--notice-due-at <date>] [--json]
-  ipsift license revoke --org <org-id> --base <base> [--json]
-  ipsift license list [--org <org-id>] [--json]
-
-A licence lets an organisation download a database base (every schema version of it) while
-in term. Subscriptions renew at --renews-at (default: expiry); notice is due 30 days before
-unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/catalogue.json).`,
-  publish: `Usage: ipsift publish [--build <id>] [--json]
-
-Publishes a build's database files (default: the serving build) and then its index to the
-object store, where downloads and serving nodes find them. 'ipsift build' already does this
-for the build it makes; publish again after 'ipsift build --no-publish', or to another store.`,
-  sources: `Usage: ipsift sources import [--file <sources.json>] [--json]
-
-Imports every source of the sources file (default: SOURCES_FILE) as a feed named after it:
-[{"name", "path" | "url", "format" (default auto), "category", "provider", "details",
-"skip_invalid"}]. Paths are relative to the file; URLs are fetched with a timeout, and a
-failed fetch falls back to the last good copy. A failing source is reported; the others
-are imported all the same. The daily scheduled build runs this first.`,
-  usage: `Usage: ipsift usage <org-id> [--json]
-
-Requests counted in the current calendar month (UTC) against the plan's quota and the
-overage limit. Running servers hold small leases (at most a few hundred requests each, given
-back after a second idle), which count as used until returned.`,
-};
 
 function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
   const config = loadConfig(process.env);
@@ -141,7 +75,7 @@ function one(positionals: string[], what: string): string {
 
 async function org(sub: string | undefined, args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { name: { type: 'string' }, plan: { type: 'string' }, deleted: { type: 'boolean' } });
-  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.org);
+  if (values.help || sub === undefined) return print(false, null, () => HELP.org);
   const json = values.json as boolean;
   withOperator((op) => {
     switch (sub) {
@@ -189,7 +123,7 @@ async function key(sub: string | undefined, args: string[]): Promise<void> {
     cidr: { type: 'string', multiple: true },
     expires: { type: 'string' },
   });
-  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.key);
+  if (values.help || sub === undefined) return print(false, null, () => HELP.key);
   const json = values.json as boolean;
   const v = values as Record<string, string | string[] | boolean | undefined>;
   withOperator((op) => {
@@ -230,7 +164,7 @@ async function key(sub: string | undefined, args: string[]): Promise<void> {
 
 async function usage(args: string[]): Promise<void> {
   const { values, positionals } = parse(args);
-  if (values.help) return print(false, null, () => ACCOUNT_HELP.usage);
+  if (values.help) return print(false, null, () => HELP.usage);
   const id = one(positionals, 'organisation id');
   const view = withOperator((op) => op.usage(id));
   print(values.json as boolean, view, () =>
@@ -238,7 +172,7 @@ async function usage(args: string[]): Promise<void> {
   );
 }
 
-async function license(sub: string | undefined, args: string[]): Promise<void> {
+async function licenceCommand(sub: string | undefined, args: string[]): Promise<void> {
   const { values } = parse(args, {
     org: { type: 'string' },
     base: { type: 'string' },
@@ -248,13 +182,13 @@ async function license(sub: string | undefined, args: string[]): Promise<void> {
     'renews-at': { type: 'string' },
     'notice-due-at': { type: 'string' },
   });
-  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.license);
+  if (values.help || sub === undefined) return print(false, null, () => HELP.license);
   const v = values as Record<string, string | undefined>;
   const json = values.json as boolean;
   withOperator((op) => {
     if (sub === 'grant') {
       if (!v.org || !v.base || !v.type || !v.starts || !v.expires) throw new UsageError('license grant needs --org, --base, --type, --starts and --expires');
-      const l = op.grantLicence({ orgId: v.org, base: v.base, licenseType: v.type as LicenseType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null });
+      const l = op.grantLicence({ orgId: v.org, base: v.base, licenceType: v.type as LicenceType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null });
       return print(json, l, () => `granted ${licenceLine(l)}`);
     }
     if (sub === 'revoke') {
@@ -273,7 +207,7 @@ async function license(sub: string | undefined, args: string[]): Promise<void> {
 async function admin(sub: string | undefined, args: string[]): Promise<void> {
   const what = sub === 'token' ? args[0] : undefined;
   const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, { name: { type: 'string' }, scope: { type: 'string', multiple: true } });
-  if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => ACCOUNT_HELP.admin);
+  if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => HELP.admin);
   const json = values.json as boolean;
   const line = (t: View): string => `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
   withDb((db) => {
@@ -300,7 +234,7 @@ async function admin(sub: string | undefined, args: string[]): Promise<void> {
 
 async function audit(args: string[]): Promise<void> {
   const { values } = parse(args, { org: { type: 'string' }, limit: { type: 'string' }, before: { type: 'string' } });
-  if (values.help) return print(false, null, () => ACCOUNT_HELP.audit);
+  if (values.help) return print(false, null, () => HELP.audit);
   // The API's one rule for every list (listLimit).
   const limit = listLimit((values.limit as string | undefined) ?? null);
   if (limit === null) throw new UsageError(`--${LIMIT_RULE}`);
@@ -323,7 +257,7 @@ export interface PublicationReport {
 export async function publishBuild(config: Config, build: string): Promise<PublicationReport> {
   const db = openControlDb(config.dataDir, config.controlDb);
   try {
-    const { store } = await openStore(config);
+    const { store } = await openObjectStore(config);
     const n = await publishExports(db, store, config.dataDir, build);
     // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
     const index = await publishIndexReplica(store, config.dataDir, build);
@@ -335,7 +269,7 @@ export async function publishBuild(config: Config, build: string): Promise<Publi
 
 async function publish(args: string[]): Promise<void> {
   const { values } = parse(args, { build: { type: 'string' } });
-  if (values.help) return print(false, null, () => ACCOUNT_HELP.publish);
+  if (values.help) return print(false, null, () => HELP.publish);
   const config = loadConfig(process.env);
   const build = (values.build as string | undefined) ?? readCurrentBuildId(config.dataDir);
   if (!build) throw new UsageError('no build to publish: run ipsift build first');
@@ -345,7 +279,7 @@ async function publish(args: string[]): Promise<void> {
 
 async function sources(sub: string | undefined, args: string[]): Promise<void> {
   const { values } = parse(args, { file: { type: 'string' } });
-  if (values.help || sub === undefined) return print(false, null, () => ACCOUNT_HELP.sources);
+  if (values.help || sub === undefined) return print(false, null, () => HELP.sources);
   if (sub !== 'import') throw new UsageError(`unknown sources command ${sub}: import`);
   const config = loadConfig(process.env);
   const file = (values.file as string | undefined) ?? config.sourcesFile;
@@ -364,7 +298,7 @@ export async function accountCommand(cmd: string, sub: string | undefined, rest:
     sub = undefined;
   }
   if (cmd === 'org') return org(sub, rest);
-  if (cmd === 'license') return license(sub, rest);
+  if (cmd === 'license') return licenceCommand(sub, rest);
   if (cmd === 'sources') return sources(sub, rest);
   if (cmd === 'publish') return publish(sub === undefined ? rest : [sub, ...rest]);
   if (cmd === 'key') return key(sub, rest);

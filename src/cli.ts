@@ -3,134 +3,26 @@
 
 import { unknownProvidersLine } from './model/providers.js';
 import { explainAddress } from './build/explain.js';
-import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, listBuilds, makeServing, readCurrentBuildId } from './index/builds.js';
+import { listBuilds, makeServing, readCurrentBuildId } from './index/builds.js';
 import { loadIndexFile } from './index/loader.js';
 import { ConfigError, loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';
 import { FEED_FORMATS } from './feeds/formats.js';
-import { listFeeds, removeFeed } from './feeds/store.js';
+import { listFeeds, removeFeed } from './feeds/feed-store.js';
 import { jsonLogger, structuredWarnings } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
 import { UsageError, parse, print, terminalSafe } from './cli-common.js';
 import { IpsiftError, reasonOf } from './errors.js';
-import { ACCOUNT_HELP, accountCommand, publishBuild } from './cli-accounts.js';
+import { accountCommand, publishBuild } from './cli-accounts.js';
+import { HELP } from './cli-help.js';
 import { RUNTIME, VERSION } from './version.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir } from './data-dir.js';
 
-const HELP: Record<string, string> = {
-  ...ACCOUNT_HELP,
-  '': `ipsift — IP classification service
-
-Usage: ipsift <command> [options]
-       ipsift --version
-
-Commands:
-  serve                 run the HTTP service (default command)
-  feed import <file>    import a feed (canonical CSV or plain list)
-  feed list             list imported feeds
-  feed remove <name>    remove an imported feed
-  build                 build from all imported feeds, serve the build and publish it
-  builds                list builds and the one serving
-  builds use <id>       make an existing build the serving one
-  explain <ip>          every feed that covers an address, and the rule that decided each category
-  org create|list|show|plan|limit|delete  organisations, plans and overage limits
-  key create|list|show|revoke|rotate  API keys
-  admin token create|list|revoke      operator tokens for the admin API
-  audit                 who changed which organisation, licence or key, when, from where
-  usage <org-id>        requests in the current window against quota and overage limit
-  license grant|revoke|list           database licences per organisation and base
-  publish               publish a build's database files and index to the object store again
-  sources import        import every source of the sources file (SOURCES_FILE)
-
-Every command takes --help. Configuration comes from the environment (see README):
-DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun,
-node), FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, CORS_ORIGINS,
-TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB,
-BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
-INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (local, s3),
-S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
-REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
-(all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
-as 0.01), MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN. CONFIG_FILE names an optional JSON file of the same settings
-({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
-  serve: `Usage: ipsift serve
-
-Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
-ADMIN_HOST:ADMIN_PORT (default 127.0.0.1:8081). On a data directory with no feeds and no
-builds it first imports the bundled demo feeds and builds (DEMO=0 to skip). A new build
-published by 'ipsift build' is picked up without a restart (also on SIGHUP).`,
-  'feed import': `Usage: ipsift feed import <file> [options]
-
-Imports a feed into DATA_DIR/feeds. Importing the same file again replaces its feed; a feed
-of the same name from another file is refused unless --replace is given. The file is checked
-whole first: on the first bad line nothing is imported and the error names file, line
-and reason.
-
-Formats:
-  csv                 header row naming the columns, any order: network (CIDR, range a-b, or
-                      address), category, and the category's detail columns (provider,
-                      confidence, method, first_seen, last_seen, hits, hits_days_pct, providers_num)
-${FEED_FORMATS.map((f) => `  ${f.name.padEnd(20)}${f.summary}${f.defaultCategory ? ` (default category ${f.defaultCategory})` : ''}`).join('\n')}
-  auto                the default: the format the content shows (a named layout; else a CSV
-                      whose header names a network column, in any spelling; else a list)
-
-Options:
-  --format <format>      default auto; a format named here must match the file (no format
-                         stamps its category or provider on a file of another kind)
-  --skip-invalid         skip malformed lines (counted in the report) instead of failing
-  --name <name>          stored feed name (default: from the file name)
-  --replace              replace a feed of the same name imported from another file
-  --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
-                         (required for lists; for CSV, fills empty category cells)
-  --provider, --confidence, --method, --first-seen, --last-seen, --hits,
-  --hits-days-pct, --providers-num <value>
-                         detail values for rows that do not give their own
-  --priority <n>         integer -100..100, default 0: inside a category, this feed's
-                         networks win over those of lower-priority feeds, however specific
-                         (give a provider's own list of its address space a higher one)
-  --not <categories>     comma-separated categories this file's networks are known not to
-                         be in (Apple's relay egress: --not vpn); wins over lower- and
-                         equal-priority feeds' claims on those networks
-  --evidence <kind>      what the file is (default list); the kind's band comes before
-                         --priority and bounds what it may claim (README, "Evidence"):
-${EVIDENCE_KINDS.map((k) => `                           ${k.padEnd(12)}${EVIDENCE[k].summary}`).join('\n')}
-  --allow-large-blocks   take networks of a /8 (IPv4) or /16 (IPv6) or more, or in
-                         special-purpose blocks (6to4, NAT64, private …); refused otherwise
-  --json                 print the result as JSON`,
-  feed: `Usage: ipsift feed import <file> [options]
-       ipsift feed list [--json]
-       ipsift feed remove <name> [--json]
-
-Feeds are the lists a build merges: each imported file is checked whole and stored,
-normalised, under DATA_DIR/feeds. 'ipsift feed import --help' lists the formats and options.`,
-  'feed list': `Usage: ipsift feed list [--json]`,
-  'feed remove': `Usage: ipsift feed remove <name> [--json]`,
-  build: `Usage: ipsift build [--no-publish] [--no-serve] [--json]
-
-Merges every imported feed into a new immutable build directory DATA_DIR/builds/<date>-<n>
-holding the index and the database files, prints counts and timings, makes it the serving
-build (running servers switch to it within INDEX_POLL_MS) and publishes its database files
-and index to the object store (STORE), where downloads and serving nodes find them.
-
-Options:
-  --no-publish   serve the build here but publish nothing: downloads keep serving the last
-                 published build until 'ipsift publish'
-  --no-serve     build only: neither serving nor published ('ipsift builds use <id>' later)`,
-  builds: `Usage: ipsift builds [--json]
-       ipsift builds use <id>`,
-  explain: `Usage: ipsift explain <ip> [--json]
-
-Lists every imported feed range that covers the address, per category, in the order the build
-resolves them (evidence band, then priority, then the more specific network, then a "not"
-on ties, then the newer last_seen, the fuller detail, the greater detail text), the winner
-first, and the rule that made it win. Read from the feeds imported now: a build made since
-answers the same.`,
-};
 
 const DETAIL_OPTIONS: Record<string, DetailField> = {
   provider: 'provider',
@@ -266,7 +158,7 @@ async function build(args: string[]): Promise<void> {
         .join(', ')}; total ${total} ms`,
       serve ? `serving: running servers switch to ${id} within INDEX_POLL_MS` : `not serving (--no-serve): 'ipsift builds use ${id}' makes it the serving build`,
       publication
-        ? `published: ${publication.artifacts} database files and the index to the ${config.store.kind} store; downloads serve build ${id}`
+        ? `published: ${publication.artifacts} database files and the index to the ${config.objectStore.kind} store; downloads serve build ${id}`
         : serve
           ? `not published (--no-publish): downloads serve the last published build until 'ipsift publish'`
           : 'not published',

@@ -72,7 +72,7 @@ export interface Config {
   /** UTC time of day (HH:MM[:SS]) of the daily build and publish; '' for none. */
   readonly publishAt: string;
   /** Where published databases go: the local directory, or an S3 bucket. */
-  readonly store: StoreConfig;
+  readonly objectStore: ObjectStoreConfig;
   /** Sources imported before each scheduled build ('' for none). */
   readonly sourcesFile: string;
   /**
@@ -92,7 +92,7 @@ export interface Config {
   readonly keyChangesPerMinute: number;
 }
 
-export type StoreConfig =
+export type ObjectStoreConfig =
   | { readonly kind: 'local' }
   | { readonly kind: 's3'; readonly bucket: string; readonly prefix: string; readonly region: string; readonly endpoint?: string };
 
@@ -146,7 +146,7 @@ export class ConfigError extends IpsiftError {
   }
 }
 
-function storeConfig(get: (name: ConfigVariable) => string | undefined): StoreConfig {
+function objectStoreConfig(get: (name: ConfigVariable) => string | undefined): ObjectStoreConfig {
   const kind = get('STORE') ?? DEFAULTS.store;
   if (kind === 'local') return { kind };
   if (kind !== 's3') throw new ConfigError(`STORE must be local or s3, got ${JSON.stringify(kind)}`);
@@ -356,7 +356,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     corsOrigins: corsOrigins(get('CORS_ORIGINS') ?? ''),
     logLevel: logLevel(get('LOG_LEVEL') ?? 'info'),
     accessLog: accessLog(get('ACCESS_LOG') ?? 'off'),
-    store: storeConfig(get),
+    objectStore: objectStoreConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),

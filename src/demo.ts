@@ -9,7 +9,7 @@ import { runBuild } from './build/build.js';
 import { listBuilds } from './index/builds.js';
 import { importFeed, type ImportOptions } from './feeds/import.js';
 import { IpsiftError } from './errors.js';
-import { listFeeds } from './feeds/store.js';
+import { listFeeds } from './feeds/feed-store.js';
 import type { Logger } from './log.js';
 
 export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../demo');
@@ -28,6 +28,6 @@ export function ensureDemo(dataDir: string, log: Logger, demoDir = DEMO_DIR): bo
     log.info('demo feed imported', { feed: r.name, rows: r.rows });
   }
   const { id, manifest } = runBuild({ dataDir });
-  log.info('demo build published', { build: id, v4_intervals: manifest.index.v4, v6_intervals: manifest.index.v6 });
+  log.info('demo build serving', { build: id, v4_intervals: manifest.index.v4, v6_intervals: manifest.index.v6 });
   return true;
 }

@@ -12,17 +12,17 @@ import type { HttpServer, Listener } from './http/server/types.js';
 import { IndexHolder } from './index/loader.js';
 import { FORMAT_VERSION, formatVersionOf } from './index/format.js';
 import { runBuild } from './build/build.js';
-import { INDEX_FILE, buildDir, readCurrentBuildId } from './index/builds.js';
-import { listFeeds } from './feeds/store.js';
+import { readCurrentBuildId } from './index/builds.js';
+import { listFeeds } from './feeds/feed-store.js';
 import { openControlDb } from './control/control-db.js';
 import { ensureDemoAccounts } from './control/demo-accounts.js';
 import { loadPlans } from './model/plans.js';
-import type { AccountingStore } from './accounting/store.js';
-import { openAccountingStore } from './accounting/open-store.js';
+import type { AccountingStore } from './accounting/accounting-store.js';
+import { openAccountingStore } from './accounting/open-accounting-store.js';
 import { Pruner, bucketRefillMs } from './accounting/pruner.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './publish/demo-publication.js';
-import { openStore } from './store/open-store.js';
+import { openObjectStore } from './objects/open-object-store.js';
 import { PublishScheduler } from './publish/scheduler.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import type { Logger } from './log.js';
@@ -34,6 +34,7 @@ import { IndexFollower } from './replica/index-replica.js';
 import { ClusterBuildLock } from './publish/cluster-lock.js';
 import type { RouteTable } from './http/routes.js';
 import { OwedTable } from './accounting/owed-table.js';
+import { INDEX_FILE, buildDir } from './data-dir.js';
 
 export interface Service {
   readonly port: number;
@@ -80,7 +81,7 @@ function rebuildOlderFormat(dataDir: string, log: Logger): void {
     const rebuilt = runBuild({ dataDir });
     log.info('rebuilt in the current index format', { build: rebuilt.id, replaces: id });
   } catch (e) {
-    log.error('rebuild failed; lookups answer 500 until a build is published', { reason: e instanceof Error ? e.message : String(e) });
+    log.error('rebuild failed; lookups answer 500 until a build serves', { reason: e instanceof Error ? e.message : String(e) });
   }
 }
 
@@ -103,23 +104,23 @@ export async function startService(config: Config, log: Logger): Promise<Service
   let follower: IndexFollower | null = null;
   if (serving) {
     // The first check before listening: a node starts on the published build where it can.
-    follower = new IndexFollower((await openStore(config)).store, config.dataDir, log);
+    follower = new IndexFollower((await openObjectStore(config)).store, config.dataDir, log);
     await follower.start(config.replicaPollMs);
   }
   await holder.reload();
   holder.watch(config.indexPollMs);
-  if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build is published', { data_dir: config.dataDir });
+  if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build serves', { data_dir: config.dataDir });
 
   // The control database, the accounting store (checked once, here) and the object store of
   // the main thread: for the demo, the pruner and the scheduler. Each front end opens its own.
   const control = openControlDb(config.dataDir, config.controlDb);
-  const store = openAccountingStore(config.accounting, config.dataDir, true);
-  const pruner = new Pruner(store, bucketRefillMs(plans), log);
+  const accounting = openAccountingStore(config.accounting, config.dataDir, true);
+  const pruner = new Pruner(accounting, bucketRefillMs(plans), log);
   let scheduler: PublishScheduler | null = null;
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
     pruner.stop();
-    await store.close();
+    await accounting.close();
     control.close();
   };
   let pool: BatchPool | null = null;
@@ -136,7 +137,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await closeAccounts();
   };
   try {
-    const { store: objects } = await openStore(config);
+    const { store: objects } = await openObjectStore(config);
     if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
     scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log, config.dataDir, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null) : null;
@@ -148,7 +149,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     // and by the operator's usage on the admin port.
     const owed = new OwedTable();
     const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null, owed: owed.shared };
-    if (threadCount === 1) front = await startFrontEnd({ ...setup, server: http.server, accounting: store, port: config.port, sharedPort: false });
+    if (threadCount === 1) front = await startFrontEnd({ ...setup, server: http.server, accounting, port: config.port, sharedPort: false });
     else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
@@ -157,7 +158,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       db: control,
       plans,
       bases: catalogue.bases.map((b) => b.base),
-      spent: (counter) => store.spent(counter) + owed.get(counter),
+      spent: (counter) => accounting.spent(counter) + owed.get(counter),
       maxKeysPerOrg: config.maxKeysPerOrg,
     }, follower ? () => follower.state : null);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
@@ -192,7 +193,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       get metrics() {
         return metrics();
       },
-      accounting: store,
+      accounting,
       async drain(graceMs: number) {
         life.draining = true;
         let clean: boolean;
@@ -233,7 +234,7 @@ function frontEndThreads(config: Config, server: HttpServer, log: Logger): numbe
 /** The store settings as environment, for the scheduler's child processes. */
 /** The stores of this configuration as the scheduler's `ipsift build`/`publish` children read them. */
 function storeEnv(config: Config): Record<string, string> {
-  const s = config.store;
+  const s = config.objectStore;
   const c = config.controlDb;
   const control: Record<string, string> = c === null ? { CONTROL_DB: 'sqlite' } : { CONTROL_DB: c.url, CONTROL_TIMEOUT_MS: String(c.timeoutMs) };
   if (s.kind === 'local') return { STORE: 'local', ...control };

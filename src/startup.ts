@@ -5,11 +5,10 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { CONTROL_DB_FILE } from './control/control-db.js';
-import { buildsDir } from './index/builds.js';
 import { ConfigError, type Config } from './config.js';
 import { IpsiftError, reasonOf } from './errors.js';
 import { makeDirectory } from './files.js';
+import { buildsDir, controlDbFile, feedsDir } from './data-dir.js';
 
 /** DATA_DIR exists (or can be made) as a writable directory; the plans and catalogue files read. */
 export function checkStartup(config: Config): void {
@@ -43,7 +42,7 @@ export function checkStartup(config: Config): void {
  */
 export function isFresh(dataDir: string): boolean {
   const nonEmpty = (d: string): boolean => fs.existsSync(d) && fs.readdirSync(d).length > 0;
-  return !nonEmpty(path.join(dataDir, 'feeds')) && !nonEmpty(buildsDir(dataDir)) && !fs.existsSync(path.join(dataDir, CONTROL_DB_FILE));
+  return !nonEmpty(feedsDir(dataDir)) && !nonEmpty(buildsDir(dataDir)) && !fs.existsSync(controlDbFile(dataDir));
 }
 
 /**

@@ -9,14 +9,14 @@ import { createKey, createOrganisation } from '../src/control/accounts.js';
 import { openControlDb } from '../src/control/control-db.js';
 import { loadPlans } from '../src/model/plans.js';
 import { LEASE_MAX } from '../src/accounting/meter.js';
-import { openAccountingStore } from '../src/accounting/open-store.js';
+import { openAccountingStore } from '../src/accounting/open-accounting-store.js';
 import type { AccountingConfig } from '../src/config.js';
 import { WindowClock, orgCounter } from '../src/accounting/windows.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { openServer } from '../src/http/server/open.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
-import { PROJECT_ROOT, get, plansFile, request, serveProcess, tempDir, writeFile, type ServeProcess } from './helpers.js';
+import { PROJECT_ROOT, get, plansFile, request, serveProcess, tempDir, until, writeFile, type ServeProcess } from './helpers.js';
 
 const rate = { per_second: 1_000_000, burst: 1_000_000 };
 
@@ -143,7 +143,7 @@ for (const { kind, frontEnds } of RUNS) describe(`accounting exactness, ${kind},
       }
     };
     const load = Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
-    while (ok < 2000) await new Promise((r) => setTimeout(r, 20));
+    await until(() => ok >= 2000, 60_000, `2000 lookups answered (${ok})`);
     server.child.kill('SIGKILL');
     await stopped(server.child);
     stop = true;
@@ -183,7 +183,7 @@ for (const { kind, frontEnds } of RUNS) describe(`accounting exactness, ${kind},
       }
     };
     const load = Promise.all(Array.from({ length: 16 }, client));
-    while (answered < 200) await new Promise((r) => setTimeout(r, 20));
+    await until(() => answered >= 200, 60_000, `200 batches answered (${answered})`);
     server.child.kill('SIGKILL');
     await stopped(server.child);
     stop = true;
@@ -217,14 +217,17 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
       ok += during;
       assert.match(server.log(), /accounting store cannot be written: counting in memory/);
       await own.start();
-      // The next sweep after the retry pause writes what is owed; idle leases go back within 1.5 s.
-      await new Promise((r) => setTimeout(r, 3000));
+      // The next sweep after the retry pause writes what is owed.
+      await until(() => /accounting store takes writes again/.test(server.log()), 10_000, 'the server writing to Redis again');
       ok += await lookups(100);
-      await new Promise((r) => setTimeout(r, 2000));
+      // Idle leases go back within 1.5 × LEASE_IDLE_MS; then Redis holds what was answered.
       const store = openAccountingStore(accounting, dataDir);
-      const spent = store.spent(counter);
-      await store.close();
-      assert.match(server.log(), /accounting store takes writes again/);
+      let spent = -1;
+      try {
+        await until(() => (spent = store.spent(counter)) === ok, 10_000, () => `answered ${ok}, counted ${spent}`);
+      } finally {
+        await store.close();
+      }
       assert.equal(spent, ok, `answered ${ok}, counted ${spent}`);
       t.diagnostic(`Redis killed after 100 lookups, 1 000 answered while it was down, 100 after its restart: counted ${spent} of ${ok}`);
     } finally {

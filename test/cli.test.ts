@@ -4,10 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
-import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/store.js';
+import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/feed-store.js';
 import { jsonLogger } from '../src/log.js';
 import { untilListening, type Listening } from '../scripts/listening.js';
-import { PROJECT_ROOT, get, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, tempDir, until, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -44,7 +44,7 @@ describe('ipsift command line', () => {
       assert.equal(v6.json.is_tor, true);
       const metrics = await get(s.adminPort, '/metrics');
       assert.match(metrics.text, /ipsift_index_generation 1/);
-      assert.match(s.log(), /"msg":"demo build published"/);
+      assert.match(s.log(), /"msg":"demo build serving"/);
       // One demo organisation per plan, one key each, kept in a 0600 file and never logged.
       const file = path.join(dataDir, 'demo-keys.json');
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
@@ -59,7 +59,8 @@ describe('ipsift command line', () => {
       assert.ok('is_mobproxy' in full.json);
       // A key in the query is never logged: the access log has the path only.
       assert.equal((await get(s.port, `/81.7.3.20?apikey=${max.key}`)).status, 200);
-      await new Promise((r) => setTimeout(r, 100));
+      const logged = (): number => s.log().split('\n').filter((l) => l.includes('"path":"/81.7.3.20"')).length;
+      await until(() => logged() >= 3, 5_000, () => `the three lookups of 81.7.3.20 in the access log (${logged()})`);
       for (const k of keys) assert.ok(!s.log().includes(k.key), 'a demo key reached the log');
       // Every line is JSON, on both streams; the keys are in one stdout line, the only output that has them.
       const logLines = s.log().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);

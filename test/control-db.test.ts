@@ -5,14 +5,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { KeyCache, KeyLookupsThrottled, POSTGRES_LOOKUPS_PER_S } from '../src/control/auth.js';
 import { ERRORS } from '../src/wire/errors.js';
 import { createKey, createOrganisation, deleteOrganisation, findKeyBySecret, getKey, listKeys, listOrganisations, revokeKey, rotateKey, setHardLimit, setPlan } from '../src/control/accounts.js';
 import { listAudit, recordAudit } from '../src/control/audit.js';
-import { CONTROL_DB_FILE, openControlDb, type ControlDb } from '../src/control/control-db.js';
+import { openControlDb, type ControlDb } from '../src/control/control-db.js';
 import { ControlUnavailable, PostgresDb, translate } from '../src/control/postgres.js';
 import { openSqlite, type SqlDatabase } from '../src/control/sqlite.js';
 import { loadPlans } from '../src/model/plans.js';
@@ -23,8 +22,9 @@ import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import type { ControlDbConfig } from '../src/config.js';
-import { get, plansFile, PROJECT_ROOT, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, plansFile, PROJECT_ROOT, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 import { dropDatabases, freshControlDb, startPostgresRelay } from './postgres-server.js';
+import { controlDbFile } from '../src/data-dir.js';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -84,9 +84,9 @@ for (const [name, config] of BACKENDS) {
         assert.equal(isTokenRevoked(db, 'tok1'), true);
         assert.ok(revokeKey(db, k.key.id).revokedAt);
         assert.deepEqual(listKeys(db, a.id).map((x) => x.id), [k.key.id]);
-        grantLicence(db, { orgId: a.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2027-01-01' }, ['vpn']);
-        grantLicence(db, { orgId: a.id, base: 'vpn', licenseType: 'subscription', starts: '2026-01-01', expires: '2028-01-01' }, ['vpn']);
-        assert.deepEqual(listLicences(db, a.id).map((l) => [l.base, l.licenseType, l.expires]), [['vpn', 'subscription', '2028-01-01T00:00:00.000Z']]);
+        grantLicence(db, { orgId: a.id, base: 'vpn', licenceType: 'evaluation', starts: '2026-01-01', expires: '2027-01-01' }, ['vpn']);
+        grantLicence(db, { orgId: a.id, base: 'vpn', licenceType: 'subscription', starts: '2026-01-01', expires: '2028-01-01' }, ['vpn']);
+        assert.deepEqual(listLicences(db, a.id).map((l) => [l.base, l.licenceType, l.expires]), [['vpn', 'subscription', '2028-01-01T00:00:00.000Z']]);
         recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', a.id, a.id, { name: 'Alpha' });
         recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', b.id, b.id, { name: 'Beta' });
         const entries = listAudit(db, { limit: 10 });
@@ -134,7 +134,7 @@ for (const [name, config] of BACKENDS) {
           revokeKey(other, k.key.id);
           assert.notEqual(mine.dataVersion(), v);
           const t = Date.now();
-          while (!('message' in cache.resolve(k.secret, Date.now()))) await new Promise((r) => setTimeout(r, 10));
+          await until(() => 'message' in cache.resolve(k.secret, Date.now()), 5_000, 'the revocation reached the cache');
           assert.ok(Date.now() - t <= 400, `the revocation took ${Date.now() - t} ms to reach the cache`);
         } finally {
           cache.close();
@@ -149,7 +149,7 @@ for (const [name, config] of BACKENDS) {
 
 /** The database as it is, without the migration check (to undo the newer-schema test). */
 function openControlDbUnchecked(dir: string, control: ControlDbConfig): SqlDatabase {
-  return control === null ? openSqlite(path.join(dir, CONTROL_DB_FILE)) : new PostgresDb(control);
+  return control === null ? openSqlite(controlDbFile(dir)) : new PostgresDb(control);
 }
 
 describe('control database: PostgreSQL shared by nodes', () => {
@@ -161,9 +161,9 @@ describe('control database: PostgreSQL shared by nodes', () => {
   test('three processes starting on a new database at once: one schema, and 60 organisations numbered 1 to 60', async () => {
     const control = freshControlDb();
     const script = `
-      import { openControlDb } from '${PROJECT_ROOT}/dist/src/accounts/control-db.js';
-      import { createOrganisation } from '${PROJECT_ROOT}/dist/src/accounts/accounts.js';
-      import { loadPlans } from '${PROJECT_ROOT}/dist/src/accounts/plans.js';
+      import { openControlDb } from '${PROJECT_ROOT}/dist/src/control/control-db.js';
+      import { createOrganisation } from '${PROJECT_ROOT}/dist/src/control/accounts.js';
+      import { loadPlans } from '${PROJECT_ROOT}/dist/src/model/plans.js';
       const db = openControlDb('/nonexistent', { url: process.env.U, timeoutMs: 10000 });
       const plans = loadPlans('${plansFile(tempDir())}');
       for (let i = 0; i < 20; i++) createOrganisation(db, plans, 'n' + i, 'free');
@@ -252,10 +252,7 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.ok(documented('/api/v1/database/list', 'get', 503, list.json));
       assert.equal(manage.headers['retry-after'], '1');
       // Past the grace period the cache is gone: the cached key too meets the outage.
-      while ((await get(svc.port, '/8.8.8.8', auth(cached))).status === 200) {
-        assert.ok(Date.now() - t < 6000, 'a cached key outlived the grace period');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until(async () => (await get(svc.port, '/8.8.8.8', auth(cached))).status !== 200, 6_000, 'the cached key gone after the grace period');
       assert.ok(Date.now() - t >= 2500, `the cache went after ${Date.now() - t} ms, before its grace period`);
       assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 503);
       assert.equal((await get(svc.port, '/8.8.8.8')).status, 200, 'keyless lookups need no control database');
@@ -267,12 +264,7 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.ok(warned.length >= 1 && warned.length <= 5, `${warned.length} warnings`);
       await relay.start();
       for (const k of [cached, uncached]) {
-        let status = 0;
-        for (let i = 0; i < 50 && status !== 200; i++) {
-          status = (await get(svc.port, '/8.8.8.8', auth(k))).status;
-          if (status !== 200) await new Promise((r) => setTimeout(r, 100));
-        }
-        assert.equal(status, 200, 'the server came back, the key did not');
+        await until(async () => (await get(svc.port, '/8.8.8.8', auth(k))).status === 200, 5_000, 'the server came back, the key did not');
       }
       const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
       assert.equal(made.status, 201);

@@ -13,12 +13,12 @@ import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
 import { publishExports } from '../src/publish/publish.js';
-import { latestPublication } from '../src/control/publications.js';
+import { latestPublication, type Publication } from '../src/control/publications.js';
 import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/file-transfer.js';
 import type { Service } from '../src/service.js';
-import { LocalStore } from '../src/store/local-store.js';
-import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, utcDaysSince, writeFile } from './helpers.js';
+import { LocalStore } from '../src/objects/local-store.js';
+import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
 
 // Enough networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth).
 const FEED = `network,category,provider,last_seen
@@ -28,14 +28,11 @@ const FEED = `network,category,provider,last_seen
 ${Array.from({ length: 40 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01\n83.${2 * i}.128.0/24,resproxy,ResiNet,2026-11-01\n84.${2 * i}.64.0/24,hosting,Hoster,2026-11-01`).join('\n')}
 `;
 /** The latest vpn_v1 publication once there is one (30 s at most), or null. */
-async function waitForPublication(dir: string) {
+async function waitForPublication(dir: string): Promise<Publication | null> {
   const db = openTestControlDb(dir);
   try {
-    let published = null;
-    for (let waited = 0; !published && waited < 30_000; waited += 250) {
-      await new Promise((r) => setTimeout(r, 250));
-      published = latestPublication(db, 'vpn_v1', 'mmdb', false);
-    }
+    let published: Publication | null = null;
+    await until(() => (published = latestPublication(db, 'vpn_v1', 'mmdb', false)) !== null, 30_000, 'a vpn_v1 publication').catch(() => undefined);
     return published;
   } finally {
     db.close();
@@ -70,8 +67,8 @@ describe('database catalogue, downloads and files', () => {
     org('noscope', []);
     const fenced = createOrganisation(db, plans, 'fenced', 'max');
     keys.fenced = createKey(db, { orgId: fenced.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }).secret;
-    grantLicence(db, { orgId: licensed, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
-    grantLicence(db, { orgId: expired, base: 'vpn', licenseType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
+    grantLicence(db, { orgId: licensed, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
+    grantLicence(db, { orgId: expired, base: 'vpn', licenceType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
     svc = await startTestService({ dataDir, plansFile: file });
@@ -292,7 +289,7 @@ describe('database catalogue, downloads and files', () => {
     const db = openTestControlDb(dir);
     const o = createOrganisation(db, loadPlans(file), 'daily', 'max');
     const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
-    grantLicence(db, { orgId: o.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
+    grantLicence(db, { orgId: o.id, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dir), dir, old.id);
     // Yesterday's build serves and today's run is later today (never past midnight): nothing was missed, nothing catches up at start.
     const later = new Date(Date.now() + 7_200_000);
@@ -323,8 +320,7 @@ describe('database catalogue, downloads and files', () => {
       const published = await waitForPublication(dir);
       assert.ok(published, 'nothing was published');
       assert.ok(utcDaysSince(from).includes(published.day), `published for ${published.day}`);
-      for (let waited = 0; !s.holder.current && waited < 5000; waited += 100) await new Promise((r) => setTimeout(r, 100));
-      assert.equal(s.holder.current?.buildId, published.buildId); // the server switched to the new build
+      await until(() => s.holder.current?.buildId === published.buildId, 5_000, 'the server switched to the new build');
     } finally {
       await s.close();
     }

@@ -20,12 +20,11 @@ import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
-import { LocalStore } from '../src/store/local-store.js';
-import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, writeFile } from './helpers.js';
+import { LocalStore } from '../src/objects/local-store.js';
+import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A published data directory with one db.download key (helpers.publishedDataDir). */
 async function licensedDataDir(): Promise<{ dataDir: string; plans: string; key: string }> {
@@ -263,10 +262,10 @@ describe('graceful shutdown', () => {
       socket.on('end', () => resolve(body));
       socket.on('error', reject);
     });
-    while (body < 1_000_000) await sleep(20);
+    await until(() => body >= 1_000_000, 30_000, `the first megabyte read (${body} bytes)`);
     server.child.kill('SIGTERM');
-    await sleep(300);
-    const ready = await get(server.adminPort, '/readyz');
+    let ready = await get(server.adminPort, '/readyz');
+    await until(async () => (ready = await get(server.adminPort, '/readyz')).status !== 200, 10_000, 'readiness false after SIGTERM');
     assert.deepEqual([ready.status, ready.json.reason], [503, 'shutting down']);
     assert.equal(await connectRefused(server.port), true, 'the lookup port still takes connections');
     socket.resume();
@@ -279,11 +278,16 @@ describe('graceful shutdown', () => {
     const exitedAgain = new Promise<number | null>((r) => again.child.once('exit', (code) => r(code)));
     const stalled = net.connect(again.port, '127.0.0.1', () => stalled.write(`GET ${link} HTTP/1.1\r\nHost: t\r\n\r\n`));
     stalled.on('error', () => undefined);
-    stalled.pause(); // never reads: the drain would wait the whole grace period
-    await sleep(300);
+    // Reads the first chunk, then never again: the drain would wait the whole grace period.
+    let started = false;
+    stalled.once('data', () => {
+      started = true;
+      stalled.pause();
+    });
+    await until(() => started, 10_000, 'the stalled download started');
     const t = Date.now();
     again.child.kill('SIGTERM');
-    await sleep(200);
+    await until(async () => (await get(again.adminPort, '/readyz')).status !== 200, 10_000, 'the first signal taken');
     again.child.kill('SIGTERM');
     assert.equal(await exitedAgain, 1);
     assert.ok(Date.now() - t < 5000, 'the second signal did not exit at once');

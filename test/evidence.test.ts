@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { explainAddress } from '../src/build/explain.js';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
-import { listFeeds } from '../src/feeds/store.js';
+import { listFeeds } from '../src/feeds/feed-store.js';
 import { PROJECT_ROOT, answerOf, buildIndex, get, openTestControlDb, raw, startTestService, tempDir, writeFile } from './helpers.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { runBuild } from '../src/build/build.js';

@@ -11,9 +11,8 @@ import { spawnSync } from 'node:child_process';
 import maxmind from 'maxmind';
 import { AddressNotFoundError, Reader } from '@maxmind/geoip2-node';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE } from '../src/index/builds.js';
 import { DATABASES } from '../src/exports/databases.js';
-import { EXPORTS_DIR, EXPORTS_MANIFEST, type ExportsManifest } from '../src/exports/exporter.js';
+import { type ExportsManifest } from '../src/exports/exporter.js';
 import { importFeed } from '../src/feeds/import.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';
@@ -22,6 +21,7 @@ import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { answerOf, tempDir } from './helpers.js';
+import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';
 
 type Answer = Record<string, unknown>;
 

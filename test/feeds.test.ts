@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
-import { listFeeds, readFeed } from '../src/feeds/store.js';
+import { listFeeds, readFeed } from '../src/feeds/feed-store.js';
 import { tempDir, writeFile } from './helpers.js';
 
 function importError(run: () => unknown): FeedImportError {

@@ -12,28 +12,28 @@ import { after, before, describe, test } from 'node:test';
 import { loadCatalogue } from '../src/catalogue/catalogue.js';
 import { createKey, createOrganisation, listKeys } from '../src/control/accounts.js';
 import { KeyCache } from '../src/control/auth.js';
-import { CONTROL_DB_FILE } from '../src/control/control-db.js';
+
 import { loadPlans } from '../src/model/plans.js';
-import { LmdbAccountingStore, ACCOUNTING_DIR } from '../src/accounting/lmdb-store.js';
+import { LmdbAccountingStore } from '../src/accounting/lmdb-store.js';
 import { checkAccountingFile } from '../src/accounting/check-store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
 import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
 import { OwedTable } from '../src/accounting/owed-table.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
-import { buildsDir, readCurrentBuildId } from '../src/index/builds.js';
+import { readCurrentBuildId } from '../src/index/builds.js';
 import { grantLicence } from '../src/control/licences.js';
 import { publishExports } from '../src/publish/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { fileTransfers } from '../src/http/file-transfer.js';
 import type { Service } from '../src/service.js';
-import { LocalStore } from '../src/store/local-store.js';
+import { LocalStore } from '../src/objects/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { openServer } from '../src/http/server/open.js';
 import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
+import { accountingDir, buildsDir, controlDbFile, storeLinkSecretFile } from '../src/data-dir.js';
 
 const run = promisify(execFile);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
 const BASES = loadCatalogue().bases.map((b) => b.base);
@@ -89,7 +89,7 @@ describe('hostile requests', () => {
     key('restricted', { orgId: org.id, name: 'restricted', scopes: ['apikeys.manage'], allowedCidrs: ['127.0.0.0/8'], expires: new Date(Date.now() + 3_600_000).toISOString() });
     const small = createOrganisation(db, plans, 'Small', 'small');
     key('small', { orgId: small.id, name: 'small' });
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'subscription', starts: new Date(Date.now() - 86_400_000).toISOString(), expires: new Date(Date.now() + 86_400_000).toISOString() }, BASES);
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - 86_400_000).toISOString(), expires: new Date(Date.now() + 86_400_000).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
     svc = await startTestService({ dataDir, plansFile: file, trustedProxies: [], keylessTier: TIER_MAX });
@@ -208,16 +208,18 @@ describe('hostile requests', () => {
         s.write(`POST /batch HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${keys.plain}\r\nContent-Length: 524288\r\n\r\n`);
         sockets.push(s);
       }
-      await sleep(300);
+      // Every request admitted (its reader waiting for the body) and nothing taken for it yet.
+      await until(() => svc.metrics.inFlight === N, 10_000, () => `${N} batch requests admitted (${svc.metrics.inFlight})`);
       assert.equal(svc.metrics.bodyMemory!.held, 0, 'declared lengths were allocated');
       for (const s of sockets) s.write('{"ips":[');
-      await sleep(300);
-      assert.ok(svc.metrics.bodyMemory!.held <= N * 16 * 1024, `held ${svc.metrics.bodyMemory!.held}`);
+      // Each first chunk takes one first block (16 KiB), not the 512 KiB declared.
+      await until(() => svc.metrics.bodyMemory!.held >= N * 16 * 1024, 10_000, () => `every first chunk read (held ${svc.metrics.bodyMemory!.held})`);
+      assert.equal(svc.metrics.bodyMemory!.held, N * 16 * 1024);
     } finally {
       for (const s of sockets) s.destroy();
     }
-    await sleep(100);
-    assert.equal(svc.metrics.bodyMemory!.held, 0, 'closed connections gave their memory back');
+    await until(() => svc.metrics.bodyMemory!.held === 0, 10_000, () => `closed connections gave their memory back (held ${svc.metrics.bodyMemory!.held})`);
+    assert.equal(svc.metrics.inFlight, 0);
     await alive();
   });
 
@@ -255,8 +257,10 @@ describe('hostile requests', () => {
       refused += Object.values(r.json.errors as Record<string, { status: number }>).filter((e) => e.status === 429).length;
     }
     assert.equal(refused, 0, 'a batch was refused with allowance unspent');
-    await sleep(1700); // idle leases go back (on every thread) within 1.5 × LEASE_IDLE_MS
-    assert.equal(await me(), 170 + 400 + 10);
+    // Idle leases go back (on every thread) within 1.5 × LEASE_IDLE_MS; until then usage
+    // counts what the leases hold.
+    let usage = -1;
+    await until(async () => (usage = await me()) === 170 + 400 + 10, 10_000, () => `usage counts what was answered (last read ${usage})`);
   });
 
   test('keyless IPv6 clients are counted per /64, IPv4 per address', async () => {
@@ -321,10 +325,9 @@ describe('hostile requests', () => {
         req.on('error', () => undefined);
         stalled.push(req);
       }
-      for (let waited = 0; responsesIn.length < 50 && waited < 5000; waited += 20) await sleep(20);
+      await until(() => responsesIn.length === 50, 5_000, () => `50 transfers started (${responsesIn.length})`);
       // Until the socket buffers are full the transfers still move; then they stall.
-      for (let waited = 0; fileTransfers.held > 0 && waited < 10_000; waited += 50) await sleep(50);
-      assert.equal(fileTransfers.held, 0, 'stalled transfers hold read buffers');
+      await until(() => fileTransfers.held === 0, 10_000, () => `stalled transfers give their read buffers back (held ${fileTransfers.held})`);
       await alive();
       // One reader resumes and gets the whole file.
       const resumed = responsesIn[0];
@@ -464,10 +467,10 @@ describe('stores and workers at fault', () => {
     real.reserve('m:x', 5, 0, null);
     await real.close();
     const dataDir = tempDir();
-    const file = path.join(dataDir, ACCOUNTING_DIR);
+    const file = accountingDir(dataDir);
     fs.writeFileSync(file, '');
     // The other process: the file whole 300 ms later (a child, as this thread is blocked while checking).
-    const writer = spawn(process.execPath, ['-e', `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(path.join(made, ACCOUNTING_DIR))}, ${JSON.stringify(file)}), 300)`]);
+    const writer = spawn(process.execPath, ['-e', `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(accountingDir(made))}, ${JSON.stringify(file)}), 300)`]);
     await new Promise((r) => writer.once('spawn', r));
     checkAccountingFile(file);
     await new Promise((r) => writer.once('exit', r));
@@ -480,7 +483,7 @@ describe('stores and workers at fault', () => {
       runBuild({ dataDir, exports: false });
       const svc = await startTestService({ dataDir });
       await svc.close();
-      const file = path.join(dataDir, damage === 'control' ? CONTROL_DB_FILE : ACCOUNTING_DIR);
+      const file = damage === 'control' ? controlDbFile(dataDir) : accountingDir(dataDir);
       if (damage === 'garbage') fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
       else if (damage === 'empty') fs.truncateSync(file, 0);
       else fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
@@ -500,8 +503,8 @@ describe('stores and workers at fault', () => {
     const dataDir = tempDir();
     const svc = await startTestService({ dataDir });
     await svc.close();
-    for (const f of [CONTROL_DB_FILE, ACCOUNTING_DIR, 'store/link-secret']) {
-      assert.equal(fs.statSync(path.join(dataDir, f)).mode & 0o777, 0o600, f);
+    for (const f of [controlDbFile(dataDir), accountingDir(dataDir), storeLinkSecretFile(dataDir)]) {
+      assert.equal(fs.statSync(f).mode & 0o777, 0o600, f);
     }
   });
 
@@ -569,7 +572,7 @@ describe('stores and workers at fault', () => {
       // Whichever thread answers, usage reaches the answers, and stays there.
       const usageIs = async (n: number, what: string): Promise<void> => {
         let seen = -1;
-        await until(async () => (seen = (await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests) === n, 10_000, `${what}: usage ${n} (last read ${seen})`);
+        await until(async () => (seen = (await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests) === n, 10_000, () => `${what}: usage ${n} (last read ${seen})`);
         for (let i = 0; i < 10; i++) assert.equal((await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests, n, what);
       };
       try {
@@ -642,9 +645,9 @@ describe('stores and workers at fault', () => {
         assert.equal(ok, 4000);
         assert.throws(() => runBuild({ dataDir, exports: false }));
         assert.deepEqual(fs.readdirSync(buildsDir(dataDir)).filter((d) => d.includes('staging')), []);
-        // Room again: what was answered meanwhile reaches the store.
+        // Room again: what was answered meanwhile reaches the store (at the latest when the
+        // service stops, which writes what is owed; the periodic write is the test above's).
         fs.rmSync(path.join(mount, 'filler'));
-        await sleep(1500);
         closed = true;
         await svc.close();
         // Counted under the day each was answered (two, where midnight passed meanwhile).

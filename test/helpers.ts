@@ -16,8 +16,7 @@ import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
 import { publishExports } from '../src/publish/publish.js';
 import { importFeed } from '../src/feeds/import.js';
-import { LocalStore } from '../src/store/local-store.js';
-import { INDEX_FILE } from '../src/index/builds.js';
+import { LocalStore } from '../src/objects/local-store.js';
 import { loadConfig, type AccountingConfig, type Config, type ControlDbConfig } from '../src/config.js';
 import { freshControlDb } from './postgres-server.js';
 import { loadIndexFile } from '../src/index/loader.js';
@@ -28,6 +27,7 @@ import { TIER_MAX } from '../src/model/projection.js';
 import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
 import { startService, type Service } from '../src/service.js';
 import { untilListening } from '../scripts/listening.js';
+import { INDEX_FILE } from '../src/data-dir.js';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
@@ -330,7 +330,7 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
   try {
     const org = createOrganisation(db, loadPlans(plans), 'Published', 'max');
     const secrets = keys.map((k, i) => createKey(db, { orgId: org.id, name: `k${i}`, ...k }).secret);
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenceType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
     const store = new LocalStore(dataDir);
     await publishExports(db, store, dataDir, build.id);
     const link = store.signedUrl(`vpn_v1/${build.id}/vpn_v1.csv.gz`, Date.now() + 3_600_000, 'vpn_v1.csv.gz', '');
@@ -345,10 +345,10 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
  * `timeoutMs`. For what the code under test does on its own time (threads, child processes,
  * pools): a deadline, never a fixed sleep that a loaded machine may outlast.
  */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string)): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new assert.AssertionError({ message: `not within ${timeoutMs} ms: ${what}` });
+    if (Date.now() > deadline) throw new assert.AssertionError({ message: `not within ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}` });
     await new Promise((r) => setTimeout(r, 5));
   }
 }

@@ -13,7 +13,7 @@ import type { Service } from '../src/service.js';
 import { RequestClient, peerText } from '../src/http/client.js';
 import { parseNetwork } from '../src/net/network.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
-import { PROJECT_ROOT, get, postBatch, request, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, get, postBatch, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
 81.7.3.0/24,vpn,ExampleVPN,high,server_list,2026-11-01
@@ -324,7 +324,7 @@ describe('lookups with no build loaded', () => {
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
     runBuild({ dataDir });
     // Ready once every front-end thread serves it.
-    for (let i = 0; i < 100 && (await get(svc.adminPort, '/readyz')).status !== 200; i++) await new Promise((r) => setTimeout(r, 20));
+    await until(async () => (await get(svc.adminPort, '/readyz')).status === 200, 5_000, 'ready with the new build');
     assert.ok(svc.holder.current);
     assert.deepEqual((await get(svc.port, '/81.7.3.20')).json, { ip: '81.7.3.20', is_vpn: true });
   });

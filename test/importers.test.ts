@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listToken } from '../src/feeds/formats.js';
 import { importSources, loadSources } from '../src/feeds/sources.js';
-import { readFeed } from '../src/feeds/store.js';
+import { readFeed } from '../src/feeds/feed-store.js';
 import { SHARED_REAL, answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 
 function imported(text: string, options: Record<string, unknown> = {}, name = 'f.txt') {

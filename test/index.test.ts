@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { before, describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, buildDir } from '../src/index/builds.js';
 import { importFeed } from '../src/feeds/import.js';
 import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';
@@ -19,6 +18,7 @@ import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, type Family } from '../src/net/network.js';
 import { prng } from '../scripts/gen-feeds.js';
 import { answerText, tempDir, writeFile } from './helpers.js';
+import { INDEX_FILE, buildDir } from '../src/data-dir.js';
 
 interface RefRange {
   family: Family;

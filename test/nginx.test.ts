@@ -74,10 +74,7 @@ function behindNginx(setup: Setup): void {
       const check = spawnSync(NGINX!, ['-t', '-c', conf, '-p', dir], { encoding: 'utf8' });
       assert.equal(check.status, 0, check.stderr);
       nginx = spawn(NGINX!, ['-c', conf, '-p', dir], { stdio: 'ignore' });
-      for (let i = 0; i < 100; i++) {
-        if (await get(port, '/81.7.3.9').then((r) => r.status === 200, () => false)) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await until(() => get(port, '/81.7.3.9').then((r) => r.status === 200, () => false), 5_000, 'nginx answering through to ipsift');
     });
     after(async () => {
       nginx?.kill('SIGTERM');

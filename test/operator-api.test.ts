@@ -10,9 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { AUTH_POLL_MS } from '../src/control/auth.js';
 import type { Service } from '../src/service.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testStoreEnv, type Reply, writeFile } from './helpers.js';
+import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -42,8 +41,6 @@ describe('operator API (admin port)', () => {
 
   const as = (token: string | null, method: string, p: string, body?: unknown): Promise<Reply> =>
     request(svc.adminPort, method, `/admin/v1${p}`, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), token ? { Authorization: `Bearer ${token}` } : {});
-
-  const settle = (): Promise<void> => new Promise((r) => setTimeout(r, AUTH_POLL_MS * 3));
 
   before(async () => {
     dataDir = tempDir();
@@ -108,7 +105,6 @@ describe('operator API (admin port)', () => {
     assert.equal(key.status, 201);
     assert.match(key.json.key, /^isk_/);
     assert.deepEqual(key.json.allowed_scopes, ['db.download']);
-    await settle();
     assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).json.is_tor, true);
 
     const lic = await as(write, 'POST', `/organizations/${org.id}/licenses`, { base: 'ipsift', license_type: 'subscription', starts: '2026-01-01', expires: '2099-01-01' });
@@ -124,7 +120,7 @@ describe('operator API (admin port)', () => {
     assert.equal(deleted.json.keys_revoked, 1);
     assert.equal(deleted.json.licences_ended, 1);
     assert.match(deleted.json.deleted_at, /^\d{4}-/);
-    await settle();
+    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).status === 401, 5_000, 'the deleted organisation\'s key refused');
     const refused = await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` });
     assert.equal(refused.status, 401);
     assert.equal(refused.json.error, 'API key revoked');
@@ -143,8 +139,7 @@ describe('operator API (admin port)', () => {
     const rotated = await as(write, 'POST', `/keys/${k.id}/rotate`);
     assert.equal(rotated.status, 200);
     assert.notEqual(rotated.json.key, k.key);
-    await settle();
-    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${k.key}` })).status, 401);
+    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${k.key}` })).status === 401, 5_000, 'the old secret refused');
     assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${rotated.json.key}` })).status, 200);
     const revokedKey = await as(write, 'DELETE', `/keys/${k.id}`);
     assert.equal(revokedKey.status, 200);
@@ -184,11 +179,10 @@ describe('operator API (admin port)', () => {
   test('usage and download history of any organisation', async () => {
     const org = (await as(write, 'POST', '/organizations', { name: 'Usage Co', plan: 'starter' })).json;
     const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'u' })).json;
-    await settle();
     for (let i = 0; i < 3; i++) assert.equal((await get(svc.port, `/81.7.3.${20 + i}`, { Authorization: `Bearer ${k.key}` })).status, 200);
     // Leases held by the front end count as used until given back (about 1.5 s idle).
-    await new Promise((r) => setTimeout(r, 2000));
-    const u = await as(read, 'GET', `/organizations/${org.id}/usage`);
+    let u = await as(read, 'GET', `/organizations/${org.id}/usage`);
+    await until(async () => (u = await as(read, 'GET', `/organizations/${org.id}/usage`)).json.requests === 3, 10_000, () => `usage 3 (read ${u.json.requests})`);
     assert.equal(u.status, 200);
     assert.equal(u.json.requests, 3);
     assert.equal(u.json.plan, 'starter');

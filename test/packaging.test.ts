@@ -92,7 +92,7 @@ describe('the systemd unit and the compose file', () => {
       assert.equal(config.role, role === 'serve' ? 'serve' : 'all');
       assert.equal(config.accounting.kind, 'redis');
       assert.match(config.controlDb?.url ?? '', /^postgres:\/\//);
-      assert.equal(config.store.kind, 's3');
+      assert.equal(config.objectStore.kind, 's3');
     }
   });
 });

@@ -9,7 +9,7 @@ import { listToken } from '../src/feeds/formats.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js';
 import { formatBigIPv4, formatBigIPv6, parseNetwork } from '../src/net/network.js';
-import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/store.js';
+import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/feed-store.js';
 import { qualityOf } from '../scripts/quality.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { REAL, importRealData, providerOf } from '../scripts/real-data.js';

@@ -4,7 +4,7 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { freePort, killChild } from './helpers.js';
+import { freePort, killChild, until } from './helpers.js';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((p) => spawnSync(p, ['--version']).status === 0) ?? null;
 
@@ -41,11 +41,7 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
       // write may wait behind a background fsync after its reply has gone (one lease lost, once, on Bun).
       const keep = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
       child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
-      for (let i = 0; i < 100; i++) {
-        if (await answers(port)) return;
-        await new Promise((res) => setTimeout(res, 50));
-      }
-      throw new Error(`redis-server did not answer on port ${port}`);
+      await until(() => answers(port), 5_000, `redis-server answering on port ${port}`);
     },
   };
   await r.start();

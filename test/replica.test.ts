@@ -12,14 +12,14 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import S3rver from 's3rver';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir } from '../src/index/builds.js';
 import { POINTER_KEY } from '../src/replica/index-replica.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import type { Service } from '../src/service.js';
-import { S3Store } from '../src/store/s3-store.js';
-import { PROJECT_ROOT, get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
+import { S3Store } from '../src/objects/s3-store.js';
+import { PROJECT_ROOT, get, plansFile, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir } from '../src/data-dir.js';
 
 const BUCKET = 'ipsift-replicas';
 const require = createRequire(import.meta.url);
@@ -60,13 +60,6 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
     return svc;
   };
 
-  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
-    for (let i = 0; i < 100; i++) {
-      if (await ok()) return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.fail(`not within 10 s: ${what}`);
-  };
   const readyz = async (svc: Service): Promise<Record<string, any>> => (await get(svc.adminPort, '/readyz')).json;
 
   before(async () => {
@@ -100,7 +93,7 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
     }
     const second = await buildAndPublish('network,category,provider\n9.9.9.0/24,vpn,Beta\n');
     for (const n of [a, b]) {
-      await until(`node serves ${second}`, async () => (await readyz(n)).build === second);
+      await until(async () => (await readyz(n)).build === second, 10_000, `node serves ${second}`);
       assert.deepEqual((await get(n.port, '/9.9.9.9')).json, { ip: '9.9.9.9', is_vpn: true });
       assert.deepEqual((await get(n.port, '/81.7.3.9')).json, { ip: '81.7.3.9', is_vpn: false });
       assert.match((await get(n.adminPort, '/metrics')).text, /^ipsift_replica_in_sync 1$/m);
@@ -123,14 +116,14 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(buildDir(builder, bad), MANIFEST_FILE), 'utf8'));
     await store.put(POINTER_KEY, writeFile(tempDir(), 'CURRENT.json', JSON.stringify({ build: bad, sha256: manifest.index.sha256, bytes: manifest.index.bytes })));
     store.close();
-    await until('the damaged build is rejected', async () => /does not verify/.test(String((await readyz(node)).replica.error)));
+    await until(async () => /does not verify/.test(String((await readyz(node)).replica.error)), 10_000, 'the damaged build is rejected');
     const r = await readyz(node);
     assert.deepEqual([r.status, r.build, r.replica.published], ['ready', serving, bad]);
     assert.deepEqual((await get(node.port, '/1.1.1.1')).json, { ip: '1.1.1.1', is_vpn: false });
     assert.ok(!fs.existsSync(path.join(dataDirs.get(node)!, 'builds', bad)), 'the damaged build is not kept');
     assert.match((await get(node.adminPort, '/metrics')).text, /^ipsift_replica_in_sync 0$/m);
     const good = await buildAndPublish('network,category,provider\n1.1.1.0/24,vpn,Gamma\n');
-    await until(`node serves ${good}`, async () => (await readyz(node)).build === good);
+    await until(async () => (await readyz(node)).build === good, 10_000, `node serves ${good}`);
     assert.deepEqual((await get(node.port, '/1.1.1.1')).json, { ip: '1.1.1.1', is_vpn: true });
     assert.equal((await readyz(node)).replica.error, null);
   });

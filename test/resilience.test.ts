@@ -5,24 +5,24 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
-import { INDEX_FILE, readCurrentBuildId } from '../src/index/builds.js';
+import { readCurrentBuildId } from '../src/index/builds.js';
 import { FORMAT_VERSION } from '../src/index/format.js';
 import { jsonLogger } from '../src/log.js';
 import { importFeed } from '../src/feeds/import.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { PROJECT_ROOT, get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { INDEX_FILE } from '../src/data-dir.js';
 
 const run = promisify(execFile);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function feed(provider: string): string {
   return `network,category,provider,last_seen\n81.7.0.0/16,vpn,${provider},2026-11-01\n2a01:4f8::/32,hosting,${provider},2026-11-01\n`;
 }
 
 async function waitForWorkers(pool: BatchPool, n: number): Promise<void> {
-  for (let waited = 0; pool.workers.length < n && waited < 10_000; waited += 20) await sleep(20);
-  assert.equal(pool.workers.length, n, 'the pool did not get back to its size');
+  await until(() => pool.workers.length >= n, 10_000, () => `the pool back at its size (${pool.workers.length} of ${n})`);
+  assert.equal(pool.workers.length, n, 'the pool grew past its size');
 }
 
 describe('resilience', () => {
@@ -75,7 +75,8 @@ describe('resilience', () => {
         const before = [...answered];
         await until(() => answered.every((n, c) => n > before[c]), 60_000, 'every client answered since the last kill');
         // A batch waiting in the queue means every worker is busy: the victim dies mid-batch.
-        for (let waited = 0; svc.pool.queued === 0 && waited < 2_000; waited++) await sleep(1);
+        // (Where none queues within the deadline, a worker is still killed, maybe between batches.)
+        await until(() => svc.pool.queued > 0, 2_000, 'a batch queued').catch(() => undefined);
         const victim = svc.pool.workers[k % svc.pool.workers.length];
         if (victim) {
           killedThreads.add(victim.threadId);
@@ -132,15 +133,15 @@ describe('resilience', () => {
         }
       };
       const load = [singleClient(), singleClient(), singleClient(), batchClient(), batchClient()];
-      await sleep(300);
+      await until(() => series.every((s) => s.length > 0), 10_000, 'every client answered from the first build');
       // Build and publish from another process, as an operator would.
       writeFile(dataDir, 'f.csv', feed('Beta'));
       const cli = path.join(PROJECT_ROOT, 'dist/src/cli.js');
       const env = { ...process.env, DATA_DIR: dataDir };
       await run(process.execPath, [cli, 'feed', 'import', path.join(dataDir, 'f.csv'), '--name', 'f'], { env });
       await run(process.execPath, [cli, 'build'], { env });
-      for (let i = 0; i < 100 && svc.holder.current?.generation !== 2; i++) await sleep(20);
-      await sleep(300);
+      await until(() => svc.holder.current?.generation === 2, 10_000, 'the new build serving');
+      await until(() => series.every((s) => s[s.length - 1] === 'Beta'), 10_000, 'every client answered from the new build');
       stop = true;
       await Promise.all(load);
       assert.deepEqual(failures, []);

@@ -14,7 +14,7 @@ import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
 import { publishExports } from '../src/publish/publish.js';
 import { importFeed } from '../src/feeds/import.js';
-import { S3Store } from '../src/store/s3-store.js';
+import { S3Store } from '../src/objects/s3-store.js';
 import { fetchBytes, get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
 
 const BUCKET = 'ipsift-test';
@@ -58,12 +58,12 @@ describe('S3 object store (s3rver on loopback)', () => {
     const db = openControlDb(dataDir);
     const org = createOrganisation(db, loadPlans(file), 'S3 customer', 'max');
     const secret = createKey(db, { orgId: org.id, name: 'k', scopes: ['db.download'] }).secret;
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenseType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
+    grantLicence(db, { orgId: org.id, base: 'vpn', licenceType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
     const store = new S3Store({ bucket: BUCKET, prefix: 'e2e/', endpoint });
     await publishExports(db, store, dataDir, build.id);
     db.close();
     store.close();
-    const svc = await startTestService({ dataDir, plansFile: file, store: { kind: 's3', bucket: BUCKET, prefix: 'e2e/', region: 'us-east-1', endpoint } });
+    const svc = await startTestService({ dataDir, plansFile: file, objectStore: { kind: 's3', bucket: BUCKET, prefix: 'e2e/', region: 'us-east-1', endpoint } });
     try {
       const auth = { Authorization: `Bearer ${secret}` };
       const r = await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=mmdb', auth);

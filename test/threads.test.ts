@@ -12,11 +12,11 @@ import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
-import { get, postBatch, startTestService, tempDir, writeFile } from './helpers.js';
+import { get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function publish(dataDir: string, provider: string): void {
+/** Builds from one feed of `provider` and makes the build the serving one. */
+function buildAndServe(dataDir: string, provider: string): void {
   writeFile(dataDir, 'f.csv', `network,category,provider\n81.7.0.0/16,vpn,${provider}\n2a01:4f8::/32,hosting,${provider}\n`);
   importFeed({ dataDir, file: `${dataDir}/f.csv`, name: 'f' });
   runBuild({ dataDir, exports: false });
@@ -38,7 +38,7 @@ describe('front-end threads', () => {
 
   before(async () => {
     dataDir = tempDir();
-    publish(dataDir, 'B0');
+    buildAndServe(dataDir, 'B0');
     svc = await startTestService({ dataDir, frontendThreads: 2, batchWorkers: 2, keylessTier: TIER_MAX, indexPollMs: 50 });
   });
   after(() => svc.close());
@@ -92,14 +92,15 @@ describe('front-end threads', () => {
     };
     const load = [single(0), single(1), single(0), single(1), batch(), batch()];
     const first = svc.holder.current!.generation;
+    /** Every client's latest answer came from build `b` (any build, for null): the next swap happens under load. */
+    const allOn = (b: number | null) => () => series.every((s) => s.length > 0 && (b === null || s[s.length - 1] === b));
     for (let b = 1; b <= 5; b++) {
-      await sleep(200);
-      publish(dataDir, `B${b}`);
-      for (let i = 0; i < 250 && svc.holder.current?.generation !== first + b; i++) await sleep(20);
-      assert.equal(svc.holder.current?.generation, first + b);
-      for (let i = 0; i < 100 && (await get(svc.adminPort, '/readyz')).status !== 200; i++) await sleep(20);
+      await until(allOn(b === 1 ? null : b - 1), 10_000, `every client answered from build ${b - 1}`);
+      buildAndServe(dataDir, `B${b}`);
+      await until(() => svc.holder.current?.generation === first + b, 5_000, `build ${b} serving`);
+      await until(async () => (await get(svc.adminPort, '/readyz')).status === 200, 2_000, 'ready again');
     }
-    await sleep(300);
+    await until(allOn(5), 10_000, 'every client answered from the last build');
     stop = true;
     await Promise.all(load);
     assert.deepEqual(failures, []);
@@ -120,9 +121,7 @@ describe('front-end threads', () => {
     const threads = svc.threads!;
     const dead = threads.workers()[0]!;
     await dead.terminate();
-    for (let i = 0; i < 250 && (threads.workers()[0] === dead || threads.workers()[0] === null || threads.notReady() > 0); i++) await sleep(20);
-    assert.notEqual(threads.workers()[0], dead);
-    assert.equal(threads.notReady(), 0);
+    await until(() => threads.workers()[0] !== dead && threads.workers()[0] !== null && threads.notReady() === 0, 5_000, 'the thread replaced and ready');
     const replies = await Promise.all(Array.from({ length: 50 }, () => get(svc.port, '/81.7.0.1')));
     assert.ok(replies.every((r) => r.status === 200));
   });

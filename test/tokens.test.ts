@@ -4,13 +4,11 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { AUTH_POLL_MS } from '../src/control/auth.js';
 import { createKey, listOrganisations, revokeKey, rotateKey } from '../src/control/accounts.js';
 import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '../src/control/tokens.js';
 import type { Service } from '../src/service.js';
-import { get, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
+import { get, openTestControlDb, publishedDataDir, request, startTestService, until, type Reply } from './helpers.js';
 
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, AUTH_POLL_MS * 3));
 
 describe('short-lived tokens', () => {
   let svc: Service;
@@ -83,7 +81,8 @@ describe('short-lived tokens', () => {
     const r = await exchange(both, { lifetime_s: 1 });
     assert.equal(r.status, 201);
     assert.equal((await lookup(r.json.token)).status, 200);
-    await new Promise((res) => setTimeout(res, 2100));
+    // Expiry is in whole seconds: a one-second token ends within two.
+    await until(async () => (await lookup(r.json.token)).status !== 200, 2_500, 'the token ended within its lifetime');
     const late = await lookup(r.json.token);
     assert.equal(late.status, 401);
     assert.equal(late.json.error, 'API key expired');
@@ -92,7 +91,6 @@ describe('short-lived tokens', () => {
     const org = listOrganisations(db)[0];
     const shortKey = createKey(db, { orgId: org.id, name: 'short', expires: new Date(Date.now() + 60_000).toISOString() }).secret;
     db.close();
-    await settle();
     const capped = await exchange(shortKey, { lifetime_s: 3600 });
     assert.equal(capped.status, 201);
     assert.ok(Date.parse(capped.json.expires) <= Date.now() + 60_000, 'not past the key');
@@ -116,13 +114,12 @@ describe('short-lived tokens', () => {
     const org = listOrganisations(db)[0];
     const made = createKey(db, { orgId: org.id, name: 'to-revoke' });
     db.close();
-    await settle();
     const t = (await exchange(made.secret)).json.token;
     assert.equal((await lookup(t)).status, 200);
     const db2 = openTestControlDb(dataDir);
     revokeKey(db2, made.key.id);
     db2.close();
-    await settle();
+    await until(async () => (await lookup(t)).status !== 200, 5_000, 'the revocation read');
     const r = await lookup(t);
     assert.equal(r.status, 401);
     assert.equal(r.json.error, 'API key revoked');
@@ -133,13 +130,12 @@ describe('short-lived tokens', () => {
     const org = listOrganisations(db)[0];
     const made = createKey(db, { orgId: org.id, name: 'to-rotate' });
     db.close();
-    await settle();
     const before = (await exchange(made.secret)).json.token;
     assert.equal((await lookup(before)).status, 200);
     const db2 = openTestControlDb(dataDir);
     const rotated = rotateKey(db2, made.key.id).secret;
     db2.close();
-    await settle();
+    await until(async () => (await lookup(before)).status !== 200, 5_000, 'the rotation read');
     const r = await lookup(before);
     assert.deepEqual([r.status, r.json.error], [401, 'invalid API key'], 'a token of the old secret');
     const after = (await exchange(rotated)).json.token;
@@ -152,7 +148,7 @@ describe('short-lived tokens', () => {
     assert.equal(revokeToken(db3, { id: 'one-more', keyId: made.key.id, expiresMs: later }, Date.now()), 'every token of the key');
     assert.equal((db3.prepare('SELECT COUNT(*) AS n FROM revoked_tokens WHERE key_id = ?').get(made.key.id) as { n: number }).n, 0);
     db3.close();
-    await settle();
+    await until(async () => (await lookup(after)).status !== 200, 5_000, 'the revocation of every token read');
     assert.equal((await lookup(after)).status, 401, 'every token of the key ended');
     assert.equal((await lookup(rotated)).status, 200, 'the key stands');
   });

@@ -8,13 +8,12 @@
 // seconds of counts.
 
 import fs from 'node:fs';
-import path from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import { checkAccountingFile } from './check-store.js';
 import { IpsiftError } from '../errors.js';
-import { grantFor, type AccountingStore } from './store.js';
+import { grantFor, type AccountingStore } from './accounting-store.js';
+import { accountingDir } from '../data-dir.js';
 
-export const ACCOUNTING_DIR = 'accounting.lmdb';
 /**
  * Writes stop while the disk has less free space than this: LMDB does not survive ENOSPC (it
  * prints to stdout and then corrupts its heap: malloc aborts the process), so the store never
@@ -37,7 +36,7 @@ export class LmdbAccountingStore implements AccountingStore {
 
   /** Opens the data directory's store; `check`: verify the file first (once per process, at start). */
   constructor(dataDir: string, check = false) {
-    const file = path.join(dataDir, ACCOUNTING_DIR);
+    const file = accountingDir(dataDir);
     this.dir = dataDir;
     if (check) checkAccountingFile(file);
     this.db = open<number | Bucket, string>({ path: file, noSync: true, cache: false });

@@ -16,7 +16,7 @@
 import type { Rate } from '../model/plans.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AccountingStore } from './store.js';
+import type { AccountingStore } from './accounting-store.js';
 import { OwedTable } from './owed-table.js';
 
 /** Largest number of extra units a lease takes beyond what a request needs. */

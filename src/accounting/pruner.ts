@@ -5,7 +5,7 @@
 import type { Plans, Rate } from '../model/plans.js';
 import { reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AccountingStore } from './store.js';
+import type { AccountingStore } from './accounting-store.js';
 
 export const PRUNE_EVERY_MS = 60_000;
 /** Monthly allowance counters are kept this many months (usage history for operators). */

@@ -12,7 +12,7 @@ import { SyncCaller } from '../bridge/sync-call.js';
 export { FAIL_FAST_MS as RETRY_MS } from '../bridge/sync-call.js';
 import { Unavailable } from '../errors.js';
 import { redactUrl } from '../log.js';
-import type { AccountingStore } from './store.js';
+import type { AccountingStore } from './accounting-store.js';
 import type { RedisOp } from './redis-worker.js';
 
 export interface RedisStoreOptions {

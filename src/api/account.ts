@@ -1,124 +1,38 @@
-// Account and key endpoints (interface.md §2.8, §2.9; DESIGN.md §5): GET /api/v1/account/me
-// and /api/v1/iam/apikeys (create, list, revoke, rotate), and /api/v1/auth/token (a key
-// exchanged for a short-lived token; the token revoked). Key management and tokens answer
-// with {"rc": …} bodies; the account answer uses the lookup group's {"error": …}.
-//
-// A key hands on only what it holds (DESIGN.md §5): a key it creates has scopes among its
-// own, an expiry no later than its own and source ranges inside its own (both inherited when
-// not given); it may rotate only a key that holds no more than it does, and revoke only a
-// key whose scopes it holds.
+// GET /api/v1/account/me: the caller's organisation, key, plan and usage in the current UTC
+// month, in the lookup group's {"error": …} shape.
 
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { ERRORS, RC } from '../wire/errors.js';
-import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../control/accounts.js';
-import { bearerToken, type Caller, type KeyCache } from '../control/auth.js';
-import type { ControlDb } from '../control/control-db.js';
+import { ERRORS } from '../wire/errors.js';
 import type { Logger } from '../log.js';
-import { networksOf, networksWithin, type Network } from '../net/network.js';
-import type { RequestClient } from '../http/client.js';
-import { late, pending, sendError, sendJson, sendRc, type Pending } from '../http/reply.js';
+import { sendError, sendJson } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import { Gate } from './gate.js';
-import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../control/audit.js';
-import { LIMIT_RULE, listLimit } from '../control/operator.js';
-import type { Rate } from '../model/plans.js';
-import { keyListBucket } from '../accounting/windows.js';
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../control/tokens.js';
-import type { Metrics } from '../http/metrics.js';
-
-const MAX_BODY = 64 * 1024;
-
-/** What a key's holder may do to keys on the public port (config: MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN). */
-export interface KeyLimits {
-  maxKeysPerOrg: number;
-  keyChangesPerMinute: number;
-}
-
-/**
- * Key-list pages an organisation may ask for: a burst, refilled each second (a token bucket of
- * the accounting store, as lookups' rates are). A page of 200 keys costs a thread about half a
- * millisecond, so 16 clients paging without pause would queue every lookup behind theirs;
- * past the budget a page answers 429 at once.
- */
-const KEY_LIST_RATE: Rate = { perSecond: 20, burst: 100 };
-
-const HANDS_ON = 'a key hands on only what it holds: scopes among its own, an expiry no later than its own, source ranges inside its own';
-const CHANGE_WINDOW_MS = 60_000;
-
-/** Reads a small request body; calls back once with the text, or null when over the limit. */
-export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
-  const parts: Buffer[] = [];
-  let length = 0;
-  let over = false;
-  res.onData(
-    routes.later(res, RC.INTERNAL, (chunk: ArrayBuffer, isLast: boolean) => {
-      if (over || p.aborted) return;
-      length += chunk.byteLength;
-      if (length > MAX_BODY) {
-        over = true;
-        return done(null);
-      }
-      parts.push(Buffer.from(chunk.slice(0)));
-      if (isLast) done(Buffer.concat(parts).toString('utf8'));
-    }),
-  );
-}
-
-const expiryMs = (k: ApiKey): number => (k.expires ? Date.parse(k.expires) : Infinity);
-
-/** Every range of `inner` lies inside the caller's (no ranges: any source). */
-function rangesWithin(inner: readonly string[], outer: readonly Network[]): boolean {
-  if (outer.length === 0) return true;
-  return inner.length > 0 && networksWithin(networksOf(inner), outer);
-}
-
-/** The target holds nothing the caller does not: scopes, expiry and ranges. */
-function holdsAtMost(target: ApiKey, caller: Caller): boolean {
-  return (
-    target.scopes.every((s) => caller.key.scopes.includes(s)) &&
-    expiryMs(target) <= caller.expiresMs &&
-    rangesWithin(target.allowedCidrs, caller.networks)
-  );
-}
+import type { Edge } from './edge.js';
 
 export class AccountApi {
-  private client!: RequestClient;
-  private routes!: RouteTable;
-  private metrics!: Metrics;
+  private edge!: Edge;
 
   constructor(
-    private readonly db: ControlDb,
     private readonly gate: Gate,
-    private readonly keys: KeyCache,
     private readonly log: Logger,
-    private readonly limits: KeyLimits,
   ) {}
 
-  register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
-    this.client = client;
-    this.routes = routes;
-    this.metrics = metrics;
-    const rc = { internal: RC.INTERNAL, family: 'account' } as const;
+  register(routes: RouteTable, edge: Edge): void {
+    this.edge = edge;
     routes.get('/api/v1/account/me', (res, req) => this.me(res, req), { family: 'account' });
-    routes.post('/api/v1/iam/apikeys', (res, req) => this.create(res, req), rc);
-    routes.get('/api/v1/iam/apikeys', (res, req) => this.list(res, req), { ...rc, compress: true });
-    routes.del('/api/v1/iam/apikeys/:id', (res, req) => this.revoke(res, req), rc);
-    routes.post('/api/v1/iam/apikeys/:id/rotate', (res, req) => this.rotate(res, req), rc);
-    routes.post('/api/v1/auth/token', (res, req) => this.token(res, req), rc);
-    routes.del('/api/v1/auth/token', (res, req) => this.revokeToken(res, req), rc);
   }
 
   private me(res: HttpResponse, req: HttpRequest): void {
     const now = Date.now();
-    const c = this.gate.caller(Gate.keyOf(req), this.client.of(res, req), now);
-    if (c === null) return sendError(res, ERRORS.keyRequired, this.metrics);
-    if (!('key' in c)) return sendError(res, c, this.metrics);
+    const c = this.gate.caller(Gate.keyOf(req), this.edge.client.of(res, req), now);
+    if (c === null) return sendError(res, ERRORS.keyRequired, this.edge.metrics);
+    if (!('key' in c)) return sendError(res, c, this.edge.metrics);
     let usage: { used: number; window: { startMs: number; endMs: number } };
     try {
       usage = this.gate.monthUsage(c, now);
     } catch (e) {
       this.log.error('usage read failed', { reason: e instanceof Error ? e.message : String(e) });
-      return sendError(res, ERRORS.usageUnavailable, this.metrics);
+      return sendError(res, ERRORS.usageUnavailable, this.edge.metrics);
     }
     sendJson(res, 200, {
       org_id: c.org.id,
@@ -131,227 +45,6 @@ export class AccountApi {
         window_start: new Date(usage.window.startMs).toISOString(),
         window_end: new Date(usage.window.endMs).toISOString(),
       },
-    }, this.metrics);
-  }
-
-  /** The caller of a key-management request: a Bearer key with apikeys.manage, or null once refused. */
-  private manager(res: HttpResponse, req: HttpRequest): Caller | null {
-    const c = this.bearerCaller(res, req);
-    if (c !== null && !c.key.scopes.includes('apikeys.manage')) {
-      sendRc(res, RC.UNAUTHORIZED, 'this key lacks the apikeys.manage scope: manage keys with a key that holds it', this.metrics);
-      return null;
-    }
-    return c;
-  }
-
-  /**
-   * A change to keys (create, rotate, revoke) by a key, refused with 429 and Retry-After when
-   * its organisation made KEY_CHANGES_PER_MIN changes in the last minute. Counted from the
-   * audit log, so the limit holds across threads and nodes sharing the control database.
-   */
-  private throttled(res: HttpResponse, c: Caller): boolean {
-    const n = this.limits.keyChangesPerMinute;
-    const at = nthLatestKeyChangeAt(this.db, c.org.id, n);
-    const now = Date.now();
-    if (at === null || at <= now - CHANGE_WINDOW_MS) return false;
-    const retry = Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));
-    sendRc(res, RC.RATE_LIMITED, `this organisation made ${n} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`, this.metrics, {
-      headers: [['Retry-After', String(retry)]],
-    });
-    return true;
-  }
-
-  private create(res: HttpResponse, req: HttpRequest): void {
-    const p = pending(res);
-    const c = this.manager(res, req);
-    if (!c || this.throttled(res, c)) return;
-    const actor = this.actorOf(c);
-    readSmallBody(res, p, this.routes, (text) => late(res, p, () => this.createFrom(res, c, actor, text)));
-  }
-
-  /** The audit log's actor: the managing key, from the client's address (read in the handler). */
-  private actorOf(c: Caller): Actor {
-    return { who: `key:${c.key.id}`, source: this.client.text() };
-  }
-
-  private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: string | null): void {
-    const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.metrics);
-    if (text === null) return bad(`body too large: at most ${MAX_BODY} bytes`);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
-    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as Record<string, unknown>;
-    const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-    if (typeof name !== 'string') return bad('name is required: a string of 1 to 200 characters');
-    if (cidrs !== undefined && !strings(cidrs)) return bad('allowed_cidrs must be an array of CIDR strings');
-    if (scopes !== undefined && !strings(scopes)) return bad('allowed_scopes must be an array of scope strings (db.download, apikeys.manage)');
-    if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad('expires must be an ISO 8601 date-time string, or null for no expiry');
-    let fields: ReturnType<typeof checkKeyFields>;
-    try {
-      // Not given: the creator's own expiry and ranges (a token's expiry where a token creates
-      // it, so a short-lived token cannot leave a lasting key behind).
-      const ownExpiry = c.tokenId === undefined ? c.key.expires : new Date(c.expiresMs).toISOString();
-      fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? ownExpiry : expires });
-    } catch (e) {
-      if (e instanceof AccountError) return bad(e.message);
-      throw e;
-    }
-    const wanted: ApiKey = { ...c.key, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires };
-    if (!holdsAtMost(wanted, c)) return sendRc(res, RC.FORBIDDEN, HANDS_ON, this.metrics);
-    let made: { key: ApiKey; secret: string };
-    try {
-      made = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires }, this.limits.maxKeysPerOrg);
-    } catch (e) {
-      if (e instanceof KeyLimitError) return sendRc(res, RC.KEY_LIMIT, e.message, this.metrics);
-      throw e;
-    }
-    const { key, secret } = made;
-    this.keys.invalidate();
-    recordAudit(this.db, actor, 'key.create', key.orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
-    this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
-    sendJson(
-      res,
-      201,
-      { rc: 'OK', id: key.id, name: key.name, key: secret, key_prefix: key.keyPrefix, allowed_cidrs: key.allowedCidrs, allowed_scopes: key.scopes },
-      this.metrics,
-    );
-  }
-
-  /** The organisation's keys, oldest first, a page at a time: ?limit (1..200, default 50) and ?after (the last page's next). */
-  private list(res: HttpResponse, req: HttpRequest): void {
-    const c = this.manager(res, req);
-    if (!c) return;
-    const turn = this.gate.take(keyListBucket(c.org.id), KEY_LIST_RATE, Date.now());
-    if (!turn.ok) {
-      const { perSecond, burst } = KEY_LIST_RATE;
-      return sendRc(res, RC.RATE_LIMITED, `key lists come at most ${perSecond} pages a second (${burst} at once) for an organisation: retry in ${turn.retryAfter} s`, this.metrics, {
-        headers: [['Retry-After', String(turn.retryAfter)]],
-      });
-    }
-    const query = new URLSearchParams(req.getQuery() ?? '');
-    const limit = listLimit(query.get('limit'));
-    if (limit === null) return sendRc(res, RC.BAD_REQUEST, LIMIT_RULE, this.metrics);
-    const page = pageKeys(this.db, c.org.id, limit, query.get('after') ?? undefined);
-    sendJson(res, 200, { rc: 'OK', apikeys: page.items.map(keyJson), next: page.next }, this.metrics);
-  }
-
-  /**
-   * A key (Bearer, never a token: a token cannot extend itself) exchanged for a short-lived
-   * token: {scopes?: a subset of the key's, lifetime_s?: 1..MAX_TOKEN_LIFETIME_S, default 15
-   * minutes}, never outliving the key.
-   */
-  private token(res: HttpResponse, req: HttpRequest): void {
-    const p = pending(res);
-    const c = this.bearerCaller(res, req);
-    if (!c) return;
-    if (c.tokenId !== undefined) return sendError(res, RC.FORBIDDEN, this.metrics);
-    readSmallBody(res, p, this.routes, (text) =>
-      late(res, p, () => {
-        let body: unknown = {};
-        try {
-          if (text === null) throw new Error('too large');
-          if (text.trim() !== '') body = JSON.parse(text);
-        } catch {
-          return sendError(res, RC.BAD_REQUEST, this.metrics);
-        }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendError(res, RC.BAD_REQUEST, this.metrics);
-        const { scopes, lifetime_s: lifetime } = body as Record<string, unknown>;
-        if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string'))) return sendError(res, RC.BAD_REQUEST, this.metrics);
-        if (lifetime !== undefined && !(Number.isSafeInteger(lifetime) && (lifetime as number) >= 1 && (lifetime as number) <= MAX_TOKEN_LIFETIME_S)) {
-          return sendError(res, RC.BAD_REQUEST, this.metrics);
-        }
-        const wanted = (scopes as string[] | undefined) ?? c.key.scopes;
-        if (!wanted.every((s) => (c.key.scopes as string[]).includes(s))) return sendError(res, RC.FORBIDDEN, this.metrics);
-        const now = Date.now();
-        const expiresMs = Math.min(c.expiresMs, now + ((lifetime as number | undefined) ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
-        const granted = c.key.scopes.filter((s) => wanted.includes(s));
-        const minted = this.keys.mint(c.key, granted, expiresMs);
-        if (minted === null) return sendError(res, RC.INTERNAL, this.metrics);
-        const expires = Math.floor(expiresMs / 1000) * 1000;
-        sendJson(
-          res,
-          201,
-          { rc: 'OK', token: minted.token, token_id: minted.id, token_type: 'Bearer', expires: new Date(expires).toISOString(), expires_in: Math.max(0, Math.floor((expires - now) / 1000)), scopes: granted, org_id: c.org.id },
-          this.metrics,
-        );
-      }),
-    );
-  }
-
-  /**
-   * Revokes the token presented as the Bearer credential; its key and other tokens stand
-   * (past MAX_REVOKED_PER_KEY stored revocations, every token of the key ends instead).
-   */
-  private revokeToken(res: HttpResponse, req: HttpRequest): void {
-    const c = this.bearerCaller(res, req);
-    if (!c) return;
-    if (c.tokenId === undefined) return sendError(res, RC.BAD_REQUEST, this.metrics);
-    const now = Date.now();
-    // The caller's expiry is the token's, or the key's where that comes first: either way the
-    // token is void from then on, and its revocation may be forgotten.
-    revokeTokenRow(this.db, { id: c.tokenId, keyId: c.key.id, expiresMs: c.expiresMs }, now);
-    this.keys.invalidate();
-    sendJson(res, 200, { rc: 'OK', token_id: c.tokenId, revoked_at: new Date(now).toISOString() }, this.metrics);
-  }
-
-  /**
-   * The caller of a Bearer credential (key or token; no other credential beside it) from an
-   * allowed source, or null once refused.
-   */
-  private bearerCaller(res: HttpResponse, req: HttpRequest): Caller | null {
-    const secret = Gate.keyOf(req);
-    if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
-      sendError(res, RC.UNAUTHORIZED, this.metrics);
-      return null;
-    }
-    const c = this.gate.caller(secret, this.client.of(res, req), Date.now());
-    if (c === null || !('key' in c)) {
-      sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, this.metrics);
-      return null;
-    }
-    return c;
-  }
-
-  /** The key named in the path, if it belongs to the caller's organisation. */
-  private ownKey(c: Caller, id: string): ApiKey | null {
-    const key = getKey(this.db, id);
-    return key && key.orgId === c.org.id ? key : null;
-  }
-
-  private revoke(res: HttpResponse, req: HttpRequest): void {
-    const id = req.getParameter(0) ?? '';
-    const c = this.manager(res, req);
-    if (!c) return;
-    const own = this.ownKey(c, id);
-    if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.metrics);
-    if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendRc(res, RC.FORBIDDEN, 'a key may revoke only keys whose scopes it holds', this.metrics);
-    if (this.throttled(res, c)) return;
-    const key = revokeKey(this.db, id);
-    this.keys.invalidate();
-    if (!own.revokedAt) recordAudit(this.db, this.actorOf(c), 'key.revoke', own.orgId, id, { key_prefix: own.keyPrefix });
-    this.log.info('api key revoked', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, this.metrics);
-  }
-
-  private rotate(res: HttpResponse, req: HttpRequest): void {
-    const id = req.getParameter(0) ?? '';
-    const c = this.manager(res, req);
-    if (!c) return;
-    const own = this.ownKey(c, id);
-    if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.metrics);
-    if (own.revokedAt) return sendRc(res, RC.BAD_REQUEST, 'a revoked key cannot be rotated: create a new one', this.metrics);
-    // The new secret goes to the caller: it may not gain through it what it does not hold.
-    if (!holdsAtMost(own, c)) return sendRc(res, RC.FORBIDDEN, `${HANDS_ON}; this key holds more`, this.metrics);
-    if (this.throttled(res, c)) return;
-    // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
-    const { key, secret } = rotateKey(this.db, id);
-    this.keys.invalidate();
-    recordAudit(this.db, this.actorOf(c), 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: key.keyPrefix });
-    this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.metrics);
+    }, this.edge.metrics);
   }
 }

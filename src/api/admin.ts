@@ -1,23 +1,22 @@
 // Admin port: liveness, readiness (an index is loaded), Prometheus metrics, why an address
 // answers as it does (explain-api.ts), and the operator's API (operator-api.ts).
 
-import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
+import type { HttpApp, HttpServer } from '../http/server/types.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
-import { writeJsonType } from '../http/json.js';
+import { writeJson } from '../http/reply.js';
 import { Metrics } from '../http/metrics.js';
 import { RouteTable } from '../http/routes.js';
 import type { Logger } from '../log.js';
-import { registerExplain } from './explain.js';
+import { ExplainApi } from './explain.js';
 import { metricsText } from './metrics-text.js';
-import { registerOpenApi } from './openapi.js';
-import { registerOperatorApi } from './operator.js';
+import { OpenApiRoute } from './openapi.js';
+import { OperatorApi } from './operator.js';
+import { RequestClient } from '../http/client.js';
+import type { Edge } from './edge.js';
 import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 
-function json(res: HttpResponse, status: string, body: unknown): void {
-  writeJsonType(res.writeStatus(status)).end(JSON.stringify(body));
-}
 
 /** What readiness reports beyond the index: false once the service is shutting down. */
 export interface Lifecycle {
@@ -51,23 +50,25 @@ export function createAdminApp(
   const app = server.app();
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
-  registerExplain(routes, holder, dataDir, adminMetrics, operator?.db ?? null);
-  routes.get('/healthz', (res) => json(res, '200 OK', { status: 'ok' }));
-  registerOpenApi(routes, '/openapi.json', adminMetrics);
+  // The admin port believes no forwarding header: its client is the TCP peer.
+  const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128) };
+  new ExplainApi(holder, dataDir, operator?.db ?? null).register(routes, edge);
+  routes.get('/healthz', (res) => writeJson(res, 200, { status: 'ok' }));
+  new OpenApiRoute('/openapi.json').register(routes, edge);
   routes.get('/readyz', (res) => {
     const s = holder.current;
     const http_server = server.kind;
     const waiting = threads?.notReady() ?? 0;
     const following = replica ? { replica: replicaJson(replica()) } : {};
-    if (life.draining) json(res, '503 Service Unavailable', { status: 'not ready', reason: 'shutting down', http_server });
-    else if (s && waiting > 0) json(res, '503 Service Unavailable', { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
-    else if (s) json(res, '200 OK', { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...following });
-    else json(res, '503 Service Unavailable', { status: 'not ready', reason: 'no index loaded', http_server, ...following });
+    if (life.draining) writeJson(res, 503, { status: 'not ready', reason: 'shutting down', http_server });
+    else if (s && waiting > 0) writeJson(res, 503, { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
+    else if (s) writeJson(res, 200, { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...following });
+    else writeJson(res, 503, { status: 'not ready', reason: 'no index loaded', http_server, ...following });
   });
   routes.get('/metrics', (res) => {
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null }));
   }, { compress: true });
-  if (operator) registerOperatorApi(routes, operator, adminMetrics);
+  if (operator) new OperatorApi(operator).register(routes, edge);
   routes.fallback();
   return { app, routes };
 }

@@ -12,9 +12,9 @@ import type { Catalogue } from '../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../control/licences.js';
 import { readExportsManifest } from '../publish/publish.js';
 import { latestPublication } from '../control/publications.js';
-import { FILES_PREFIX, gzippedPath, type LocalStore } from '../store/local-store.js';
+import { FILES_PREFIX, gzippedPath, type LocalStore } from '../objects/local-store.js';
 import { acceptsGzip } from '../http/content-coding.js';
-import type { ObjectStore } from '../store/object-store.js';
+import type { ObjectStore } from '../objects/object-store.js';
 import type { RequestClient } from '../http/client.js';
 import { late, pending, sendError, sendJson, sendRc, type Pending } from '../http/reply.js';
 import { REVALIDATE } from '../http/json.js';
@@ -25,6 +25,7 @@ import { Gate } from './gate.js';
 import type { Metrics } from '../http/metrics.js';
 import { LIMIT_RULE, listLimit } from '../control/operator.js';
 import { downloadHistory, recordDownload } from '../control/downloads.js';
+import type { Edge } from './edge.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
@@ -62,8 +63,9 @@ export class DatabaseApi {
     private readonly retryAfterS: () => number | null = () => null,
   ) {}
 
-  register(routes: RouteTable, metrics: Metrics, client: RequestClient): void {
-    this.client = client;
+  register(routes: RouteTable, edge: Edge): void {
+    const { metrics } = edge;
+    this.client = edge.client;
     this.metrics = metrics;
     const route = (path: string, handler: (a: Ask) => void | Promise<void>, history = false): void => {
       routes.get(path, (res, req) => this.handle(res, req, handler, history), { internal: RC.INTERNAL, compress: true, family: 'database' });
@@ -123,7 +125,7 @@ export class DatabaseApi {
         base: b.base,
         name: b.name,
         summary: b.summary,
-        license_type: l?.licenseType ?? null,
+        license_type: l?.licenceType ?? null,
         starts: l?.starts ?? null,
         expires: l?.expires ?? null,
         renews_at: l?.renewsAt ?? null,

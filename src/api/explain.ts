@@ -13,7 +13,7 @@ import type { IndexHolder } from '../index/loader.js';
 import { answerObject } from '../lookup/answer.js';
 import { TIER_MAX } from '../model/projection.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Edge } from './edge.js';
 import { late, pending, sendError, sendJson } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { ControlDb } from '../control/control-db.js';
@@ -22,39 +22,49 @@ import { operatorOf } from './operator.js';
 const EXPLAIN_WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/explain.js');
 
 /** `control`: the control database whose operator tokens (admin.read) may ask; null: anyone may. */
-export function registerExplain(routes: RouteTable, holder: IndexHolder, dataDir: string, metrics: Metrics, control: ControlDb | null): void {
-  let running = false;
-  const parsed = new ParsedAddress();
-  routes.get('/explain/:ip', (res, req) => {
-    // Like the rest of the admin API: it reads every feed, so only an operator may start it.
-    if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
-    let ip: string;
-    try {
-      ip = decodeURIComponent(req.getParameter(0) ?? '');
-    } catch {
-      return sendError(res, ERRORS.notAddress, metrics);
-    }
-    if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, metrics);
-    if (running) return sendError(res, ERRORS.rateLimited, metrics, { headers: [['Retry-After', '1']] });
-    running = true;
-    const p = pending(res);
-    const serving = holder.current;
-    let answered = false;
-    const answer = (write: () => void): void => {
-      if (answered) return;
-      answered = true;
-      running = false; // the thread has done its work; it only exits now
-      late(res, p, write);
-    };
-    const worker = new Worker(EXPLAIN_WORKER, { workerData: { dataDir, ip } });
-    worker.once(
-      'message',
-      routes.later(res, ERRORS.lookupFailed, (e: Explanation) => {
-        const doc = { ...e, serving: serving ? { build: serving.buildId, answer: answerObject(serving.index, ip, TIER_MAX) } : null };
-        answer(() => sendJson(res, 200, doc, metrics));
-      }),
-    );
-    worker.once('error', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
-    worker.once('exit', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
-  }, { compress: true });
+export class ExplainApi {
+  constructor(
+    private readonly holder: IndexHolder,
+    private readonly dataDir: string,
+    private readonly control: ControlDb | null,
+  ) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    const { holder, dataDir, control } = this;
+    const { metrics } = edge;
+    let running = false;
+    const parsed = new ParsedAddress();
+    routes.get('/explain/:ip', (res, req) => {
+      // Like the rest of the admin API: it reads every feed, so only an operator may start it.
+      if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
+      let ip: string;
+      try {
+        ip = decodeURIComponent(req.getParameter(0) ?? '');
+      } catch {
+        return sendError(res, ERRORS.notAddress, metrics);
+      }
+      if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, metrics);
+      if (running) return sendError(res, ERRORS.rateLimited, metrics, { headers: [['Retry-After', '1']] });
+      running = true;
+      const p = pending(res);
+      const serving = holder.current;
+      let answered = false;
+      const answer = (write: () => void): void => {
+        if (answered) return;
+        answered = true;
+        running = false; // the thread has done its work; it only exits now
+        late(res, p, write);
+      };
+      const worker = new Worker(EXPLAIN_WORKER, { workerData: { dataDir, ip } });
+      worker.once(
+        'message',
+        routes.later(res, ERRORS.lookupFailed, (e: Explanation) => {
+          const doc = { ...e, serving: serving ? { build: serving.buildId, answer: answerObject(serving.index, ip, TIER_MAX) } : null };
+          answer(() => sendJson(res, 200, doc, metrics));
+        }),
+      );
+      worker.once('error', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
+      worker.once('exit', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
+    }, { compress: true });
+  }
 }

@@ -26,14 +26,15 @@ import fs from 'node:fs';
 import zlib from 'node:zlib';
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC, type RcError } from '../wire/errors.js';
-import type { LocalStore } from '../store/local-store.js';
+import type { LocalStore } from '../objects/local-store.js';
 import type { RequestClient } from '../http/client.js';
 import { Gate } from './gate.js';
 import type { Metrics } from '../http/metrics.js';
-import { late, pending, sendJson } from '../http/reply.js';
+import { late, pending, sendJson, sendRc } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import { KEY_REFUSALS, rc, type Ask, type DatabaseApi, type Outcome } from './databases.js';
 import { parseRange, sendFile, type FileAnswer } from '../http/file-transfer.js';
+import type { Edge } from './edge.js';
 
 /** `Basic base64(user:password)`, as the user and the password; null when it is not that. */
 export function basicCredentials(header: string): { user: string; password: string } | null {
@@ -84,11 +85,14 @@ export class GeoipUpdateApi {
     private readonly api: DatabaseApi,
     private readonly files: LocalStore,
     private readonly gate: Gate,
-    private readonly client: RequestClient,
-    private readonly metrics: Metrics,
   ) {}
 
-  register(routes: RouteTable): void {
+  private client!: RequestClient;
+  private metrics!: Metrics;
+
+  register(routes: RouteTable, edge: Edge): void {
+    this.client = edge.client;
+    this.metrics = edge.metrics;
     const o = { internal: RC.INTERNAL, family: 'database' } as const;
     routes.get('/geoip/databases/:edition/update', (res, req) => this.update(res, req, routes), o);
     routes.get('/geoip/updates/metadata', (res, req) => this.metadata(res, req), o);
@@ -112,8 +116,7 @@ export class GeoipUpdateApi {
       p: pending(res),
     };
     const unauthorised = (message = UNAUTHORISED_MESSAGE): null => {
-      this.metrics.count(RC.UNAUTHORIZED.status);
-      res.writeStatus(RC.UNAUTHORIZED.statusLine).writeHeader('Content-Type', 'application/json').writeHeader(CHALLENGE[0], CHALLENGE[1]).end(JSON.stringify({ rc: RC.UNAUTHORIZED.code, message }));
+      sendRc(res, RC.UNAUTHORIZED, message, this.metrics, { headers: [CHALLENGE] });
       return null;
     };
     const credentials = basicCredentials(req.getHeader('authorization'));

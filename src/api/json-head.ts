@@ -21,7 +21,8 @@
 
 import type { HttpResponse } from '../http/server/types.js';
 import type { Rate } from '../model/plans.js';
-import type { Admission } from './gate.js';
+import type { Admission, GateResult } from './gate.js';
+import type { Metrics } from '../http/metrics.js';
 import { CONTENT_TYPE, NO_STORE, writeJsonType } from '../http/json.js';
 
 /** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
@@ -262,4 +263,13 @@ export class JsonHead {
     }
     while (i >= at) b[i--] = 32;
   }
+}
+
+/** Answers a request the gate refused (401, 403, or 429 with Retry-After). */
+export function sendRefusal(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, head: JsonHead, close = false): void {
+  metrics.count(r.error.status);
+  res.writeStatus(r.error.statusLine);
+  head.write(res, r.rate ?? null, r.decision?.remaining ?? 0, null, 0, Date.now());
+  if (r.retryAfter !== undefined) res.writeHeader('Retry-After', String(r.retryAfter));
+  res.end(r.error.body, close);
 }

@@ -7,9 +7,10 @@
 import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../model/categories.js';
 import { ERRORS, RC } from '../wire/errors.js';
 import { VERSION } from '../version.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Edge } from './edge.js';
 import type { RouteTable } from '../http/routes.js';
 import { staticBody } from '../http/compressing-response.js';
+import { writePublicJsonType } from '../http/json.js';
 import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 
@@ -473,7 +474,7 @@ export function openApiDocument(): Schema {
       title: 'ipsift',
       version: VERSION,
       summary: 'IP classification (VPN, hosting, relay, Tor, CDN, proxies) and licensed database downloads',
-      description: 'Implements interface.md 2026.09.15. Every error a client can cause has the status and the exact message or result code listed here.',
+      description: 'Implements the ipsift API contract, version 2026.09.15. Every error a client can cause has the status and the exact message or result code listed here.',
     },
     servers: [{ url: '/', description: 'The public port (HOST:PORT), or PUBLIC_URL.' }],
     paths,
@@ -494,16 +495,21 @@ export function openApiDocument(): Schema {
 let text: Buffer | null = null;
 
 /**
- * Registers GET `path` answering the document: the same for every caller, so any cache may
+ * GET `path`: the document, the same for every caller, so any cache may
  * keep it for a while; compressed when asked (about 40 KiB of JSON).
  */
-export function registerOpenApi(routes: RouteTable, path: string, metrics: Metrics): void {
-  routes.get(
-    path,
-    (res) => {
-      metrics.count(200);
-      res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('Cache-Control', 'public, max-age=300').end((text ??= staticBody(Buffer.from(JSON.stringify(openApiDocument())))));
-    },
-    { compress: true },
-  );
+export class OpenApiRoute {
+  constructor(private readonly path: string) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    const { metrics } = edge;
+    routes.get(
+      this.path,
+      (res) => {
+        metrics.count(200);
+        writePublicJsonType(res.writeStatus('200 OK')).end((text ??= staticBody(Buffer.from(JSON.stringify(openApiDocument())))));
+      },
+      { compress: true },
+    );
+  }
 }

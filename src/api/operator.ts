@@ -5,19 +5,19 @@
 // admin.write for changes. Errors are {"rc": code, "message": why}: 400 BAD_REQUEST, 401
 // UNAUTHORIZED (no token, unknown or revoked), 403 FORBIDDEN (scope), 404 NOT_FOUND, 409 CONFLICT.
 
-import { RC, statusLine, type RcError } from '../wire/errors.js';
+import { RC } from '../wire/errors.js';
 import { findAdminToken, type AdminScope } from '../control/admin-tokens.js';
 import type { Actor } from '../control/audit.js';
 import { bearerToken } from '../control/auth.js';
 import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
-import type { LicenseType } from '../control/licences.js';
-import { readSmallBody } from './account.js';
+import type { LicenceType } from '../control/licences.js';
+import { readSmallBody } from '../http/body.js';
 import { peerText } from '../http/client.js';
 import { authorizationOf } from './gate.js';
 import type { ControlDb } from '../control/control-db.js';
-import { writeJsonType } from '../http/json.js';
 import type { Metrics } from '../http/metrics.js';
-import { late, pending } from '../http/reply.js';
+import type { Edge } from './edge.js';
+import { late, pending, sendJson, sendRc } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 
@@ -27,14 +27,8 @@ type Doc = Record<string, unknown>;
 /** A request's work: reads `op` (acting as the token's holder) and the body, returns the answer. */
 type Work = (op: Operator, body: Doc, params: readonly string[], query: URLSearchParams) => { status: number; doc: unknown };
 
-function send(res: HttpResponse, status: number, doc: unknown, metrics: Metrics): void {
-  metrics.count(status);
-  writeJsonType(res.writeStatus(statusLine(status))).end(JSON.stringify(doc));
-}
-
-function refuse(res: HttpResponse, e: RcError, message: string, metrics: Metrics): void {
-  send(res, e.status, { rc: e.code, message }, metrics);
-}
+const send = sendJson;
+const refuse = sendRc;
 
 const RC_OF = { BAD_REQUEST: RC.BAD_REQUEST, NOT_FOUND: RC.NOT_FOUND, CONFLICT: RC.CONFLICT } as const;
 
@@ -88,110 +82,116 @@ export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, s
   return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
 }
 
-export function registerOperatorApi(routes: RouteTable, deps: OperatorDeps, metrics: Metrics): void {
-  /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
-  const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work): void => {
-    const arity = pattern.split('/').filter((s) => s.startsWith(':')).length;
-    routes[method](
-      BASE + pattern,
-      (res, req) => {
-        const actor = authorise(res, req, scope);
-        if (actor === null) return;
-        const params: string[] = [];
-        try {
-          for (let i = 0; i < arity; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''));
-        } catch {
-          return refuse(res, RC.BAD_REQUEST, 'malformed percent-encoding in the path', metrics);
-        }
-        const query = new URLSearchParams(req.getQuery() ?? '');
-        const run = (body: Doc): void => {
+export class OperatorApi {
+  constructor(private readonly deps: OperatorDeps) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    const { deps } = this;
+    const { metrics } = edge;
+    /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
+    const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work): void => {
+      const arity = pattern.split('/').filter((s) => s.startsWith(':')).length;
+      routes[method](
+        BASE + pattern,
+        (res, req) => {
+          const actor = authorise(res, req, scope);
+          if (actor === null) return;
+          const params: string[] = [];
           try {
-            const { status, doc } = work(new Operator(deps, actor), body, params, query);
-            send(res, status, doc, metrics);
-          } catch (e) {
-            if (!(e instanceof OperatorError)) throw e;
-            refuse(res, RC_OF[e.rc], e.message, metrics);
+            for (let i = 0; i < arity; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''));
+          } catch {
+            return refuse(res, RC.BAD_REQUEST, 'malformed percent-encoding in the path', metrics);
           }
-        };
-        if (method !== 'post') return run({});
-        const p = pending(res);
-        readSmallBody(res, p, routes, (text) =>
-          late(res, p, () => {
-            if (text === null) return refuse(res, RC.BAD_REQUEST, 'body too large', metrics);
-            let body: unknown = {};
+          const query = new URLSearchParams(req.getQuery() ?? '');
+          const run = (body: Doc): void => {
             try {
-              if (text.trim() !== '') body = JSON.parse(text);
-            } catch {
-              return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+              const { status, doc } = work(new Operator(deps, actor), body, params, query);
+              send(res, status, doc, metrics);
+            } catch (e) {
+              if (!(e instanceof OperatorError)) throw e;
+              refuse(res, RC_OF[e.rc], e.message, metrics);
             }
-            if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
-            run(body as Doc);
-          }),
-        );
-      },
-      { internal: RC.INTERNAL, family: 'account' },
+          };
+          if (method !== 'post') return run({});
+          const p = pending(res);
+          readSmallBody(res, p, routes, (text) =>
+            late(res, p, () => {
+              if (text === null) return refuse(res, RC.BAD_REQUEST, 'body too large', metrics);
+              let body: unknown = {};
+              try {
+                if (text.trim() !== '') body = JSON.parse(text);
+              } catch {
+                return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+              }
+              if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+              run(body as Doc);
+            }),
+          );
+        },
+        { internal: RC.INTERNAL, family: 'account' },
+      );
+    };
+
+    const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => operatorOf(deps.db, res, req, scope, metrics);
+
+    const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
+
+    route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true')));
+    route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
+    route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
+    route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
+      if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
+      // Both or neither: a refused overage limit leaves the plan as it was.
+      return ok(
+        op.change(() => {
+          let doc = op.showOrganisation(id);
+          if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
+          if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
+          return doc;
+        }),
+      );
+    });
+    route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
+
+    route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id], q) => ok(op.pageKeys(id, limitOf(q), q.get('after'))));
+    route('post', '/organizations/:id/keys', 'admin.write', (op, b, [id]) =>
+      ok(
+        op.createKey(id, {
+          name: requiredString(b, 'name'),
+          scopes: optionalStrings(b, 'allowed_scopes'),
+          allowedCidrs: optionalStrings(b, 'allowed_cidrs'),
+          expires: optionalString(b, 'expires') ?? null,
+        }),
+        201,
+      ),
     );
-  };
+    route('get', '/keys/:id', 'admin.read', (op, _b, [id]) => ok(op.showKey(id)));
+    route('del', '/keys/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeKey(id)));
+    route('post', '/keys/:id/rotate', 'admin.write', (op, _b, [id]) => ok(op.rotateKey(id)));
 
-  const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => operatorOf(deps.db, res, req, scope, metrics);
-
-  const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
-
-  route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true')));
-  route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
-  route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
-  route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
-    if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
-    // Both or neither: a refused overage limit leaves the plan as it was.
-    return ok(
-      op.change(() => {
-        let doc = op.showOrganisation(id);
-        if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
-        if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
-        return doc;
-      }),
+    route('get', '/organizations/:id/licenses', 'admin.read', (op, _b, [id]) => ok({ licenses: op.listLicences(id) }));
+    route('post', '/organizations/:id/licenses', 'admin.write', (op, b, [id]) =>
+      ok(
+        op.grantLicence({
+          orgId: id,
+          base: requiredString(b, 'base'),
+          licenceType: requiredString(b, 'license_type') as LicenceType,
+          starts: requiredString(b, 'starts'),
+          expires: requiredString(b, 'expires'),
+          renewsAt: optionalString(b, 'renews_at') ?? null,
+          noticeDueAt: optionalString(b, 'notice_due_at') ?? null,
+        }),
+        201,
+      ),
     );
-  });
-  route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
+    route('del', '/organizations/:id/licenses/:base', 'admin.write', (op, _b, [id, base]) => ok(op.revokeLicence(id, base)));
 
-  route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id], q) => ok(op.pageKeys(id, limitOf(q), q.get('after'))));
-  route('post', '/organizations/:id/keys', 'admin.write', (op, b, [id]) =>
-    ok(
-      op.createKey(id, {
-        name: requiredString(b, 'name'),
-        scopes: optionalStrings(b, 'allowed_scopes'),
-        allowedCidrs: optionalStrings(b, 'allowed_cidrs'),
-        expires: optionalString(b, 'expires') ?? null,
-      }),
-      201,
-    ),
-  );
-  route('get', '/keys/:id', 'admin.read', (op, _b, [id]) => ok(op.showKey(id)));
-  route('del', '/keys/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeKey(id)));
-  route('post', '/keys/:id/rotate', 'admin.write', (op, _b, [id]) => ok(op.rotateKey(id)));
-
-  route('get', '/organizations/:id/licenses', 'admin.read', (op, _b, [id]) => ok({ licenses: op.listLicences(id) }));
-  route('post', '/organizations/:id/licenses', 'admin.write', (op, b, [id]) =>
-    ok(
-      op.grantLicence({
-        orgId: id,
-        base: requiredString(b, 'base'),
-        licenseType: requiredString(b, 'license_type') as LicenseType,
-        starts: requiredString(b, 'starts'),
-        expires: requiredString(b, 'expires'),
-        renewsAt: optionalString(b, 'renews_at') ?? null,
-        noticeDueAt: optionalString(b, 'notice_due_at') ?? null,
-      }),
-      201,
-    ),
-  );
-  route('del', '/organizations/:id/licenses/:base', 'admin.write', (op, _b, [id, base]) => ok(op.revokeLicence(id, base)));
-
-  route('get', '/organizations/:id/usage', 'admin.read', (op, _b, [id]) => ok(op.usage(id)));
-  route('get', '/organizations/:id/downloads', 'admin.read', (op, _b, [id], q) => ok({ downloads: op.downloads(id, limitOf(q)) }));
-  route('get', '/audit', 'admin.read', (op, _b, _p, q) => {
-    const before = q.get('before');
-    if (before !== null && !/^[1-9]\d{0,15}$/.test(before)) throw new OperatorError('BAD_REQUEST', 'before must be an audit entry id');
-    return ok({ entries: op.auditLog({ orgId: q.get('org_id') ?? undefined, before: before === null ? undefined : Number(before), limit: limitOf(q) }) });
-  });
+    route('get', '/organizations/:id/usage', 'admin.read', (op, _b, [id]) => ok(op.usage(id)));
+    route('get', '/organizations/:id/downloads', 'admin.read', (op, _b, [id], q) => ok({ downloads: op.downloads(id, limitOf(q)) }));
+    route('get', '/audit', 'admin.read', (op, _b, _p, q) => {
+      const before = q.get('before');
+      if (before !== null && !/^[1-9]\d{0,15}$/.test(before)) throw new OperatorError('BAD_REQUEST', 'before must be an audit entry id');
+      return ok({ entries: op.auditLog({ orgId: q.get('org_id') ?? undefined, before: before === null ? undefined : Number(before), limit: limitOf(q) }) });
+    });
+  }
 }

@@ -15,6 +15,7 @@ import { Piscina } from 'piscina';
 import { WARM_UP, type BatchTask } from './protocol.js';
 import type { BatchRunner } from './runner.js';
 import { OutputSlots } from './slots.js';
+import { IpsiftError } from '../errors.js';
 
 export interface BatchPoolOptions {
   workers: number;
@@ -32,15 +33,15 @@ export interface BatchPoolOptions {
   timeoutMs?: number;
 }
 
-export class BatchTimeoutError extends Error {
+export class BatchTimeoutError extends IpsiftError {
   constructor(ms: number) {
-    super(`batch not answered within ${ms} ms`);
+    super('BATCH_TIMEOUT', `batch not answered within ${ms} ms`);
   }
 }
 
-export class QueueFullError extends Error {
+export class QueueFullError extends IpsiftError {
   constructor() {
-    super('batch queue is full');
+    super('QUEUE_FULL', 'batch queue is full: retry after a second, or raise BATCH_QUEUE');
   }
 }
 

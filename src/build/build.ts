@@ -9,14 +9,15 @@ import { CATEGORIES, type Category } from '../model/categories.js';
 import { providerNamed } from '../model/providers.js';
 import { effectivePriority } from '../feeds/evidence.js';
 import { detailsText, flagMask } from '../model/projection.js';
-import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/store.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, nextBuildId, makeServing } from '../index/builds.js';
+import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
+import { nextBuildId, makeServing } from '../index/builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
 import { writeExports, type ExportsManifest } from '../exports/exporter.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
 
 export interface BuildOptions {
   dataDir: string;

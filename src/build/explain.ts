@@ -4,7 +4,7 @@
 
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { EVIDENCE, effectivePriority, type EvidenceKind } from '../feeds/evidence.js';
-import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/store.js';
+import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, normalisedText, parseAddress } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import { formatAddress, type Family } from '../net/network.js';

@@ -12,10 +12,10 @@ import { controlMigrations } from './schema.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import type { ControlDbConfig } from '../config.js';
 import { makeDirectory } from '../files.js';
+import { controlDbFile } from '../data-dir.js';
 
 export type ControlDb = SqlDatabase;
 
-export const CONTROL_DB_FILE = 'control.sqlite';
 
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */
 export class ControlDbError extends IpsiftError {
@@ -34,7 +34,7 @@ export class ControlDbError extends IpsiftError {
  */
 export function openControlDb(dataDir: string, control: ControlDbConfig = null): ControlDb {
   if (control !== null) return migrate(new PostgresDb(control), controlMigrations('postgres'), redactUrl(control.url));
-  const file = path.join(dataDir, CONTROL_DB_FILE);
+  const file = controlDbFile(dataDir);
   try {
     return open(file);
   } catch (e) {

@@ -3,14 +3,13 @@
 // written to DATA_DIR/demo-keys.json (mode 0600); they are never shown again.
 
 import fs from 'node:fs';
-import path from 'node:path';
 import type { Logger } from '../log.js';
 import { createKey, createOrganisation, listOrganisations } from './accounts.js';
 import type { ControlDb } from './control-db.js';
 import type { Plans } from '../model/plans.js';
 import { grantLicence } from './licences.js';
+import { demoKeysFile } from '../data-dir.js';
 
-export const DEMO_KEYS_FILE = 'demo-keys.json';
 
 export interface DemoKey {
   plan: string;
@@ -31,12 +30,12 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
       if (plan === 'max') {
         const now = Date.now();
         for (const base of bases) {
-          grantLicence(db, { orgId: org.id, base, licenseType: 'subscription', starts: new Date(now - 86_400_000).toISOString(), expires: new Date(now + 365 * 86_400_000).toISOString() }, bases);
+          grantLicence(db, { orgId: org.id, base, licenceType: 'subscription', starts: new Date(now - 86_400_000).toISOString(), expires: new Date(now + 365 * 86_400_000).toISOString() }, bases);
         }
       }
     }
   });
-  const file = path.join(dataDir, DEMO_KEYS_FILE);
+  const file = demoKeysFile(dataDir);
   fs.writeFileSync(file, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
   fs.chmodSync(file, 0o600);
   // Shown once, as one JSON line on stdout: the log (stderr) never carries secrets, and this

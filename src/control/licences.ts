@@ -4,13 +4,13 @@
 import type { ControlDb } from './control-db.js';
 import { AccountError, getOrganisation } from './accounts.js';
 
-export type LicenseType = 'evaluation' | 'subscription';
+export type LicenceType = 'evaluation' | 'subscription';
 export type Standing = 'licensed' | 'expired' | 'unlicensed';
 
 export interface Licence {
   orgId: string;
   base: string;
-  licenseType: LicenseType;
+  licenceType: LicenceType;
   starts: string;
   expires: string;
   renewsAt: string | null;
@@ -20,7 +20,7 @@ export interface Licence {
 interface Row {
   org_id: string;
   base: string;
-  license_type: LicenseType;
+  license_type: LicenceType;
   starts: string;
   expires: string;
   renews_at: string | null;
@@ -30,7 +30,7 @@ interface Row {
 const licenceOf = (r: Row): Licence => ({
   orgId: r.org_id,
   base: r.base,
-  licenseType: r.license_type,
+  licenceType: r.license_type,
   starts: r.starts,
   expires: r.expires,
   renewsAt: r.renews_at,
@@ -46,7 +46,7 @@ function isoTime(what: string, v: string): string {
 export interface Grant {
   orgId: string;
   base: string;
-  licenseType: LicenseType;
+  licenceType: LicenceType;
   starts: string;
   expires: string;
   /** Subscriptions: when the term renews (default: at expiry). Evaluations: none. */
@@ -59,13 +59,13 @@ export interface Grant {
 export function grantLicence(db: ControlDb, g: Grant, knownBases: readonly string[]): Licence {
   if (!getOrganisation(db, g.orgId)) throw new AccountError(`no organisation ${g.orgId}`);
   if (!knownBases.includes(g.base)) throw new AccountError(`unknown database base ${JSON.stringify(g.base)}: one of ${knownBases.join(', ')}`);
-  if (g.licenseType !== 'evaluation' && g.licenseType !== 'subscription') throw new AccountError('license type is evaluation or subscription');
+  if (g.licenceType !== 'evaluation' && g.licenceType !== 'subscription') throw new AccountError('license type is evaluation or subscription');
   const starts = isoTime('starts', g.starts);
   const expires = isoTime('expires', g.expires);
   if (expires <= starts) throw new AccountError('a licence must expire after it starts');
   let renewsAt: string | null = null;
   let noticeDueAt: string | null = null;
-  if (g.licenseType === 'subscription') {
+  if (g.licenceType === 'subscription') {
     renewsAt = g.renewsAt ? isoTime('renews_at', g.renewsAt) : expires;
     noticeDueAt = g.noticeDueAt ? isoTime('notice_due_at', g.noticeDueAt) : new Date(Date.parse(renewsAt) - 30 * 86_400_000).toISOString();
   }
@@ -74,7 +74,7 @@ export function grantLicence(db: ControlDb, g: Grant, knownBases: readonly strin
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (org_id, base) DO UPDATE SET license_type = excluded.license_type, starts = excluded.starts,
        expires = excluded.expires, renews_at = excluded.renews_at, notice_due_at = excluded.notice_due_at`,
-  ).run(g.orgId, g.base, g.licenseType, starts, expires, renewsAt, noticeDueAt, new Date().toISOString());
+  ).run(g.orgId, g.base, g.licenceType, starts, expires, renewsAt, noticeDueAt, new Date().toISOString());
   return getLicence(db, g.orgId, g.base)!;
 }
 

@@ -83,7 +83,7 @@ export function licenceJson(l: Licence): Record<string, unknown> {
   return {
     org_id: l.orgId,
     base: l.base,
-    license_type: l.licenseType,
+    license_type: l.licenceType,
     starts: l.starts,
     expires: l.expires,
     renews_at: l.renewsAt,
@@ -265,7 +265,7 @@ export class Operator {
     this.org(g.orgId);
     const l = this.change(() => {
       const granted = grantLicence(this.db, g, this.deps.bases);
-      this.audit('license.grant', g.orgId, granted.base, { license_type: granted.licenseType, starts: granted.starts, expires: granted.expires, renews_at: granted.renewsAt, notice_due_at: granted.noticeDueAt });
+      this.audit('license.grant', g.orgId, granted.base, { license_type: granted.licenceType, starts: granted.starts, expires: granted.expires, renews_at: granted.renewsAt, notice_due_at: granted.noticeDueAt });
       return granted;
     });
     return licenceJson(l);

@@ -12,12 +12,11 @@
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import { SCOPES, type Scope } from './accounts.js';
 import type { ControlDb } from './control-db.js';
+import { tokenKeyFile } from '../data-dir.js';
 
 export const TOKEN_TAG = 'ist_';
-const KEY_FILE = 'token.key';
 /** Signature bytes kept: 16, a 128-bit tag (RFC 2104 §5: at least half the hash, and 80 bits). */
 const SIGNATURE_BYTES = 16;
 export const DEFAULT_TOKEN_LIFETIME_S = 15 * 60;
@@ -36,7 +35,7 @@ export interface TokenClaims {
  * starting together agree), readable by the owner only.
  */
 export function tokenSigningKey(dataDir: string): Buffer {
-  const file = path.join(dataDir, KEY_FILE);
+  const file = tokenKeyFile(dataDir);
   try {
     fs.writeFileSync(file, randomBytes(32), { flag: 'wx', mode: 0o600 });
   } catch (e) {

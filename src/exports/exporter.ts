@@ -1,6 +1,6 @@
 // Build-time exports: for every catalogue database and format, the full artifact and a
 // sample, their checksums, and the metadata document (interface.md §2.5). Written into the
-// build's staging directory, so a build is published with its exports or not at all.
+// build's staging directory, so a build is made with its exports or not at all.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,9 +14,8 @@ import { readCsv } from '../feeds/csv.js';
 import { MmdbWriter } from './mmdb-writer.js';
 import type { MmdbValue } from './mmdb-data.js';
 import { makeDirectory } from '../files.js';
+import { EXPORTS_DIR, EXPORTS_MANIFEST } from '../data-dir.js';
 
-export const EXPORTS_DIR = 'exports';
-export const EXPORTS_MANIFEST = 'exports.json';
 /** About this many networks go into a sample, spread evenly over the database. */
 const SAMPLE_TARGET = 200;
 /**

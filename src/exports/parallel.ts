@@ -8,9 +8,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DATABASES, type DatabaseDef } from './databases.js';
-import { EXPORTS_DIR, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
+import { writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
 import { wordsOf } from './cidr.js';
 import { makeDirectory } from '../files.js';
+import { EXPORTS_DIR } from '../data-dir.js';
 
 const WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/export.js');
 /** Relative cost of each database, measured on a 1 M-range build: for balancing threads. */

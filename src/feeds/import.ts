@@ -9,7 +9,7 @@ import { CATEGORIES, DETAIL_FIELDS, isCategory, type Category, type DetailField 
 import { parseNetwork } from '../net/network.js';
 import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
-import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, findFeed, writeFeed, type FeedEntry, type FeedInfo } from './store.js';
+import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, findFeed, writeFeed, type FeedEntry, type FeedInfo } from './feed-store.js';
 import { FEED_FORMATS, FormatError, detectFormat, formatByName, listToken, type FeedFormatDef, type FormatRow } from './formats.js';
 import { IpsiftError } from '../errors.js';
 import { DEFAULT_EVIDENCE, EVIDENCE, EVIDENCE_KINDS, isEvidenceKind, type EvidenceKind } from './evidence.js';

@@ -13,6 +13,7 @@ import type { DetailField } from '../model/categories.js';
 import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
+import { sourcesDir } from '../data-dir.js';
 
 export interface Source {
   name: string;
@@ -115,7 +116,7 @@ export async function importSources(dataDir: string, sources: readonly Source[])
     const report: SourceReport = { name: s.name, ok: false, rows: 0, skipped: 0, skippedExamples: [] };
     let file = s.path;
     if (s.url) {
-      const dir = path.join(dataDir, 'sources');
+      const dir = sourcesDir(dataDir);
       makeDirectory(dir);
       file = path.join(dir, s.name);
       try {

@@ -7,13 +7,16 @@ import { KeyCache } from '../control/auth.js';
 import { openControlDb } from '../control/control-db.js';
 import { loadPlans } from '../model/plans.js';
 import { Meter } from '../accounting/meter.js';
-import type { AccountingStore } from '../accounting/store.js';
-import { openAccountingStore } from '../accounting/open-store.js';
+import type { AccountingStore } from '../accounting/accounting-store.js';
+import { openAccountingStore } from '../accounting/open-accounting-store.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
 import { retryAfterOf } from '../publish/scheduler.js';
 import type { Config } from '../config.js';
 import { AccountApi } from '../api/account.js';
+import { KeysApi } from '../api/keys.js';
+import { TokensApi } from '../api/tokens.js';
+import type { Edge } from '../api/edge.js';
 import { DatabaseApi } from '../api/databases.js';
 import { GeoipUpdateApi } from '../api/geoipupdate.js';
 import { fileTransfers } from '../http/file-transfer.js';
@@ -23,7 +26,7 @@ import { createLookupApp, type LookupShared } from '../api/lookup.js';
 import type { HttpServer, Listener } from '../http/server/types.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
-import { openStore } from '../store/open-store.js';
+import { openObjectStore } from '../objects/open-object-store.js';
 import type { RouteTable } from '../http/routes.js';
 import { OwedTable } from '../accounting/owed-table.js';
 
@@ -73,13 +76,16 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     control.close();
   };
   try {
-    const { store: objects, local: files } = await openStore(config);
+    const { store: objects, local: files } = await openObjectStore(config);
     const { app, metrics, client, routes } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared);
-    new AccountApi(control, gate, keys, log, config).register(routes, metrics, client);
+    const edge: Edge = { metrics, client };
+    new AccountApi(gate, log).register(routes, edge);
+    new KeysApi(control, gate, keys, log, config).register(routes, edge);
+    new TokensApi(control, gate, keys).register(routes, edge);
     const state = s.schedulerState;
     const databases = new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null));
-    databases.register(routes, metrics, client);
-    if (files) new GeoipUpdateApi(databases, files, gate, client, metrics).register(routes);
+    databases.register(routes, edge);
+    if (files) new GeoipUpdateApi(databases, files, gate).register(routes, edge);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
     const unwatch = metrics.watchEventLoop();
     return {

@@ -9,6 +9,9 @@
 // first and the connection closed later.)
 
 import type { HttpResponse } from './server/types.js';
+import type { RouteTable } from './routes.js';
+import { RC } from '../wire/errors.js';
+import type { Pending } from './reply.js';
 
 /** What a client may send past the limit before the connection is closed. */
 const DRAIN_BYTES = 8 * 1024 * 1024;
@@ -188,4 +191,26 @@ export function readBody(
       release();
     },
   };
+}
+
+/** The largest body of a small JSON request (key creation, a token, the admin API). */
+export const MAX_SMALL_BODY = 64 * 1024;
+
+/** Reads a small request body; calls back once with the text, or null when over the limit. */
+export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
+  const parts: Buffer[] = [];
+  let length = 0;
+  let over = false;
+  res.onData(
+    routes.later(res, RC.INTERNAL, (chunk: ArrayBuffer, isLast: boolean) => {
+      if (over || p.aborted) return;
+      length += chunk.byteLength;
+      if (length > MAX_SMALL_BODY) {
+        over = true;
+        return done(null);
+      }
+      parts.push(Buffer.from(chunk.slice(0)));
+      if (isLast) done(Buffer.concat(parts).toString('utf8'));
+    }),
+  );
 }

@@ -16,8 +16,15 @@ export const REVALIDATE = 'private, no-cache';
 const JSON_TYPE = nativeString(`application/json\r\nCache-Control: ${NO_STORE}`);
 const JSON_TYPE_REVALIDATED = nativeString(`application/json\r\nCache-Control: ${REVALIDATE}`);
 
+const JSON_TYPE_PUBLIC = nativeString('application/json\r\nCache-Control: public, max-age=300');
+
 /** Content-Type: application/json and Cache-Control, for every JSON answer of the service. */
 export function writeJsonType(res: HttpResponse, revalidate = false): HttpResponse {
   return res.writeHeader(CONTENT_TYPE, revalidate ? JSON_TYPE_REVALIDATED : JSON_TYPE);
+}
+
+/** The same for a document that is the same for every caller (the OpenAPI document): any cache may keep it a while. */
+export function writePublicJsonType(res: HttpResponse): HttpResponse {
+  return res.writeHeader(CONTENT_TYPE, JSON_TYPE_PUBLIC);
 }
 

@@ -48,6 +48,11 @@ export function sendRc(res: HttpResponse, e: RcError, message: string, metrics: 
 /** Answers a JSON document; `revalidate`: one a private cache may keep (it carries an ETag). */
 export function sendJson(res: HttpResponse, status: number, doc: unknown, metrics: Metrics, headers?: readonly (readonly [string, string])[], revalidate = false): void {
   metrics.count(status);
+  writeJson(res, status, doc, headers, revalidate);
+}
+
+/** sendJson without counting: the admin port's own probes (health, readiness), which the request metrics leave out. */
+export function writeJson(res: HttpResponse, status: number, doc: unknown, headers?: readonly (readonly [string, string])[], revalidate = false): void {
   writeJsonType(res.writeStatus(statusLine(status)), revalidate);
   if (headers) for (const [name, value] of headers) res.writeHeader(name, value);
   res.end(JSON.stringify(doc));

@@ -1,26 +1,12 @@
 // Build directories: $DATA_DIR/builds/<YYYYMMDD>-<n>/, immutable once renamed into place,
-// and the CURRENT pointer naming the build that serves. Publishing = replacing CURRENT
+// and the CURRENT pointer naming the build that serves. Serving a build = replacing CURRENT
 // atomically (write + rename), which every running server notices and hot-swaps to.
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { INDEX_FILE, buildDir, buildsDir, currentPointerFile } from '../data-dir.js';
 
-export const INDEX_FILE = 'index.bin';
-export const MANIFEST_FILE = 'manifest.json';
-const CURRENT_FILE = 'CURRENT';
 const BUILD_ID = /^\d{8}-\d+$/;
-
-export function buildsDir(dataDir: string): string {
-  return path.join(dataDir, 'builds');
-}
-
-export function buildDir(dataDir: string, id: string): string {
-  return path.join(buildsDir(dataDir), id);
-}
-
-export function currentPointerFile(dataDir: string): string {
-  return path.join(buildsDir(dataDir), CURRENT_FILE);
-}
 
 export function listBuilds(dataDir: string): string[] {
   const dir = buildsDir(dataDir);

@@ -7,9 +7,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, currentPointerFile, readCurrentBuildId } from './builds.js';
+import { readCurrentBuildId } from './builds.js';
 import type { Logger } from '../log.js';
 import { RangeIndex } from './range-index.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, currentPointerFile } from '../data-dir.js';
 
 export interface ServingIndex {
   /** Increases with every swap; workers re-wrap the shared memory when it changes. */

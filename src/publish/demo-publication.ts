@@ -4,7 +4,7 @@
 import type { ControlDb } from '../control/control-db.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import type { Logger } from '../log.js';
-import type { ObjectStore } from '../store/object-store.js';
+import type { ObjectStore } from '../objects/object-store.js';
 import { publishExports } from './publish.js';
 import { publicationCount } from '../control/publications.js';
 

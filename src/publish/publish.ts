@@ -6,14 +6,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ControlDb } from '../control/control-db.js';
-import { buildDir } from '../index/builds.js';
-import { EXPORTS_DIR, EXPORTS_MANIFEST, type ExportsManifest } from '../exports/exporter.js';
+import { type ExportsManifest } from '../exports/exporter.js';
 import { recordPublication } from '../control/publications.js';
-import type { ObjectStore } from '../store/object-store.js';
+import type { ObjectStore } from '../objects/object-store.js';
 import type { Format } from '../exports/databases.js';
+import { EXPORTS_MANIFEST, exportsDir } from '../data-dir.js';
 
 export function readExportsManifest(dataDir: string, buildId: string): ExportsManifest {
-  const file = path.join(buildDir(dataDir, buildId), EXPORTS_DIR, EXPORTS_MANIFEST);
+  const file = path.join(exportsDir(dataDir, buildId), EXPORTS_MANIFEST);
   return JSON.parse(fs.readFileSync(file, 'utf8')) as ExportsManifest;
 }
 
@@ -21,7 +21,7 @@ export function readExportsManifest(dataDir: string, buildId: string): ExportsMa
 export async function publishExports(db: ControlDb, store: ObjectStore, dataDir: string, buildId: string, now = new Date()): Promise<number> {
   const manifest = readExportsManifest(dataDir, buildId);
   const day = manifest.built.slice(0, 10);
-  const dir = path.join(buildDir(dataDir, buildId), EXPORTS_DIR);
+  const dir = exportsDir(dataDir, buildId);
   let n = 0;
   for (const ex of Object.values(manifest.databases)) {
     for (const [format, pair] of Object.entries(ex.artifacts)) {

@@ -18,6 +18,7 @@ import { buildIdDay, dayOfBuildId, readCurrentBuildId } from '../index/builds.js
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';
+import { dailyBuildLockFile } from '../data-dir.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
 
@@ -40,14 +41,13 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   });
 }
 
-const LOCK_FILE = 'daily-build.lock';
 const LOCK_STALE_MS = 6 * 3_600_000;
 /** While a build runs, NOT_PUBLISHED answers suggest retrying after this long. */
 const RUNNING_RETRY_MS = 60_000;
 
 /** Takes the data directory's build lock; false when a live process holds it. */
 export function takeBuildLock(dataDir: string, nowMs = Date.now()): boolean {
-  const file = path.join(dataDir, LOCK_FILE);
+  const file = dailyBuildLockFile(dataDir);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(file, JSON.stringify({ pid: process.pid, at: new Date(nowMs).toISOString() }), { flag: 'wx', mode: 0o600 });
@@ -74,7 +74,7 @@ export function takeBuildLock(dataDir: string, nowMs = Date.now()): boolean {
 }
 
 export function releaseBuildLock(dataDir: string): void {
-  const file = path.join(dataDir, LOCK_FILE);
+  const file = dailyBuildLockFile(dataDir);
   try {
     if ((JSON.parse(fs.readFileSync(file, 'utf8')) as { pid?: number }).pid === process.pid) fs.rmSync(file, { force: true });
   } catch {

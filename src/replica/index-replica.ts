@@ -13,12 +13,13 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, listBuilds, makeServing, readCurrentBuildId } from '../index/builds.js';
+import { listBuilds, makeServing, readCurrentBuildId } from '../index/builds.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import { loadIndexFile } from '../index/loader.js';
 import type { Logger } from '../log.js';
-import type { ObjectStore } from '../store/object-store.js';
+import type { ObjectStore } from '../objects/object-store.js';
 import { makeDirectory } from '../files.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
 
 export const POINTER_KEY = 'index/CURRENT.json';
 const BUILD_ID = /^\d{8}-\d+$/;

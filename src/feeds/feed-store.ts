@@ -10,6 +10,7 @@ import { isCategory, type Category } from '../model/categories.js';
 import type { Family } from '../net/network.js';
 import { DEFAULT_EVIDENCE, isEvidenceKind, type EvidenceKind } from './evidence.js';
 import { makeDirectory } from '../files.js';
+import { feedsDir } from '../data-dir.js';
 
 export interface FeedEntry {
   family: Family;
@@ -51,10 +52,6 @@ const PRIORITY_LINE = /^# priority: (-?\d+)$/m;
 const EVIDENCE_LINE = /^# evidence: ([a-z_]+)$/m;
 const SOURCE_PATH_LINE = /^# source-path: (.*)$/m;
 const FEED_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-
-export function feedsDir(dataDir: string): string {
-  return path.join(dataDir, 'feeds');
-}
 
 export function checkFeedName(name: string): string | null {
   return FEED_NAME.test(name) ? null : `feed name must match ${FEED_NAME.source}: ${JSON.stringify(name)}`;

@@ -9,6 +9,7 @@ import type { ObjectStore } from './object-store.js';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
 import { makeDirectory } from '../files.js';
+import { storeLinkSecretFile, storeObjectsDir } from '../data-dir.js';
 
 export const FILES_PREFIX = '/files/';
 
@@ -36,10 +37,9 @@ export class LocalStore implements ObjectStore {
   private readonly secret: Buffer;
 
   constructor(dataDir: string) {
-    const base = path.join(dataDir, 'store');
-    this.root = path.join(base, 'objects');
+    this.root = storeObjectsDir(dataDir);
     makeDirectory(this.root);
-    const secretFile = path.join(base, 'link-secret');
+    const secretFile = storeLinkSecretFile(dataDir);
     try {
       this.secret = fs.readFileSync(secretFile);
     } catch {

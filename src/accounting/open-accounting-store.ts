@@ -3,7 +3,7 @@
 import type { AccountingConfig } from '../config.js';
 import { LmdbAccountingStore } from './lmdb-store.js';
 import { RedisAccountingStore } from './redis-store.js';
-import type { AccountingStore } from './store.js';
+import type { AccountingStore } from './accounting-store.js';
 
 /** `check`: verify the LMDB file first (once per process, at start). */
 export function openAccountingStore(accounting: AccountingConfig, dataDir: string, check = false): AccountingStore {

@@ -5,9 +5,9 @@ import type { Config } from '../config.js';
 import { LocalStore } from './local-store.js';
 import type { ObjectStore } from './object-store.js';
 
-export async function openStore(config: Config): Promise<{ store: ObjectStore; local: LocalStore | null }> {
-  if (config.store.kind === 's3') {
-    const s = config.store;
+export async function openObjectStore(config: Config): Promise<{ store: ObjectStore; local: LocalStore | null }> {
+  if (config.objectStore.kind === 's3') {
+    const s = config.objectStore;
     const { S3Store } = await import('./s3-store.js');
     return { store: new S3Store({ bucket: s.bucket, prefix: s.prefix, region: s.region, endpoint: s.endpoint }), local: null };
   }

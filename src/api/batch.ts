@@ -1,0 +1,157 @@
+// POST /batch: the body streamed in within bounded memory, answered by a Piscina worker over
+// the shared index, the allowance taken for exactly what the worker answered.
+//
+// The boundary's discipline (http/server/types.ts): copy everything from HttpRequest before
+// returning; answer synchronously or register onAborted; every late write inside one cork;
+// status, then headers, then body; copy onData chunks; res never leaves this thread.
+
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+import { ERRORS, statusLine } from '../wire/errors.js';
+import { QueueFullError } from '../batch/pool.js';
+import type { BatchRunner } from '../batch/runner.js';
+import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
+import { Gate, isAdmitted, type Admission } from './gate.js';
+import { sendRefusal, type JsonHead } from './json-head.js';
+import type { Config } from '../config.js';
+import type { IndexSource } from '../index/loader.js';
+import type { Logger } from '../log.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
+import { BodyMemory, readBody } from '../http/body.js';
+import type { RequestClient } from '../http/client.js';
+import { late, sendError, type Pending } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import type { Metrics } from '../http/metrics.js';
+import { negotiate, writeCoding } from '../http/content-coding.js';
+import { IDENTITY, type Coding } from '../wire/codings.js';
+import type { Edge } from './edge.js';
+import type { LookupShared } from './lookup.js';
+
+/**
+ * POST /batch: admit (key, range, rate), read the body within its bounds, hand it to a
+ * worker, answer from the worker's outcome. The worker answers every distinct valid address;
+ * the allowance is then taken for exactly those (Meter: from this thread's lease, so no LMDB
+ * transaction per batch), before the answer is sent. Nothing is reserved for what a batch
+ * will not answer, so nothing is refused early and nothing needs giving back. When the
+ * allowance grants fewer, the batch runs again with that budget (only at the limit).
+ */
+export class BatchApi {
+  private readonly memory: BodyMemory;
+  private metrics!: Metrics;
+  private routes!: RouteTable;
+  private requestClient!: RequestClient;
+
+  constructor(
+    private readonly config: Config,
+    private readonly holder: IndexSource,
+    private readonly pool: BatchRunner,
+    private readonly gate: Gate,
+    private readonly head: JsonHead,
+    private readonly log: Logger,
+    shared: LookupShared,
+  ) {
+    this.memory = new BodyMemory(config.batchBodyMemoryBytes, shared.bodyMemory, shared.bodyMemorySlot);
+  }
+
+  register(routes: RouteTable, edge: Edge): void {
+    this.routes = routes;
+    this.metrics = edge.metrics;
+    this.requestClient = edge.client;
+    edge.metrics.bodyMemory = this.memory;
+    routes.post('/batch', (res, req) => this.handle(res, req), { family: 'batch' });
+  }
+
+  handle(res: HttpResponse, req: HttpRequest): void {
+    const lengthHeader = req.getHeader('content-length');
+    const coding = negotiate(req.getHeader('accept-encoding'));
+    const p: Pending = { aborted: false };
+    let reader: { abort(): void } | null = null;
+    // Batches in progress, for graceful shutdown: counted until answered or aborted.
+    let open = false;
+    const finish = (): void => {
+      if (open) this.metrics.inFlight--;
+      open = false;
+    };
+    res.onAborted(() => {
+      p.aborted = true;
+      reader?.abort();
+      finish();
+    });
+    const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
+    // Refused before the body is read: answer and close rather than drain it.
+    if (!isAdmitted(a)) return sendRefusal(res, a, this.metrics, this.head, true);
+    if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
+    open = true;
+    this.metrics.inFlight++;
+    p.finish = finish;
+    const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
+    const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
+    reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
+      done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES, coding),
+      tooLarge: (close) => {
+        finish();
+        late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close }));
+      },
+      busy: () => {
+        finish();
+        late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true }));
+      },
+    });
+  }
+
+  /** `prepaid`: the budget is already taken from the allowance (a re-run at the limit). */
+  private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, coding: Coding, prepaid = false): void {
+    const serving = this.holder.current;
+    // The server copies what it cannot send at once, so the slot is free again once answered.
+    const slot = this.pool.takeSlot();
+    const task = {
+      body,
+      tier: a.tier,
+      generation: serving?.generation ?? 0,
+      index: serving?.shared ?? null,
+      budget,
+      refusal: a.caller === null ? REFUSE_KEYLESS : REFUSE_PLAN,
+      out: slot,
+      coding,
+    };
+    const respond = this.routes.later(res, ERRORS.lookupFailed, (frame: Uint8Array) => {
+      let again = false;
+      try {
+        const { status, answered, coding: sent, body: out } = decodeOutcome(frame);
+        if (p.aborted) {
+          if (prepaid) this.gate.refund(a, budget);
+          return;
+        }
+        if (!prepaid && answered > 0) {
+          const granted = this.gate.spend(a, answered, Date.now());
+          if (granted < answered) {
+            again = true;
+            return this.run(res, p, a, body, granted, coding, true);
+          }
+        }
+        if (status === 200) this.metrics.batches++;
+        else this.metrics.count(status);
+        res.cork(() => {
+          if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
+          else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+          if (sent !== IDENTITY) writeCoding(res, sent);
+          res.end(out);
+        });
+      } finally {
+        // Done, however it ended (an exception is answered by the guard), unless it runs again.
+        if (!again) p.finish?.();
+      }
+    });
+    this.pool
+      .run(task)
+      .then(respond, (e: unknown) => {
+        if (e instanceof QueueFullError) {
+          p.finish?.();
+          return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
+        }
+        // Workers keep failing or the deadline passed: the dataset cannot be consulted, so every address is a 500.
+        this.log.error('batch not answered by a worker (failures or its deadline); answering every address with 500', { reason: e instanceof Error ? e.message : String(e) });
+        respond(answerBatch(new TextDecoder().decode(body), null, a.tier));
+      })
+      .finally(() => this.pool.releaseSlot(slot));
+  }
+}

@@ -1,0 +1,34 @@
+// What every API registers with, besides its route table: this thread's metrics and request
+// client. Each API is a class whose constructor takes what it serves from and whose
+// register(routes, edge) adds its routes.
+
+import type { RequestClient } from '../http/client.js';
+import type { Metrics } from '../http/metrics.js';
+import { sendError } from '../http/reply.js';
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+import { ERRORS, RC } from '../wire/errors.js';
+import { bearerToken, type Caller } from '../control/auth.js';
+import { Gate } from './gate.js';
+
+export interface Edge {
+  metrics: Metrics;
+  client: RequestClient;
+}
+
+/**
+ * The caller of a Bearer credential (key or token; no other credential beside it) from an
+ * allowed source, or null once refused (401, or 403 for a source outside the key's ranges).
+ */
+export function bearerCaller(gate: Gate, edge: Edge, res: HttpResponse, req: HttpRequest): Caller | null {
+  const secret = Gate.keyOf(req);
+  if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
+    sendError(res, RC.UNAUTHORIZED, edge.metrics);
+    return null;
+  }
+  const c = gate.caller(secret, edge.client.of(res, req), Date.now());
+  if (c === null || !('key' in c)) {
+    sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, edge.metrics);
+    return null;
+  }
+  return c;
+}

@@ -1,0 +1,180 @@
+// Every command's help, as `ipsift <command> --help` prints it: one table, so the reference
+// in docs/operators/cli.md is generated from the very text the commands print.
+
+import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
+import { FEED_FORMATS } from './feeds/formats.js';
+
+export const HELP: Record<string, string> = {
+  '': `ipsift — IP classification service
+
+Usage: ipsift <command> [options]
+       ipsift --version
+
+Commands:
+  serve                 run the HTTP service (default command)
+  feed import <file>    import a feed (canonical CSV or plain list)
+  feed list             list imported feeds
+  feed remove <name>    remove an imported feed
+  build                 build from all imported feeds, serve the build and publish it
+  builds                list builds and the one serving
+  builds use <id>       make an existing build the serving one
+  explain <ip>          every feed that covers an address, and the rule that decided each category
+  org create|list|show|plan|limit|delete  organisations, plans and overage limits
+  key create|list|show|revoke|rotate  API keys
+  admin token create|list|revoke      operator tokens for the admin API
+  audit                 who changed which organisation, licence or key, when, from where
+  usage <org-id>        requests in the current window against quota and overage limit
+  license grant|revoke|list           database licences per organisation and base
+  publish               publish a build's database files and index to the object store again
+  sources import        import every source of the sources file (SOURCES_FILE)
+
+Every command takes --help. Configuration comes from the environment (see README):
+DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun,
+node), FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, CORS_ORIGINS,
+TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB,
+BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
+INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (local, s3),
+S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
+REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
+(all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
+as 0.01), MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN. CONFIG_FILE names an optional JSON file of the same settings
+({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
+  serve: `Usage: ipsift serve
+
+Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
+ADMIN_HOST:ADMIN_PORT (default 127.0.0.1:8081). On a data directory with no feeds and no
+builds it first imports the bundled demo feeds and builds (DEMO=0 to skip). A build that
+'ipsift build' makes serving is picked up without a restart (also on SIGHUP).`,
+  'feed import': `Usage: ipsift feed import <file> [options]
+
+Imports a feed into DATA_DIR/feeds. Importing the same file again replaces its feed; a feed
+of the same name from another file is refused unless --replace is given. The file is checked
+whole first: on the first bad line nothing is imported and the error names file, line
+and reason.
+
+Formats:
+  csv                 header row naming the columns, any order: network (CIDR, range a-b, or
+                      address), category, and the category's detail columns (provider,
+                      confidence, method, first_seen, last_seen, hits, hits_days_pct, providers_num)
+${FEED_FORMATS.map((f) => `  ${f.name.padEnd(20)}${f.summary}${f.defaultCategory ? ` (default category ${f.defaultCategory})` : ''}`).join('\n')}
+  auto                the default: the format the content shows (a named layout; else a CSV
+                      whose header names a network column, in any spelling; else a list)
+
+Options:
+  --format <format>      default auto; a format named here must match the file (no format
+                         stamps its category or provider on a file of another kind)
+  --skip-invalid         skip malformed lines (counted in the report) instead of failing
+  --name <name>          stored feed name (default: from the file name)
+  --replace              replace a feed of the same name imported from another file
+  --category <category>  vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy
+                         (required for lists; for CSV, fills empty category cells)
+  --provider, --confidence, --method, --first-seen, --last-seen, --hits,
+  --hits-days-pct, --providers-num <value>
+                         detail values for rows that do not give their own
+  --priority <n>         integer -100..100, default 0: inside a category, this feed's
+                         networks win over those of lower-priority feeds, however specific
+                         (give a provider's own list of its address space a higher one)
+  --not <categories>     comma-separated categories this file's networks are known not to
+                         be in (Apple's relay egress: --not vpn); wins over lower- and
+                         equal-priority feeds' claims on those networks
+  --evidence <kind>      what the file is (default list); the kind's band comes before
+                         --priority and bounds what it may claim (README, "Evidence"):
+${EVIDENCE_KINDS.map((k) => `                           ${k.padEnd(12)}${EVIDENCE[k].summary}`).join('\n')}
+  --allow-large-blocks   take networks of a /8 (IPv4) or /16 (IPv6) or more, or in
+                         special-purpose blocks (6to4, NAT64, private …); refused otherwise
+  --json                 print the result as JSON`,
+  feed: `Usage: ipsift feed import <file> [options]
+       ipsift feed list [--json]
+       ipsift feed remove <name> [--json]
+
+Feeds are the lists a build merges: each imported file is checked whole and stored,
+normalised, under DATA_DIR/feeds. 'ipsift feed import --help' lists the formats and options.`,
+  'feed list': `Usage: ipsift feed list [--json]`,
+  'feed remove': `Usage: ipsift feed remove <name> [--json]`,
+  build: `Usage: ipsift build [--no-publish] [--no-serve] [--json]
+
+Merges every imported feed into a new immutable build directory DATA_DIR/builds/<date>-<n>
+holding the index and the database files, prints counts and timings, makes it the serving
+build (running servers switch to it within INDEX_POLL_MS) and publishes its database files
+and index to the object store (STORE), where downloads and serving nodes find them.
+
+Options:
+  --no-publish   serve the build here but publish nothing: downloads keep serving the last
+                 published build until 'ipsift publish'
+  --no-serve     build only: neither serving nor published ('ipsift builds use <id>' later)`,
+  builds: `Usage: ipsift builds [--json]
+       ipsift builds use <id>`,
+  explain: `Usage: ipsift explain <ip> [--json]
+
+Lists every imported feed range that covers the address, per category, in the order the build
+resolves them (evidence band, then priority, then the more specific network, then a "not"
+on ties, then the newer last_seen, the fuller detail, the greater detail text), the winner
+first, and the rule that made it win. Read from the feeds imported now: a build made since
+answers the same.`,
+  org: `Usage:
+  ipsift org create --name <name> --plan <plan> [--json]
+  ipsift org list [--json]
+  ipsift org show <org-id> [--json]
+  ipsift org plan <org-id> <plan> [--json]
+  ipsift org limit <org-id> <requests>|none|default [--json]
+  ipsift org delete <org-id> [--json]
+
+Plans come from PLANS_FILE (default config/plans.json). The overage limit (hard_limit) is
+the number of requests in the calendar month (UTC) after which lookups answer 429; 'none'
+allows overage without limit; 'default' follows the plan (free: its quota; paid: none).
+'delete' revokes the organisation's keys and ends its licences at once; the organisation is
+kept, marked deleted (list --deleted shows it), so its download history and audit entries
+keep their subject and its ids are never reused. Every change is in the audit log.`,
+  admin: `Usage:
+  ipsift admin token create --name <name> --scope admin.read|admin.write [--json]
+  ipsift admin token list [--json]
+  ipsift admin token revoke <token-id> [--json]
+
+Operator tokens authenticate the admin API (/admin/v1/… on the admin port): admin.read may
+read organisations, keys, licences, usage, downloads and the audit log; admin.write may also
+change them. The secret (iat_…) is printed once and stored only as a hash.`,
+  audit: `Usage: ipsift audit [--org <org-id>] [--limit <n, at most 200 taken>] [--before <entry id>] [--json]
+
+The audit log, newest first: every change to organisations, licences, keys and operator
+tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key managing keys
+(key:<key id>), with where from. Entries never hold a secret.`,
+  key: `Usage:
+  ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage]...
+                    [--cidr <cidr>]... [--expires <ISO date-time>] [--json]
+  ipsift key list [--org <org-id>] [--json]
+  ipsift key show <key-id> [--json]
+  ipsift key revoke <key-id> [--json]
+  ipsift key rotate <key-id> [--json]
+
+'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
+rotations reach running servers within a second. A key made without --scope can only look up:
+db.download lets it download databases, apikeys.manage lets it manage its organisation's keys.
+An organisation holds at most MAX_KEYS_PER_ORG live keys (default 1000).`,
+  license: `Usage:
+  ipsift license grant --org <org-id> --base <base> --type evaluation|subscription
+                       --starts <date> --expires <date> [--renews-at <date>] [--notice-due-at <date>] [--json]
+  ipsift license revoke --org <org-id> --base <base> [--json]
+  ipsift license list [--org <org-id>] [--json]
+
+A licence lets an organisation download a database base (every schema version of it) while
+in term. Subscriptions renew at --renews-at (default: expiry); notice is due 30 days before
+unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/catalogue.json).`,
+  publish: `Usage: ipsift publish [--build <id>] [--json]
+
+Publishes a build's database files (default: the serving build) and then its index to the
+object store, where downloads and serving nodes find them. 'ipsift build' already does this
+for the build it makes; publish again after 'ipsift build --no-publish', or to another store.`,
+  sources: `Usage: ipsift sources import [--file <sources.json>] [--json]
+
+Imports every source of the sources file (default: SOURCES_FILE) as a feed named after it:
+[{"name", "path" | "url", "format" (default auto), "category", "provider", "details",
+"skip_invalid", "priority", "not", "evidence", "allow_large_blocks"}], each field as the
+option of 'ipsift feed import' of the same name. Paths are relative to the file; URLs are
+fetched with a timeout, and a failed fetch falls back to the last good copy. A failing source is reported; the others
+are imported all the same. The daily scheduled build runs this first.`,
+  usage: `Usage: ipsift usage <org-id> [--json]
+
+Requests counted in the current calendar month (UTC) against the plan's quota and the
+overage limit. Running servers hold small leases (at most a few hundred requests each, given
+back after a second idle), which count as used until returned.`,
+};

@@ -1,0 +1,40 @@
+// Every path ipsift keeps in its data directory (DATA_DIR), named once. Modules ask here for
+// where their files live; LAYOUT describes each entry for the operator's docs
+// (docs/operators/data-directory.md is generated from it, and a test keeps the two in step).
+
+import path from 'node:path';
+
+/** Inside one build directory. */
+export const INDEX_FILE = 'index.bin';
+export const MANIFEST_FILE = 'manifest.json';
+export const EXPORTS_DIR = 'exports';
+export const EXPORTS_MANIFEST = 'exports.json';
+
+export const feedsDir = (dataDir: string): string => path.join(dataDir, 'feeds');
+export const sourcesDir = (dataDir: string): string => path.join(dataDir, 'sources');
+export const buildsDir = (dataDir: string): string => path.join(dataDir, 'builds');
+export const buildDir = (dataDir: string, id: string): string => path.join(buildsDir(dataDir), id);
+export const exportsDir = (dataDir: string, id: string): string => path.join(buildDir(dataDir, id), EXPORTS_DIR);
+export const currentPointerFile = (dataDir: string): string => path.join(buildsDir(dataDir), 'CURRENT');
+export const controlDbFile = (dataDir: string): string => path.join(dataDir, 'control.sqlite');
+export const accountingDir = (dataDir: string): string => path.join(dataDir, 'accounting.lmdb');
+export const storeObjectsDir = (dataDir: string): string => path.join(dataDir, 'store', 'objects');
+export const storeLinkSecretFile = (dataDir: string): string => path.join(dataDir, 'store', 'link-secret');
+export const tokenKeyFile = (dataDir: string): string => path.join(dataDir, 'token.key');
+export const demoKeysFile = (dataDir: string): string => path.join(dataDir, 'demo-keys.json');
+export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir, 'daily-build.lock');
+
+/** What an operator finds in DATA_DIR: each entry, and what it is for. */
+export const LAYOUT: readonly { path: string; what: string }[] = [
+  { path: 'feeds/<name>.feed', what: 'Imported feeds, normalised: one range per line with its category and details. `ipsift feed import` and `ipsift sources` write them.' },
+  { path: 'sources/<name>', what: 'The last good copy of each fetched source, used again when a fetch fails.' },
+  { path: 'builds/<YYYYMMDD>-<n>/', what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).' },
+  { path: 'builds/CURRENT', what: 'The id of the build that serves lookups. Replaced atomically; running servers notice and switch.' },
+  { path: 'control.sqlite', what: 'The control plane when CONTROL_DB is `sqlite` (the default): organisations, keys, licences, publications, downloads, audit log, admin tokens (SQLite, WAL).' },
+  { path: 'accounting.lmdb', what: 'Rate buckets and allowance counters shared by the threads and processes of this machine when ACCOUNTING is `lmdb` (the default).' },
+  { path: 'store/objects/', what: 'Published database files when STORE is `local` (the default).' },
+  { path: 'store/link-secret', what: 'The key that signs download links of the local store (mode 0600).' },
+  { path: 'token.key', what: 'The key that signs short-lived tokens (mode 0600). Every server of a cluster needs the same one.' },
+  { path: 'demo-keys.json', what: 'The demo keys made on a fresh data directory (mode 0600), shown once.' },
+  { path: 'daily-build.lock', what: 'Held while the daily build runs, so one machine builds at a time.' },
+];
