@@ -1,6 +1,8 @@
 // `npm run bench:ab -- <other checkout>`: keyed GET /{ip} on this checkout (A) and another
 // one (B, built there), each server pinned to CPU 1 and wrk to CPU 0, in alternating rounds on
-// the same build; prints req/s and server CPU µs per request, their medians and B/A. What a
+// the same build; prints req/s and server CPU µs per request, their medians and B/A. Then
+// POST /batch of 1 000 addresses (max tier, BATCH_WORKERS=2, unpinned: the work is in the
+// workers) the same way, in addresses a second (BENCH_AB_BATCH=0 skips it). What a
 // change costs on the hot path, measured the only way this noisy machine allows. B gets its own
 // data directory (the build hard-linked, its own control database and accounting, its key made
 // by its own CLI): an older checkout refuses a control database this one has migrated.
@@ -12,6 +14,7 @@ import { CONNECTIONS, DIR, SECONDS, benchPlans, haveTaskset, haveWrk, median, ou
 
 const other = process.argv[2];
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
+const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
 if (!other) {
   process.stderr.write('usage: npm run bench:ab -- <path of another checkout, built>\n');
   process.exit(2);
@@ -33,26 +36,45 @@ const otherCli = (args: string[]): Record<string, string> =>
   JSON.parse(execFileSync(process.execPath, [path.join(path.resolve(other), 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: otherDir, PLANS_FILE: benchPlans() }, encoding: 'utf8' }));
 const otherOrg = otherCli(['org', 'create', '--name', 'bench', '--plan', 'scale']);
 const otherKey = otherCli(['key', 'create', '--org', otherOrg.id, '--name', 'bench']).key;
-const servers: [string, Server, string][] = [
+const servers: [string, Server, string | undefined][] = [
   ['A (this checkout)', await startIpsift(dataDir, {}, process.execPath, '1'), key],
   [`B (${path.resolve(other)})`, await startIpsift(otherDir, {}, process.execPath, '1', path.resolve(other)), otherKey],
 ];
-const rps: number[][] = [[], []];
-const us: number[][] = [[], []];
-try {
+/** Alternating rounds of one wrk script on the two servers: medians, ranges and B/A. */
+async function rounds(what: string, servers: [string, Server, string | undefined][], script: string, connections: number, cpus: string | undefined, perRequest: number, unit: string): Promise<void> {
+  const rate: number[][] = [[], []];
+  const us: number[][] = [[], []];
   for (let r = 0; r < ROUNDS; r++) {
     // Alternate which goes first, so a drift in the machine's load falls on both.
     const order = r % 2 === 0 ? [0, 1] : [1, 0];
     for (const i of order) {
-      const res = await wrk(servers[i][1], 'random-get.lua', 100 + r, CONNECTIONS, servers[i][2], SECONDS, '0');
+      const res = await wrk(servers[i][1], script, 100 + r, connections, servers[i][2], SECONDS, cpus);
       if (res.errors > 0) throw new Error(`${servers[i][0]}: ${res.errors} non-2xx answers`);
-      rps[i].push(res.rps);
+      rate[i].push(res.rps * perRequest);
       us[i].push((res.cpu / res.rps) * 1e6);
     }
   }
+  out(what);
+  for (const i of [0, 1]) out(`  ${servers[i][0]}: ${Math.round(Number(median(rate[i]))).toLocaleString('en')} ${unit} (${range(rate[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
+  const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
+  out(`  B/A over ${ROUNDS} rounds: ${unit} ${median(ratio(rate[0], rate[1]))} (${range(ratio(rate[0], rate[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
+}
+
+try {
+  await rounds('keyed GET /{ip}, scale key, server on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS, '0', 1, 'req/s');
 } finally {
   for (const [, s] of servers) await s.stop();
 }
-for (const i of [0, 1]) out(`${servers[i][0]}: ${Math.round(Number(median(rps[i]))).toLocaleString('en')} req/s (${range(rps[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
-const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
-out(`B/A over ${ROUNDS} rounds: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
+if (process.env.BENCH_AB_BATCH !== '0') {
+  const env = { KEYLESS_TIER: 'max', BATCH_WORKERS: '2' };
+  const batchServers: [string, Server, string | undefined][] = [
+    [servers[0][0], await startIpsift(dataDir, env), undefined],
+    [servers[1][0], await startIpsift(otherDir, env, process.execPath, undefined, path.resolve(other)), undefined],
+  ];
+  try {
+    for (const [, s] of batchServers) await wrk(s, 'batch.lua', 1, BATCH_CONNECTIONS, undefined, 1); // warm the workers
+    await rounds(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS, undefined, 1000, 'addresses/s');
+  } finally {
+    for (const [, s] of batchServers) await s.stop();
+  }
+}
