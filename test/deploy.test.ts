@@ -21,7 +21,7 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
-import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, until, writeFile, type Reply } from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -263,9 +263,9 @@ describe('graceful shutdown', () => {
     });
     await until(() => body >= 1_000_000, 30_000, `the first megabyte read (${body} bytes)`);
     server.child.kill('SIGTERM');
-    let ready = await get(server.adminPort, '/readyz');
+    let ready: Reply | undefined;
     await until(async () => (ready = await get(server.adminPort, '/readyz')).status !== 200, 10_000, 'readiness false after SIGTERM');
-    assert.deepEqual([ready.status, ready.json.reason], [503, 'shutting down']);
+    assert.deepEqual([ready?.status, ready?.json.reason], [503, 'shutting down']);
     // Readiness goes false first, then the lookup port closes.
     await until(() => connectRefused(server.port), 10_000, 'the lookup port closed after SIGTERM');
     socket.resume();

@@ -27,9 +27,6 @@ type Doc = Record<string, unknown>;
 /** A request's work: reads `op` (acting as the token's holder) and the body, returns the answer. */
 type Work = (op: Operator, body: Doc, params: readonly string[], query: URLSearchParams) => { status: number; doc: unknown };
 
-const send = sendJson;
-const refuse = sendRc;
-
 const RC_OF = { BAD_REQUEST: RC.BAD_REQUEST, NOT_FOUND: RC.NOT_FOUND, CONFLICT: RC.CONFLICT } as const;
 
 /** A list's `limit` query parameter (listLimit), refused when malformed. */
@@ -66,17 +63,17 @@ const optionalStrings = (body: Doc, field: string): string[] | undefined => {
 export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): Actor | null {
   const header = authorizationOf(req);
   if (header === null) {
-    refuse(res, RC.UNAUTHORIZED, 'one Authorization header, please: two different credentials were sent', metrics);
+    sendRc(res, RC.UNAUTHORIZED, 'one Authorization header, please: two different credentials were sent', metrics);
     return null;
   }
   const secret = bearerToken(header);
   const token = secret ? findAdminToken(db, secret) : null;
   if (token === null) {
-    refuse(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
+    sendRc(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
     return null;
   }
   if (!token.scopes.includes(scope)) {
-    refuse(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
+    sendRc(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
     return null;
   }
   return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
@@ -100,30 +97,30 @@ export class OperatorApi {
           try {
             for (let i = 0; i < arity; i++) params.push(decodeURIComponent(req.getParameter(i) ?? ''));
           } catch {
-            return refuse(res, RC.BAD_REQUEST, 'malformed percent-encoding in the path', metrics);
+            return sendRc(res, RC.BAD_REQUEST, 'malformed percent-encoding in the path', metrics);
           }
           const query = new URLSearchParams(req.getQuery() ?? '');
           const run = (body: Doc): void => {
             try {
               const { status, doc } = work(new Operator(deps, actor), body, params, query);
-              send(res, status, doc, metrics);
+              sendJson(res, status, doc, metrics);
             } catch (e) {
               if (!(e instanceof OperatorError)) throw e;
-              refuse(res, RC_OF[e.rc], e.message, metrics);
+              sendRc(res, RC_OF[e.rc], e.message, metrics);
             }
           };
           if (method !== 'post') return run({});
           const p = pending(res);
           readSmallBody(res, p, routes, (text) =>
             late(res, p, () => {
-              if (text === null) return refuse(res, RC.BAD_REQUEST, 'body too large', metrics);
+              if (text === null) return sendRc(res, RC.BAD_REQUEST, 'body too large', metrics);
               let body: unknown = {};
               try {
                 if (text.trim() !== '') body = JSON.parse(text);
               } catch {
-                return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+                return sendRc(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
               }
-              if (typeof body !== 'object' || body === null || Array.isArray(body)) return refuse(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+              if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendRc(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
               run(body as Doc);
             }),
           );
