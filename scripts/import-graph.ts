@@ -27,6 +27,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['service'],
   ['cli-common', 'cli-help'],
   ['cli-accounts'],
+  ['cli-sources'],
   ['cli'],
 ];
 

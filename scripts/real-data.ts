@@ -8,7 +8,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EvidenceKind } from '../src/feeds/evidence.js';
 import { providerNamed } from '../src/model/providers.js';
-import { importSources, type Source, type SourceReport } from '../src/feeds/sources.js';
+import type { Source } from '../src/feeds/sources.js';
+import { importSources, type SourceReport } from '../src/feeds/refresh.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const REAL = path.resolve(ROOT, '../shared/data/real');

@@ -17,7 +17,6 @@ import { publishExports } from './publish/publish.js';
 import { publishIndexReplica } from './replica/index-replica.js';
 import { readCurrentBuildId } from './index/builds.js';
 import { openObjectStore } from './objects/open-object-store.js';
-import { importSources, loadSources } from './feeds/sources.js';
 import { loadConfig, type Config } from './config.js';
 
 
@@ -277,21 +276,6 @@ async function publish(args: string[]): Promise<void> {
   print(values.json as boolean, r, () => `published ${r.artifacts} artifacts and the index of build ${build}`);
 }
 
-async function sources(sub: string | undefined, args: string[]): Promise<void> {
-  const { values } = parse(args, { file: { type: 'string' } });
-  if (values.help || sub === undefined) return print(false, null, () => HELP.sources);
-  if (sub !== 'import') throw new UsageError(`unknown sources command ${sub}: import`);
-  const config = loadConfig(process.env);
-  const file = (values.file as string | undefined) ?? config.sourcesFile;
-  if (!file) throw new UsageError('no sources file: give --file or set SOURCES_FILE');
-  const reports = await importSources(config.dataDir, loadSources(file));
-  print(values.json as boolean, reports, () =>
-    reports
-      .map((r) => `${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.rows} networks${r.skipped ? `, ${r.skipped} skipped` : ''}${r.fetch ? ` (${r.fetch})` : ''}${r.error ? ` — ${r.error}` : ''}`)
-      .join('\n'),
-  );
-}
-
 export async function accountCommand(cmd: string, sub: string | undefined, rest: string[]): Promise<void> {
   if (sub?.startsWith('-')) {
     rest = [sub, ...rest];
@@ -299,7 +283,6 @@ export async function accountCommand(cmd: string, sub: string | undefined, rest:
   }
   if (cmd === 'org') return org(sub, rest);
   if (cmd === 'license') return licenceCommand(sub, rest);
-  if (cmd === 'sources') return sources(sub, rest);
   if (cmd === 'publish') return publish(sub === undefined ? rest : [sub, ...rest]);
   if (cmd === 'key') return key(sub, rest);
   if (cmd === 'admin') return admin(sub, rest);

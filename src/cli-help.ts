@@ -26,14 +26,15 @@ Commands:
   usage <org-id>        requests in the current window against quota and overage limit
   license grant|revoke|list           database licences per organisation and base
   publish               publish a build's database files and index to the object store again
-  sources import        import every source of the sources file (SOURCES_FILE)
+  sources list|status|refresh|import  the public registry, each source's freshness, fetch now
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun,
 node), FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, CORS_ORIGINS,
 TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB,
 BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
-INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES_FILE, STORE (local, s3),
+INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES (public, names, -name),
+SOURCES_FILE, SOURCES_MIRROR, SOURCES_CONCURRENCY, SOURCES_MAX_BYTES, SOURCES_SHRINK_PCT, STORE (local, s3),
 S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
 REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
 (all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
@@ -164,14 +165,29 @@ unless --notice-due-at says otherwise. Bases come from CATALOGUE_FILE (config/ca
 Publishes a build's database files (default: the serving build) and then its index to the
 object store, where downloads and serving nodes find them. 'ipsift build' already does this
 for the build it makes; publish again after 'ipsift build --no-publish', or to another store.`,
-  sources: `Usage: ipsift sources import [--file <sources.json>] [--json]
+  sources: `Usage: ipsift sources list [--json]
+       ipsift sources status [--json]
+       ipsift sources refresh [--all] [--no-build] [--publish] [--json]
+       ipsift sources import [--file <sources.json>] [--json]
 
-Imports every source of the sources file (default: SOURCES_FILE) as a feed named after it:
-[{"name", "path" | "url", "format" (default auto), "category", "provider", "details",
-"skip_invalid", "priority", "not", "evidence", "allow_large_blocks"}], each field as the
-option of 'ipsift feed import' of the same name. Paths are relative to the file; URLs are
-fetched with a timeout, and a failed fetch falls back to the last good copy. A failing source is reported; the others
-are imported all the same. The daily scheduled build runs this first.`,
+The sources ipsift fetches: SOURCES picks from the registry shipped with ipsift (public for all
+of it, names, -name to leave one out), SOURCES_FILE adds your own in the same shape:
+[{"name", "path" | "url", "format" (default auto), "category", "provider", "evidence",
+"priority", "not", "skip_invalid", "allow_large_blocks", "interval" (90m, 1h, 1d; default 1d),
+"max_bytes", "licence", "note"}], each import field as the option of 'ipsift feed import' of
+the same name. A running server refreshes each source on its interval by itself.
+
+  list      the registry: name, category, interval, licence, URL
+  status    per source: state (ok, stale, refused, failed, never), entries, age of the good
+            copy, last change, and why a source was refused or failed
+  refresh   fetch the sources that are due (--all: every one) with conditional requests, import
+            what changed, and build when anything did (--no-build: not; --publish: publish it too)
+  import    fetch and import every source now (--file: only that file's), without building
+
+A fetch that fails, or brings an HTML page, an empty or cut-short body, more than the size cap,
+or far fewer entries than the last good copy (SOURCES_SHRINK_PCT) is refused: the last good
+copy keeps answering, and status says why. SOURCES_MIRROR=<base> fetches https://HOST/PATH as
+<base>/HOST/PATH.`,
   usage: `Usage: ipsift usage <org-id> [--json]
 
 Requests counted in the current calendar month (UTC) against the plan's quota and the

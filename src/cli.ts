@@ -19,6 +19,7 @@ import { startService } from './service.js';
 import { UsageError, parse, print, terminalSafe } from './cli-common.js';
 import { IpsiftError, reasonOf } from './errors.js';
 import { accountCommand, publishBuild } from './cli-accounts.js';
+import { sourcesCommand } from './cli-sources.js';
 import { HELP } from './cli-help.js';
 import { RUNTIME, VERSION } from './version.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir } from './data-dir.js';
@@ -211,7 +212,10 @@ function explain(args: string[]): void {
     if (cats.length === 0) lines.push('  no feed covers it: every flag false');
     for (const [category, c] of cats) {
       lines.push(`  ${category}: ${c.answer === null ? `not ${category}` : `is_${category} ${JSON.stringify(c.answer)}`} — ${c.rule}`);
-      for (const k of c.claims) lines.push(`      ${k.feed}\t${k.evidence}\tpriority ${k.priority}\t${k.network}\t${k.detail === null ? `not ${category}` : JSON.stringify(k.detail)}`);
+      for (const k of c.claims) {
+        lines.push(`      ${k.feed}\t${k.evidence}\tpriority ${k.priority}\t${k.network}\t${k.detail === null ? `not ${category}` : JSON.stringify(k.detail)}`);
+        if (k.source) lines.push(`        from ${k.source.url ?? '(unknown)'}, fetched ${k.source.fetched_at ?? '-'}, confirmed ${k.source.confirmed_at ?? '-'}`);
+      }
     }
     return lines.join('\n');
   });
@@ -254,8 +258,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'admin':
       case 'audit':
       case 'publish':
-      case 'sources':
         await accountCommand(cmd, sub, rest);
+        return 0;
+      case 'sources':
+        await sourcesCommand(sub, rest);
         return 0;
       case '--help':
       case '-h':

@@ -73,8 +73,18 @@ export interface Config {
   readonly publishAt: string;
   /** Where published databases go: the local directory, or an S3 bucket. */
   readonly objectStore: ObjectStoreConfig;
-  /** Sources imported before each scheduled build ('' for none). */
+  /** A user's own sources file ('' for none). */
   readonly sourcesFile: string;
+  /** Sources of the shipped registry: public, names, -name ('' for none). */
+  readonly sources: string;
+  /** Fetch every source URL https://HOST/PATH as <mirror>/HOST/PATH ('' for none). */
+  readonly sourcesMirror: string;
+  /** Source fetches at once. */
+  readonly sourcesConcurrency: number;
+  /** The most one source fetch may bring. */
+  readonly sourcesMaxBytes: number;
+  /** A source copy with this share (%) fewer entries than the last good one is refused. */
+  readonly sourcesShrinkPct: number;
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -138,6 +148,9 @@ export const DEFAULTS = Object.freeze({
   store: 'local',
   maxKeysPerOrg: 1000,
   keyChangesPerMinute: 60,
+  sourcesConcurrency: 4,
+  sourcesMaxBytes: 64 * 1024 * 1024,
+  sourcesShrinkPct: 50,
 });
 
 export class ConfigError extends IpsiftError {
@@ -253,6 +266,26 @@ function integer(name: string, text: string, min: number, max: number): number {
   return Number(text);
 }
 
+/** SOURCES: comma-separated `public`, registry names and `-name`s (the names are checked against the registry where it is read). */
+function sourcesSpec(text: string): string {
+  const tokens = text.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const bad = tokens.find((t) => !/^-?[a-z0-9][a-z0-9._-]{0,63}$/.test(t));
+  if (bad !== undefined) throw new ConfigError(`SOURCES must list public, registry names and -name to leave one out (public,-nordvpn), got ${JSON.stringify(bad)}`);
+  return tokens.join(',');
+}
+
+/** SOURCES_MIRROR: an http(s) base URL, kept without a trailing slash. */
+function mirrorBase(text: string): string {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(text)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(text)}`);
+  return text.replace(/\/+$/, '');
+}
+
 function flag(name: string, text: string): boolean {
   if (/^(1|true|yes|on)$/i.test(text)) return true;
   if (/^(0|false|no|off)$/i.test(text)) return false;
@@ -265,7 +298,8 @@ export const CONFIG_VARIABLES = [
   'MAX_BATCH_BODY_BYTES', 'BATCH_BODY_MEMORY_MIB', 'BODY_TIMEOUT_S', 'KEYLESS_IPV6_PREFIX', 'ACCOUNTING_GRACE_S',
   'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
-  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
+  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'SOURCES', 'SOURCES_MIRROR', 'SOURCES_CONCURRENCY',
+  'SOURCES_MAX_BYTES', 'SOURCES_SHRINK_PCT', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
   'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S', 'CONTROL_DB', 'CONTROL_TIMEOUT_MS', 'CONTROL_GRACE_S',
   'MAX_KEYS_PER_ORG', 'KEY_CHANGES_PER_MIN',
 ] as const;
@@ -358,6 +392,11 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     accessLog: accessLog(get('ACCESS_LOG') ?? 'off'),
     objectStore: objectStoreConfig(get),
     sourcesFile: get('SOURCES_FILE') ? path.resolve(get('SOURCES_FILE')!) : '',
+    sources: sourcesSpec(get('SOURCES') ?? ''),
+    sourcesMirror: get('SOURCES_MIRROR') ? mirrorBase(get('SOURCES_MIRROR')!) : '',
+    sourcesConcurrency: integer('SOURCES_CONCURRENCY', get('SOURCES_CONCURRENCY') ?? String(DEFAULTS.sourcesConcurrency), 1, 64),
+    sourcesMaxBytes: integer('SOURCES_MAX_BYTES', get('SOURCES_MAX_BYTES') ?? String(DEFAULTS.sourcesMaxBytes), 1024, 2 ** 32),
+    sourcesShrinkPct: integer('SOURCES_SHRINK_PCT', get('SOURCES_SHRINK_PCT') ?? String(DEFAULTS.sourcesShrinkPct), 1, 100),
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

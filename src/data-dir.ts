@@ -12,6 +12,7 @@ export const EXPORTS_MANIFEST = 'exports.json';
 
 export const feedsDir = (dataDir: string): string => path.join(dataDir, 'feeds');
 export const sourcesDir = (dataDir: string): string => path.join(dataDir, 'sources');
+export const sourceStateFile = (dataDir: string): string => path.join(sourcesDir(dataDir), 'state.json');
 export const buildsDir = (dataDir: string): string => path.join(dataDir, 'builds');
 export const buildDir = (dataDir: string, id: string): string => path.join(buildsDir(dataDir), id);
 export const exportsDir = (dataDir: string, id: string): string => path.join(buildDir(dataDir, id), EXPORTS_DIR);
@@ -27,7 +28,8 @@ export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir
 /** What an operator finds in DATA_DIR: each entry, and what it is for. */
 export const LAYOUT: readonly { path: string; what: string }[] = [
   { path: 'feeds/<name>.feed', what: 'Imported feeds, normalised: one range per line with its category and details. `ipsift feed import` and `ipsift sources` write them.' },
-  { path: 'sources/<name>', what: 'The last good copy of each fetched source, used again when a fetch fails.' },
+  { path: 'sources/<name>', what: 'The last good copy of each fetched source: what answers while a fetch fails or an upstream sends bad data.' },
+  { path: 'sources/state.json', what: 'Per source: its validators (ETag, Last-Modified), checksum, entries, when it was last fetched and last changed, and its state (`ipsift sources status`).' },
   { path: 'builds/<YYYYMMDD>-<n>/', what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).' },
   { path: 'builds/CURRENT', what: 'The id of the build that serves lookups. Replaced atomically; running servers notice and switch.' },
   { path: 'control.sqlite', what: 'The control plane when CONTROL_DB is `sqlite` (the default): organisations, keys, licences, publications, downloads, audit log, admin tokens (SQLite, WAL).' },

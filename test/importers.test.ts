@@ -8,7 +8,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listToken } from '../src/feeds/formats.js';
-import { importSources, loadSources } from '../src/feeds/sources.js';
+import { loadSources } from '../src/feeds/sources.js';
+import { importSources } from '../src/feeds/refresh.js';
 import { readFeed } from '../src/feeds/feed-store.js';
 import { SHARED_REAL, answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 

@@ -53,6 +53,10 @@ export interface ImportOptions {
    * (claims.ts): without it they are refused (skipped and counted with skipInvalid).
    */
   allowLargeBlocks?: boolean;
+  /** Recorded as where the feed came from, when the file read is a download beside it. */
+  sourcePath?: string;
+  /** A last check of the whole file before it replaces the feed: a reason to refuse it, or null. */
+  accept?: (rows: number, skipped: number) => string | null;
 }
 
 export interface ImportResult extends FeedInfo {
@@ -335,6 +339,8 @@ export function importFeed(options: ImportOptions): ImportResult {
     entries = entriesOf(file, def, rows, options, ctx, skipped);
   }
   if (entries.length === 0) throw new FeedImportError(file, 0, 'no networks in the file');
+  const refusal = options.accept?.(entries.length, skipped.length);
+  if (refusal) throw new FeedImportError(file, 0, refusal);
   const byCategory: Partial<Record<Category, number>> = {};
   for (const e of entries) byCategory[e.category] = (byCategory[e.category] ?? 0) + 1;
   const rows = entries.length;
@@ -343,6 +349,6 @@ export function importFeed(options: ImportOptions): ImportResult {
   const evidence = (options.evidence ?? DEFAULT_EVIDENCE) as EvidenceKind;
   entries = withEvidence(entries, evidence);
   entries = withExclusions(file, entries, [...new Set([...(options.not ?? []), ...EVIDENCE[evidence].rulesOut])]);
-  const info = writeFeed(options.dataDir, name, file, entries, options.priority ?? 0, evidence);
+  const info = writeFeed(options.dataDir, name, options.sourcePath ?? file, entries, options.priority ?? 0, evidence);
   return { ...info, rows, notes: [...notes], byCategory, format, skipped: skipped.length, skippedExamples: skipped.slice(0, 5) };
 }

@@ -1,19 +1,13 @@
-// The sources a deployment imports before each build, configured once in a JSON file:
-// [{name, path | url, format, category, fallback_category, provider, details,
-// skip_invalid, priority, not, evidence, allow_large_blocks}]. Paths are
-// relative to the file. A URL is fetched (streamed, with a timeout) into
-// DATA_DIR/sources/<name>; when a fetch fails the last good copy is used, and the report
-// says so.
+// The sources a deployment imports, configured in JSON: the registry shipped with ipsift
+// (config/sources/public.json, SOURCES=public) and a user's own file (SOURCES_FILE), in one
+// shape: [{name, path | url, format, category, fallback_category, provider, details,
+// skip_invalid, priority, not, evidence, allow_large_blocks, interval, max_bytes, licence,
+// note, copy, format_doc}]. Paths are relative to the file. refresh.ts fetches and imports them.
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { DetailField } from '../model/categories.js';
-import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { IpsiftError } from '../errors.js';
-import { makeDirectory } from '../files.js';
-import { sourcesDir } from '../data-dir.js';
 
 export interface Source {
   name: string;
@@ -30,19 +24,17 @@ export interface Source {
   not?: string[];
   evidence?: string;
   allowLargeBlocks?: boolean;
-}
-
-export interface SourceReport {
-  name: string;
-  ok: boolean;
-  rows: number;
-  skipped: number;
-  /** The first few reasons for skipped lines. */
-  skippedExamples: string[];
-  /** For URLs: 'fetched', or 'stale' when the last good copy was used. */
-  fetch?: 'fetched' | 'stale';
-  error?: string;
-  byCategory?: ImportResult['byCategory'];
+  /** How often the source is fetched again (default a day). */
+  intervalMs?: number;
+  /** The most a fetch may bring (default SOURCES_MAX_BYTES). */
+  maxBytes?: number;
+  /** Registry facts shown to operators: the licence as the upstream states it, what the list is. */
+  licence?: string;
+  note?: string;
+  /** A public verbatim copy (owner/repo/path on GitHub) the format was checked against; null: none. */
+  copy?: string | null;
+  /** Where the format is documented, for a source with no copy to check against. */
+  formatDoc?: string;
 }
 
 export class SourcesError extends IpsiftError {
@@ -51,7 +43,23 @@ export class SourcesError extends IpsiftError {
   }
 }
 
-export const FETCH_TIMEOUT_MS = 60_000;
+export const DEFAULT_INTERVAL_MS = 86_400_000;
+const UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "90m", "1h", "1d" → ms; at least a minute. */
+export function parseInterval(text: string): number | null {
+  const m = /^(\d{1,5})([mhd])$/.exec(text);
+  const ms = m ? Number(m[1]) * UNIT_MS[m[2]] : NaN;
+  return ms >= 60_000 ? ms : null;
+}
+
+/** The text of an interval, as a registry writes it. */
+export function intervalText(ms: number): string {
+  for (const unit of ['d', 'h', 'm']) if (ms % UNIT_MS[unit] === 0) return `${ms / UNIT_MS[unit]}${unit}`;
+  return `${ms}ms`;
+}
+
+const optionalString = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 export function loadSources(file: string): Source[] {
   let doc: unknown;
@@ -66,93 +74,44 @@ export function loadSources(file: string): Source[] {
   return list.map((raw: Record<string, unknown>, i) => {
     const where = `${file}: sources[${i}]`;
     const name = String(raw.name ?? '');
-    if (!/^[a-z0-9][a-z0-9._-]{0,99}$/.test(name)) throw new SourcesError(`${where}: name must match [a-z0-9][a-z0-9._-]*`);
+    if (!/^[a-z0-9][a-z0-9._-]{0,63}$/.test(name)) throw new SourcesError(`${where}: name must match [a-z0-9][a-z0-9._-]* (64 characters at most)`);
     if (names.has(name)) throw new SourcesError(`${where}: name ${name} is used twice`);
     names.add(name);
     const hasPath = typeof raw.path === 'string';
     const hasUrl = typeof raw.url === 'string';
     if (hasPath === hasUrl) throw new SourcesError(`${where}: give exactly one of path and url`);
-    if (hasUrl && !/^https?:\/\//.test(raw.url as string)) throw new SourcesError(`${where}: url must be http(s)`);
+    if (hasUrl && !/^https?:\/\/[^/\s]+/.test(raw.url as string)) throw new SourcesError(`${where}: url must be http(s)://host/…`);
     const details = { ...((raw.details ?? {}) as Partial<Record<DetailField, string>>) };
     if (raw.priority !== undefined && !Number.isInteger(raw.priority)) throw new SourcesError(`${where}: priority must be an integer`);
     if (raw.not !== undefined && !(Array.isArray(raw.not) && raw.not.every((c) => typeof c === 'string'))) {
       throw new SourcesError(`${where}: not must be an array of categories`);
     }
+    let intervalMs: number | undefined;
+    if (raw.interval !== undefined) {
+      intervalMs = parseInterval(String(raw.interval)) ?? undefined;
+      if (intervalMs === undefined) throw new SourcesError(`${where}: interval must be minutes, hours or days of at least a minute (90m, 1h, 1d)`);
+    }
+    if (raw.max_bytes !== undefined && !(Number.isInteger(raw.max_bytes) && (raw.max_bytes as number) > 0)) throw new SourcesError(`${where}: max_bytes must be a positive integer`);
     if (typeof raw.provider === 'string') details.provider = raw.provider;
     return {
       name,
       path: hasPath ? path.resolve(path.dirname(file), raw.path as string) : undefined,
       url: hasUrl ? (raw.url as string) : undefined,
       format: typeof raw.format === 'string' ? raw.format : 'auto',
-      category: typeof raw.category === 'string' ? raw.category : undefined,
-      fallbackCategory: typeof raw.fallback_category === 'string' ? raw.fallback_category : undefined,
+      category: optionalString(raw.category),
+      fallbackCategory: optionalString(raw.fallback_category),
       details,
       skipInvalid: raw.skip_invalid === true,
       priority: raw.priority as number | undefined,
       not: raw.not as string[] | undefined,
-      evidence: typeof raw.evidence === 'string' ? raw.evidence : undefined,
+      evidence: optionalString(raw.evidence),
       allowLargeBlocks: raw.allow_large_blocks === true,
+      intervalMs,
+      maxBytes: raw.max_bytes as number | undefined,
+      licence: optionalString(raw.licence),
+      note: optionalString(raw.note),
+      copy: raw.copy === null ? null : optionalString(raw.copy),
+      formatDoc: optionalString(raw.format_doc),
     };
   });
-}
-
-/** Fetches a URL into `target`, streamed, within the timeout; the old copy survives a failure. */
-async function fetchTo(url: string, target: string): Promise<void> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
-  if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
-  const tmp = `${target}.${process.pid}.part`;
-  try {
-    await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), fs.createWriteStream(tmp));
-    fs.renameSync(tmp, target);
-  } finally {
-    fs.rmSync(tmp, { force: true });
-  }
-}
-
-/** Imports every source as a feed named after it; a failing source is reported, not fatal. */
-export async function importSources(dataDir: string, sources: readonly Source[]): Promise<SourceReport[]> {
-  const reports: SourceReport[] = [];
-  for (const s of sources) {
-    const report: SourceReport = { name: s.name, ok: false, rows: 0, skipped: 0, skippedExamples: [] };
-    let file = s.path;
-    if (s.url) {
-      const dir = sourcesDir(dataDir);
-      makeDirectory(dir);
-      file = path.join(dir, s.name);
-      try {
-        await fetchTo(s.url, file);
-        report.fetch = 'fetched';
-      } catch (e) {
-        if (!fs.existsSync(file)) {
-          reports.push({ ...report, error: `fetch failed and no earlier copy: ${(e as Error).message}` });
-          continue;
-        }
-        report.fetch = 'stale';
-        report.error = `fetch failed (${(e as Error).message}); the last good copy was used`;
-      }
-    }
-    try {
-      const r = importFeed({
-        dataDir,
-        file: file!,
-        name: s.name,
-        // A source owns its name: each run replaces what the last one imported.
-        replace: true,
-        format: s.format,
-        category: s.category,
-        fallbackCategory: s.fallbackCategory,
-        details: s.details,
-        skipInvalid: s.skipInvalid,
-        priority: s.priority,
-        not: s.not,
-        evidence: s.evidence,
-        allowLargeBlocks: s.allowLargeBlocks,
-      });
-      reports.push({ ...report, ok: true, rows: r.rows, skipped: r.skipped, skippedExamples: r.skippedExamples, byCategory: r.byCategory });
-    } catch (e) {
-      if (!(e instanceof FeedImportError)) throw e;
-      reports.push({ ...report, error: e.message });
-    }
-  }
-  return reports;
 }

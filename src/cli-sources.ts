@@ -1,0 +1,122 @@
+// `ipsift sources …`: the configured sources (SOURCES from the shipped registry, SOURCES_FILE's
+// own) fetched, imported, built, and seen.
+
+import fs from 'node:fs';
+import { UsageError, parse, print } from './cli-common.js';
+import { HELP } from './cli-help.js';
+import { loadConfig, type Config } from './config.js';
+import { loadSources, intervalText, DEFAULT_INTERVAL_MS, type Source } from './feeds/sources.js';
+import { loadRegistry } from './feeds/registry.js';
+import { refreshSources, type SourceReport } from './feeds/refresh.js';
+import { readSourceStates, sourceStatuses, type SourceStatus } from './feeds/source-state.js';
+import { listFeeds } from './feeds/feed-store.js';
+import { configuredSources, refreshOptions, type RefreshRun } from './publish/source-refresher.js';
+import { buildLockHeldByParent, releaseBuildLock, takeBuildLock } from './publish/scheduler.js';
+import { runBuild } from './build/build.js';
+import { readCurrentBuildId } from './index/builds.js';
+import { publishBuild } from './cli-accounts.js';
+
+function configured(config: Config): Source[] {
+  const sources = configuredSources(config);
+  if (sources.length === 0) throw new UsageError('no sources configured: set SOURCES=public (the shipped registry) or SOURCES_FILE (your own), or give --file');
+  return sources;
+}
+
+const reportLine = (r: SourceReport): string =>
+  `${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.rows} networks${r.skipped ? `, ${r.skipped} skipped` : ''}${r.fetch ? ` (${r.fetch})` : ''}${r.error ? ` — ${r.error}` : ''}`;
+
+/** `sources import`: every source now, due or not (a file's, or the configured ones). */
+async function importAll(values: Record<string, unknown>): Promise<void> {
+  const config = loadConfig(process.env);
+  const file = values.file as string | undefined;
+  const sources = file ? loadSources(file) : configured(config);
+  const { reports } = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: true, prune: !file });
+  print(values.json as boolean, reports, () => reports.map(reportLine).join('\n'));
+}
+
+/**
+ * `sources refresh`: the sources that are due, then a build when any changed (or none serves
+ * yet), under the data directory's build lock so it never races the daily build.
+ */
+async function refresh(values: Record<string, unknown>): Promise<void> {
+  const config = loadConfig(process.env);
+  const sources = configured(config);
+  if (!buildLockHeldByParent(config.dataDir) && !takeBuildLock(config.dataDir)) {
+    const busy: RefreshRun = { busy: true, changed: false, removed: [], reports: [], build: null };
+    return print(values.json as boolean, busy, () => 'another process on this data directory is building: try again when it has finished');
+  }
+  let run: RefreshRun;
+  try {
+    const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: values.all === true });
+    let build: RefreshRun['build'] = null;
+    const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
+    if (values['no-build'] !== true && (result.changed || nothingServes)) {
+      const { id } = runBuild({ dataDir: config.dataDir, publish: true });
+      const published = values.publish === true;
+      if (published) await publishBuild(config, id);
+      build = { id, published };
+    }
+    run = { changed: result.changed, removed: result.removed, reports: result.reports, build };
+  } finally {
+    releaseBuildLock(config.dataDir);
+  }
+  print(values.json as boolean, run, () =>
+    [
+      ...run.reports.map(reportLine),
+      ...run.removed.map((n) => `removed ${n}: no longer configured`),
+      run.reports.length === 0 ? 'no source is due' : '',
+      run.build ? `build ${run.build.id} serves${run.build.published ? ' and is published' : ''}` : 'nothing changed: no new build',
+    ]
+      .filter(Boolean)
+      .join('\n'),
+  );
+}
+
+const age = (s: number | null): string => (s === null ? '-' : s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`);
+
+export function statusTable(rows: readonly SourceStatus[]): string {
+  const width = Math.max(4, ...rows.map((r) => r.name.length));
+  const head = `${'name'.padEnd(width)}  state    entries  age     changed               reason`;
+  const lines = rows.map(
+    (r) =>
+      `${r.name.padEnd(width)}  ${r.state.padEnd(7)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? ''}`,
+  );
+  const count = (state: string): number => rows.filter((r) => r.state === state).length;
+  return [head, ...lines, `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`].join('\n');
+}
+
+function status(values: Record<string, unknown>): void {
+  const config = loadConfig(process.env);
+  const rows = sourceStatuses(configured(config), readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS);
+  print(values.json as boolean, rows, () => statusTable(rows));
+}
+
+function list(values: Record<string, unknown>): void {
+  const registry = loadRegistry();
+  const rows = registry.map((s) => ({
+    name: s.name,
+    category: s.category ?? 'by format',
+    evidence: s.evidence ?? 'list',
+    provider: s.details.provider ?? null,
+    licence: s.licence ?? 'not stated',
+    interval: intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS),
+    url: s.url,
+  }));
+  const width = Math.max(...rows.map((r) => r.name.length));
+  print(values.json as boolean, rows, () => rows.map((r) => `${r.name.padEnd(width)}  ${r.category.padEnd(9)}  ${r.interval.padEnd(4)}  ${r.licence.padEnd(17)}  ${r.url}`).join('\n'));
+}
+
+export async function sourcesCommand(sub: string | undefined, args: string[]): Promise<void> {
+  if (sub?.startsWith('-')) {
+    args = [sub, ...args];
+    sub = undefined;
+  }
+  const { values } = parse(args, { file: { type: 'string' }, all: { type: 'boolean' }, 'no-build': { type: 'boolean' }, publish: { type: 'boolean' } });
+  if (values.help || sub === undefined || sub === 'help') return print(false, null, () => HELP.sources);
+  if (values.file !== undefined && !fs.existsSync(values.file as string)) throw new UsageError(`no sources file ${values.file as string}`);
+  if (sub === 'import') return importAll(values);
+  if (sub === 'refresh') return refresh(values);
+  if (sub === 'status') return status(values);
+  if (sub === 'list') return list(values);
+  throw new UsageError(`unknown sources command ${sub}: list, status, refresh or import`);
+}

@@ -1,0 +1,242 @@
+// Fetch and import the configured sources that are due (or all of them): each URL fetched
+// conditionally (source-fetch.ts), at most `concurrency` at once; each new body imported as the
+// source's feed only when it passes every check, else refused with the reason while the last
+// good copy keeps answering. One source's failure never stops the others. A path source is
+// imported again when its content changed. Sources no longer configured lose their feeds.
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { FeedImportError, importFeed, type ImportResult } from './import.js';
+import { findFeed, removeFeed } from './feed-store.js';
+import { fetchSource, RefusedBody, type FetchOutcome } from './source-fetch.js';
+import { readSourceStates, retryMs, writeSourceStates, type SourceState } from './source-state.js';
+import { DEFAULT_INTERVAL_MS, type Source } from './sources.js';
+import { mirroredUrl } from './registry.js';
+import { makeDirectory } from '../files.js';
+import { sourcesDir } from '../data-dir.js';
+
+export interface RefreshOptions {
+  nowMs?: number;
+  /** Every source, due or not. */
+  all?: boolean;
+  /** Fetch https://HOST/PATH as <mirror>/HOST/PATH. */
+  mirror?: string;
+  concurrency?: number;
+  timeoutMs?: number;
+  /** The most any fetch may bring. */
+  maxBytes?: number;
+  /** A body more than this many times the last good copy's size (and over 1 MiB) is refused. */
+  growthLimit?: number;
+  /** A copy with fewer than (1 - shrinkLimit) × the last good copy's entries is refused. */
+  shrinkLimit?: number;
+  /** Remove the feeds of sources that were fetched before and are no longer configured. */
+  prune?: boolean;
+}
+
+export const REFRESH_DEFAULTS = { concurrency: 4, timeoutMs: 60_000, maxBytes: 64 << 20, growthLimit: 5, shrinkLimit: 0.5 } as const;
+
+/** How a source's attempt went: a new copy imported, nothing new, the last good copy kept, or nothing to serve. */
+export type FetchResult = 'fetched' | 'unchanged' | 'stale' | 'refused' | 'failed' | 'read';
+
+export interface SourceReport {
+  name: string;
+  /** Whether a good copy of the source answers. */
+  ok: boolean;
+  /** Entries of the copy that answers. */
+  rows: number;
+  skipped: number;
+  /** The first few reasons for skipped lines. */
+  skippedExamples: string[];
+  fetch?: FetchResult;
+  /** Whether this run replaced the source's feed. */
+  changed: boolean;
+  error?: string;
+  byCategory?: ImportResult['byCategory'];
+}
+
+export interface RefreshResult {
+  reports: SourceReport[];
+  /** Whether any feed changed (a new build is worth making). */
+  changed: boolean;
+  removed: string[];
+}
+
+const GROWTH_FLOOR = 1 << 20;
+/** Where skip_invalid is set, the most lines a copy may skip. */
+const MAX_SKIPPED_SHARE = 0.1;
+
+/** Whether a source is due at nowMs, given its last attempt. */
+export function isDue(state: SourceState | undefined, intervalMs: number, nowMs: number): boolean {
+  return !state || nowMs >= Date.parse(state.attempted_at) + retryMs(state.attempt, intervalMs);
+}
+
+/** A tiny limiter: runs at most n of the tasks at once, in order of start. */
+async function limited<T>(n: number, tasks: (() => Promise<T>)[], each: (i: number, r: T) => void): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < tasks.length) {
+      const i = next++;
+      each(i, await tasks[i]());
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, tasks.length) }, worker));
+}
+
+type Got = { outcome: FetchOutcome } | { refused: string } | { failed: string };
+
+export async function refreshSources(dataDir: string, sources: readonly Source[], options: RefreshOptions = {}): Promise<RefreshResult> {
+  const o = { ...REFRESH_DEFAULTS, ...options };
+  const nowMs = options.nowMs ?? Date.now();
+  const now = new Date(nowMs).toISOString();
+  const states = readSourceStates(dataDir);
+  const dir = sourcesDir(dataDir);
+  makeDirectory(dir);
+  const reports: SourceReport[] = [];
+  let changed = false;
+
+  const removed: string[] = [];
+  if (o.prune) {
+    const configured = new Set(sources.map((s) => s.name));
+    for (const name of Object.keys(states)) {
+      if (configured.has(name)) continue;
+      if (removeFeed(dataDir, name)) changed = true;
+      fs.rmSync(path.join(dir, name), { force: true });
+      delete states[name];
+      removed.push(name);
+    }
+  }
+
+  const due = sources.filter((s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || !findFeed(dataDir, s.name));
+  const fetched = due.filter((s) => s.url);
+  const tasks = fetched.map((s) => async (): Promise<Got> => {
+    const last = states[s.name];
+    const good = path.join(dir, s.name);
+    const haveGood = !!last?.sha256 && fs.existsSync(good) && !!findFeed(dataDir, s.name);
+    const cap = Math.min(s.maxBytes ?? o.maxBytes, haveGood ? Math.max(o.growthLimit * last.bytes, GROWTH_FLOOR) : Infinity);
+    try {
+      const outcome = await fetchSource({
+        url: o.mirror ? mirroredUrl(s.url!, o.mirror) : s.url!,
+        target: `${good}.download`,
+        timeoutMs: o.timeoutMs,
+        maxBytes: cap,
+        etag: haveGood ? last.etag : null,
+        lastModified: haveGood ? last.last_modified : null,
+      });
+      return { outcome };
+    } catch (e) {
+      fs.rmSync(`${good}.download`, { force: true });
+      return e instanceof RefusedBody ? { refused: e.message } : { failed: (e as Error).message };
+    }
+  });
+  const got = new Map<string, Got>();
+  await limited(o.concurrency, tasks, (i, r) => got.set(fetched[i].name, r));
+
+  for (const s of sources) {
+    if (!due.includes(s)) continue;
+    const last = states[s.name];
+    const good = path.join(dir, s.name);
+    const base = { url: s.url ?? s.path ?? null, attempted_at: now };
+    const kept = (fetch: FetchResult, error: string): SourceReport => ({
+      name: s.name,
+      ok: !!last?.sha256,
+      rows: last?.entries ?? 0,
+      skipped: 0,
+      skippedExamples: [],
+      fetch: last?.sha256 ? fetch : 'failed',
+      changed: false,
+      error: last?.sha256 ? `${error}; the last good copy answers` : error,
+    });
+    let file: string;
+    let validators = { etag: null as string | null, last_modified: null as string | null };
+    let digest: { sha256: string; bytes: number };
+    if (s.url) {
+      const r = got.get(s.name)!;
+      if ('failed' in r || 'refused' in r) {
+        const failed = 'failed' in r;
+        const reason = failed ? r.failed : r.refused;
+        states[s.name] = { ...emptyState(), ...last, ...base, attempt: failed ? 'failed' : 'refused', reason };
+        reports.push(kept(failed ? 'stale' : 'refused', `${failed ? 'fetch failed' : 'refused'}: ${reason}`));
+        continue;
+      }
+      if (r.outcome.kind === 'unchanged' || r.outcome.sha256 === last?.sha256) {
+        fs.rmSync(`${good}.download`, { force: true });
+        states[s.name] = { ...last, ...base, attempt: 'ok', reason: null, good_at: now };
+        reports.push({ name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false });
+        continue;
+      }
+      file = `${good}.download`;
+      validators = { etag: r.outcome.etag, last_modified: r.outcome.lastModified };
+      digest = { sha256: r.outcome.sha256, bytes: r.outcome.bytes };
+    } else {
+      file = s.path!;
+      try {
+        const body = fs.readFileSync(file);
+        digest = { sha256: crypto.createHash('sha256').update(body).digest('hex'), bytes: body.length };
+      } catch (e) {
+        states[s.name] = { ...emptyState(), ...last, ...base, attempt: 'failed', reason: `cannot read: ${(e as NodeJS.ErrnoException).code ?? e}` };
+        reports.push({ ...kept('stale', `cannot read ${file}`), fetch: last?.sha256 ? 'stale' : 'failed' });
+        continue;
+      }
+      if (digest.sha256 === last?.sha256 && findFeed(dataDir, s.name) && !o.all) {
+        states[s.name] = { ...last, ...base, attempt: 'ok', reason: null, good_at: now };
+        reports.push({ name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false });
+        continue;
+      }
+    }
+    const lastEntries = last?.sha256 ? last.entries : 0;
+    // Messages name the source's URL, not the download file beside its last good copy.
+    const named = (message: string): string => (s.url ? message.split(file).join(s.url) : message);
+    try {
+      const r = importFeed({
+        dataDir,
+        file,
+        sourcePath: s.url ? good : undefined,
+        name: s.name,
+        // A source owns its name: each run replaces what the last one imported.
+        replace: true,
+        format: s.format,
+        category: s.category,
+        fallbackCategory: s.fallbackCategory,
+        details: s.details,
+        skipInvalid: s.skipInvalid,
+        priority: s.priority,
+        not: s.not,
+        evidence: s.evidence,
+        allowLargeBlocks: s.allowLargeBlocks,
+        accept: (rows, skipped) => {
+          if (lastEntries > 0 && rows < lastEntries * (1 - o.shrinkLimit)) {
+            return `${rows} entries, down from ${lastEntries} in the last good copy (more than ${Math.round(o.shrinkLimit * 100)} % fewer)`;
+          }
+          // A few bad lines are skipped and counted; a file mostly of them is not the list.
+          if (skipped > MAX_SKIPPED_SHARE * (rows + skipped) && skipped > 10) return `${skipped} of ${rows + skipped} lines are not networks: this is not the list it was`;
+          return null;
+        },
+      });
+      if (s.url) fs.renameSync(file, good);
+      states[s.name] = { ...base, attempt: 'ok', reason: null, good_at: now, changed_at: now, ...validators, ...digest, entries: r.rows };
+      changed = true;
+      reports.push({ name: s.name, ok: true, rows: r.rows, skipped: r.skipped, skippedExamples: r.skippedExamples.map(named), fetch: s.url ? 'fetched' : 'read', changed: true, byCategory: r.byCategory });
+    } catch (e) {
+      if (!(e instanceof FeedImportError)) throw e;
+      if (s.url) fs.rmSync(file, { force: true });
+      const reason = named(e.reason);
+      states[s.name] = { ...emptyState(), ...last, ...base, attempt: 'refused', reason };
+      const report = kept('refused', `refused: ${reason}`);
+      // Without a copy, the error says the line as before (file:line: reason).
+      reports.push(last?.sha256 ? report : { ...report, error: named(e.message) });
+    }
+  }
+  // Reports in the configured order, sources that were not due left out.
+  writeSourceStates(dataDir, states);
+  return { reports, changed, removed };
+}
+
+function emptyState(): SourceState {
+  return { url: null, attempted_at: '', attempt: 'ok', reason: null, good_at: null, changed_at: null, etag: null, last_modified: null, sha256: null, bytes: 0, entries: 0 };
+}
+
+/** Imports every source now (`ipsift sources import`): the refresh with nothing skipped as not due. */
+export async function importSources(dataDir: string, sources: readonly Source[], options: RefreshOptions = {}): Promise<SourceReport[]> {
+  return (await refreshSources(dataDir, sources, { ...options, all: true })).reports;
+}

@@ -1,0 +1,105 @@
+// What ipsift knows about each fetched source between runs (DATA_DIR/sources/state.json): the
+// validators for conditional requests, the last good copy's checksum, size and entries, when it
+// was fetched and changed, and how the last attempt went. Written whole and renamed.
+
+import fs from 'node:fs';
+import { makeDirectory } from '../files.js';
+import { sourceStateFile, sourcesDir } from '../data-dir.js';
+
+/** How the last attempt went: ok (fetched, or unchanged), refused (bad data), failed (no answer). */
+export type Attempt = 'ok' | 'refused' | 'failed';
+
+export interface SourceState {
+  url: string | null;
+  /** The last attempt, and what came of it. */
+  attempted_at: string;
+  attempt: Attempt;
+  reason: string | null;
+  /** The last good copy: when it was last confirmed (fetched or 304), when it last changed. */
+  good_at: string | null;
+  changed_at: string | null;
+  etag: string | null;
+  last_modified: string | null;
+  sha256: string | null;
+  bytes: number;
+  entries: number;
+}
+
+export type SourceStates = Record<string, SourceState>;
+
+export function readSourceStates(dataDir: string): SourceStates {
+  try {
+    return JSON.parse(fs.readFileSync(sourceStateFile(dataDir), 'utf8')) as SourceStates;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw e;
+  }
+}
+
+export function writeSourceStates(dataDir: string, states: SourceStates): void {
+  makeDirectory(sourcesDir(dataDir));
+  const file = sourceStateFile(dataDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(states, null, 1));
+  fs.renameSync(tmp, file);
+}
+
+/** What an operator sees per source: ok, stale (no good copy confirmed within two intervals), refused, failed. */
+export type SourceHealth = 'ok' | 'stale' | 'refused' | 'failed' | 'never';
+
+export interface SourceStatus {
+  name: string;
+  url: string | null;
+  state: SourceHealth;
+  reason: string | null;
+  /** Whether a good copy answers (the last one, when the latest attempt was refused or failed). */
+  serving: boolean;
+  entries: number;
+  bytes: number;
+  fetched_at: string | null;
+  changed_at: string | null;
+  good_at: string | null;
+  /** Seconds since the good copy was last confirmed (null: none). */
+  age_s: number | null;
+  interval_s: number;
+  next_at: string | null;
+}
+
+/** The status of each configured source, from its state. */
+export function sourceStatuses(
+  sources: readonly { name: string; url?: string; path?: string; intervalMs?: number }[],
+  states: SourceStates,
+  nowMs: number,
+  defaultIntervalMs: number,
+): SourceStatus[] {
+  return sources.map((s) => {
+    const st = states[s.name];
+    const interval = s.intervalMs ?? defaultIntervalMs;
+    const goodMs = st?.good_at ? Date.parse(st.good_at) : null;
+    let state: SourceHealth = 'never';
+    if (st) {
+      if (st.attempt !== 'ok') state = st.attempt;
+      else state = goodMs !== null && nowMs - goodMs > 2 * interval ? 'stale' : 'ok';
+    }
+    return {
+      name: s.name,
+      url: s.url ?? s.path ?? null,
+      state,
+      reason: st?.reason ?? null,
+      serving: !!st?.sha256,
+      entries: st?.entries ?? 0,
+      bytes: st?.bytes ?? 0,
+      fetched_at: st?.attempted_at ?? null,
+      changed_at: st?.changed_at ?? null,
+      good_at: st?.good_at ?? null,
+      age_s: goodMs === null ? null : Math.max(0, Math.round((nowMs - goodMs) / 1000)),
+      interval_s: Math.round(interval / 1000),
+      next_at: st ? new Date(Date.parse(st.attempted_at) + retryMs(st.attempt, interval)).toISOString() : null,
+    };
+  });
+}
+
+/** A failed or refused source is tried again sooner than its interval: within 15 minutes. */
+export function retryMs(attempt: Attempt, intervalMs: number): number {
+  return attempt === 'ok' ? intervalMs : Math.min(intervalMs, 15 * 60_000);
+}
