@@ -9,7 +9,7 @@ import { runBuild } from './build/build.js';
 import { listBuilds } from './index/builds.js';
 import { importFeed, type ImportOptions } from './feeds/import.js';
 import { IpsiftError } from './errors.js';
-import { listFeeds } from './feeds/feed-store.js';
+import { listFeeds, removeFeed } from './feeds/feed-store.js';
 import type { Logger } from './log.js';
 
 export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../demo');
@@ -30,4 +30,17 @@ export function ensureDemo(dataDir: string, log: Logger, demoDir = DEMO_DIR): bo
   const { id, manifest } = runBuild({ dataDir });
   log.info('demo build serving', { build: id, v4_intervals: manifest.index.v4, v6_intervals: manifest.index.v6 });
   return true;
+}
+
+/**
+ * Configured sources replace the demo: its synthetic feeds, imported on an earlier start of the
+ * same data directory, would otherwise answer beside real data. Returns the names removed.
+ */
+export function removeDemoFeeds(dataDir: string, log: Logger, demoDir = DEMO_DIR): string[] {
+  const list = path.join(demoDir, 'feeds.json');
+  if (!fs.existsSync(list)) return [];
+  const names = (JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[]).map((f) => f.name ?? path.basename(f.file).replace(/\.[^.]*$/, ''));
+  const removed = names.filter((n) => removeFeed(dataDir, n));
+  if (removed.length) log.info('demo feeds removed: the configured sources replace them at the next build', { feeds: removed });
+  return removed;
 }

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BatchPool } from './batch/pool.js';
 import { ConfigError, type Config } from './config.js';
-import { ensureDemo } from './demo.js';
+import { ensureDemo, removeDemoFeeds } from './demo.js';
 import { createAdminApp, type Lifecycle } from './api/admin.js';
 import type { Metrics } from './http/metrics.js';
 import { openServer } from './http/server/open.js';
@@ -24,6 +24,9 @@ import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './publish/demo-publication.js';
 import { openObjectStore } from './objects/open-object-store.js';
 import { PublishScheduler } from './publish/scheduler.js';
+import { SourceRefresher, configuredSources } from './publish/source-refresher.js';
+import { readSourceStates, sourceStatuses } from './feeds/source-state.js';
+import { DEFAULT_INTERVAL_MS } from './feeds/sources.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import type { Logger } from './log.js';
 import type { ServerKind } from './http/server/types.js';
@@ -48,6 +51,8 @@ export interface Service {
   /** Those threads, where there are several. */
   readonly threads: FrontEndThreads | null;
   readonly holder: IndexHolder;
+  /** Keeps the configured sources fresh (null: no sources, or a serving node). */
+  readonly sources: SourceRefresher | null;
   readonly pool: BatchPool;
   readonly metrics: Metrics;
   /** The shared accounting counters (LMDB, or Redis). */
@@ -97,7 +102,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
   // gets neither the demo nor a rebuild: its builds come from the store.
   const serving = config.role === 'serve';
   const fresh = !serving && config.demo && isFresh(config.dataDir);
-  if (fresh) ensureDemo(config.dataDir, log);
+  // Configured sources are the data: the demo's synthetic feeds would answer beside them.
+  const sources = serving ? [] : configuredSources(config);
+  if (fresh && sources.length === 0) ensureDemo(config.dataDir, log);
+  if (sources.length) removeDemoFeeds(config.dataDir, log);
 
   if (!serving) rebuildOlderFormat(config.dataDir, log);
   const holder = new IndexHolder(config.dataDir, log);
@@ -117,8 +125,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const accounting = openAccountingStore(config.accounting, config.dataDir, true);
   const pruner = new Pruner(accounting, bucketRefillMs(plans), log);
   let scheduler: PublishScheduler | null = null;
+  let refresher: SourceRefresher | null = null;
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
+    await refresher?.stop();
     pruner.stop();
     await accounting.close();
     control.close();
@@ -140,8 +150,15 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const { store: objects } = await openObjectStore(config);
     if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
-    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, { ...process.env, ...storeEnv(config), ...(config.sourcesFile ? { SOURCES_FILE: config.sourcesFile } : {}), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile }, log, config.dataDir, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null) : null;
+    const childEnv = { ...process.env, ...storeEnv(config), ...sourcesEnv(config), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile };
+    // With sources, refresh builds serve all day: the daily run then asks whether today was published.
+    const publishedDay = sources.length ? (): string | null => lastPublishedAt(control)?.toISOString().slice(0, 10) ?? null : undefined;
+    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, childEnv, log, config.dataDir, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null, publishedDay) : null;
     scheduler?.start();
+    if (sources.length) {
+      refresher = new SourceRefresher(sources, childEnv, config.dataDir, log, () => lastPublishedAt(control) === null);
+      refresher.start();
+    }
 
     pool = new BatchPool({ workers: config.batchWorkers, maxQueue: config.batchQueue });
     const threadCount = frontEndThreads(config, http.server, log);
@@ -160,7 +177,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       bases: catalogue.bases.map((b) => b.base),
       spent: (counter) => accounting.spent(counter) + owed.get(counter),
       maxKeysPerOrg: config.maxKeysPerOrg,
-    }, follower ? () => follower.state : null);
+    }, follower ? () => follower.state : null, sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null);
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {
@@ -189,6 +206,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       frontendThreads: threadCount,
       threads,
       holder,
+      sources: refresher,
       pool: servicePool,
       get metrics() {
         return metrics();
@@ -233,6 +251,18 @@ function frontEndThreads(config: Config, server: HttpServer, log: Logger): numbe
 
 /** The store settings as environment, for the scheduler's child processes. */
 /** The stores of this configuration as the scheduler's `ipsift build`/`publish` children read them. */
+/** The source settings a child process needs (a CONFIG_FILE's among them). */
+function sourcesEnv(config: Config): Record<string, string> {
+  return {
+    SOURCES: config.sources,
+    SOURCES_FILE: config.sourcesFile,
+    SOURCES_MIRROR: config.sourcesMirror,
+    SOURCES_CONCURRENCY: String(config.sourcesConcurrency),
+    SOURCES_MAX_BYTES: String(config.sourcesMaxBytes),
+    SOURCES_SHRINK_PCT: String(config.sourcesShrinkPct),
+  };
+}
+
 function storeEnv(config: Config): Record<string, string> {
   const s = config.objectStore;
   const c = config.controlDb;

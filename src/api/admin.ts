@@ -1,5 +1,6 @@
 // Admin port: liveness, readiness (an index is loaded), Prometheus metrics, why an address
-// answers as it does (explain-api.ts), and the operator's API (operator-api.ts).
+// answers as it does (explain-api.ts), the sources' freshness (sources.ts), and the operator's
+// API (operator-api.ts).
 
 import type { HttpApp, HttpServer } from '../http/server/types.js';
 import type { BatchPool } from '../batch/pool.js';
@@ -12,6 +13,8 @@ import { ExplainApi } from './explain.js';
 import { metricsText } from './metrics-text.js';
 import { OpenApiRoute } from './openapi.js';
 import { OperatorApi } from './operator.js';
+import { SourcesApi } from './sources.js';
+import type { SourceStatus } from '../feeds/source-state.js';
 import { RequestClient } from '../http/client.js';
 import type { Edge } from './edge.js';
 import type { OperatorDeps } from '../control/operator.js';
@@ -46,6 +49,8 @@ export function createAdminApp(
   lastPublishedAt: () => Date | null = () => null,
   operator: OperatorDeps | null = null,
   replica: (() => FollowerState) | null = null,
+  /** The configured sources' states (null: no sources here). */
+  sources: (() => SourceStatus[]) | null = null,
 ): { app: HttpApp; routes: RouteTable } {
   const app = server.app();
   const adminMetrics = new Metrics();
@@ -66,9 +71,10 @@ export function createAdminApp(
     else writeJson(res, 503, { status: 'not ready', reason: 'no index loaded', http_server, ...following });
   });
   routes.get('/metrics', (res) => {
-    res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null }));
+    res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null, sources: sources?.() ?? null }));
   }, { compress: true });
   if (operator) new OperatorApi(operator).register(routes, edge);
+  new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);
   routes.fallback();
   return { app, routes };
 }

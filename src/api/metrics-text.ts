@@ -7,6 +7,7 @@ import type { FollowerState } from '../replica/index-replica.js';
 import type { BatchPool } from '../batch/pool.js';
 import type { IndexHolder } from '../index/loader.js';
 import { RUNTIME, VERSION } from '../version.js';
+import type { SourceStatus } from '../feeds/source-state.js';
 import { FAMILIES, LATENCY_BOUNDS, type Metrics } from '../http/metrics.js';
 
 export interface MetricsView {
@@ -20,6 +21,8 @@ export interface MetricsView {
   lastPublishedAt(): Date | null;
   /** A serving node's view of the builds published to the store (null: not a follower). */
   replica?: FollowerState | null;
+  /** The configured sources (null: none). */
+  sources?: readonly SourceStatus[] | null;
 }
 
 /** A label value as the text format quotes it. */
@@ -80,6 +83,12 @@ export function metricsText(v: MetricsView): string {
     family('ipsift_replica_check_timestamp_seconds', 'gauge', 'When this serving node last read the store\'s pointer (Unix time; 0: never).', [
       `ipsift_replica_check_timestamp_seconds ${seconds(r.checkedAt)}`,
     ]);
+  }
+  if (v.sources) {
+    const src = v.sources;
+    family('ipsift_source_age_seconds', 'gauge', "Seconds since each source's good copy was last confirmed (fetched, or answered 304); absent: never fetched.", src.filter((x) => x.age_s !== null).map((x) => `ipsift_source_age_seconds{source="${label(x.name)}"} ${x.age_s}`));
+    family('ipsift_source_entries', 'gauge', "Entries of each source's copy that answers (0: none).", src.map((x) => `ipsift_source_entries{source="${label(x.name)}"} ${x.entries}`));
+    family('ipsift_source_state', 'gauge', 'Each source\'s state, 1 on its current one: ok, stale, refused (bad data, the last good copy answers), failed, never.', src.map((x) => `ipsift_source_state{source="${label(x.name)}",state="${x.state}"} 1`));
   }
   family('ipsift_batch_queue', 'gauge', 'Batches waiting for a worker.', [`ipsift_batch_queue ${v.pool.queued}`]);
   family('ipsift_batch_worker_failures_total', 'counter', 'Batch attempts lost to a failed worker.', [`ipsift_batch_worker_failures_total ${v.pool.workerFailures}`]);

@@ -114,6 +114,26 @@ const limitParam = query('limit', { type: 'integer', minimum: 1 }, false, 'Entri
 const nextField = { type: ['string', 'null'], description: 'The cursor of the next page (pass as after), or null on the last page.' };
 const keyIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 
+/** One source in GET /admin/v1/sources (and `ipsift sources status --json`). */
+const SOURCE_STATUS = object(
+  {
+    name: { type: 'string' },
+    url: { type: ['string', 'null'] },
+    state: { enum: ['ok', 'stale', 'refused', 'failed', 'never'] },
+    reason: { type: ['string', 'null'], description: 'Why the latest attempt was refused or failed.' },
+    serving: { type: 'boolean', description: 'Whether a good copy answers (the last one, where the latest attempt was refused or failed).' },
+    entries: { type: 'integer', minimum: 0 },
+    bytes: { type: 'integer', minimum: 0 },
+    fetched_at: { ...DATE_TIME, type: ['string', 'null'] },
+    changed_at: { ...DATE_TIME, type: ['string', 'null'] },
+    good_at: { ...DATE_TIME, type: ['string', 'null'] },
+    age_s: { type: ['integer', 'null'], minimum: 0 },
+    interval_s: { type: 'integer', minimum: 60 },
+    next_at: { ...DATE_TIME, type: ['string', 'null'] },
+  },
+  ['name', 'url', 'state', 'reason', 'serving', 'entries', 'bytes', 'fetched_at', 'changed_at', 'good_at', 'age_s', 'interval_s', 'next_at'],
+);
+
 export function openApiDocument(): Schema {
   const schemas: Record<string, Schema> = {
     LookupResult: lookupResult(),
@@ -461,6 +481,19 @@ export function openApiDocument(): Schema {
           '401': json(rcBody(RC.UNAUTHORIZED.code), 'No operator token, an unknown or revoked one, or two different Authorization headers.'),
           '403': json(rcBody(RC.FORBIDDEN.code), 'The token lacks admin.read.'),
           '429': json(errorBody(E.rateLimited.message), 'One explanation runs at a time.', { 'Retry-After': H.retryAfter }),
+        },
+      },
+    },
+    '/admin/v1/sources': {
+      servers: ADMIN,
+      get: {
+        operationId: 'sourceStatus',
+        summary: "Each configured source's state, entries and freshness (an operator token with admin.read; empty where no sources are configured)",
+        security: [{ operator: [] }],
+        responses: {
+          '200': json(object({ sources: { type: 'array', items: SOURCE_STATUS } }, ['sources']), 'The sources, in configured order.'),
+          '401': json(rcBody(RC.UNAUTHORIZED.code), 'No operator token, an unknown or revoked one, or two different Authorization headers.'),
+          '403': json(rcBody(RC.FORBIDDEN.code), 'The token lacks admin.read.'),
         },
       },
     },

@@ -5,6 +5,7 @@
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { EVIDENCE, effectivePriority, type EvidenceKind } from '../feeds/evidence.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
+import { readSourceStates } from '../feeds/source-state.js';
 import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, normalisedText, parseAddress } from '../net/address.js';
 import { isBogonV4, isBogonV6 } from '../net/bogons.js';
 import { formatAddress, type Family } from '../net/network.js';
@@ -17,6 +18,16 @@ export interface Claim {
   network: string;
   /** The detail the feed gives, or null where it says the network is not in the category. */
   detail: Record<string, unknown> | null;
+  /** Where a fetched source's feed came from: its URL (or path), and when that copy was fetched and confirmed. */
+  source: ClaimSource | null;
+}
+
+export interface ClaimSource {
+  url: string | null;
+  /** When the copy that answers was fetched (it last changed). */
+  fetched_at: string | null;
+  /** When it was last confirmed current (fetched, or answered 304). */
+  confirmed_at: string | null;
 }
 
 export interface CategoryExplanation {
@@ -85,7 +96,10 @@ export function explainAddress(dataDir: string, ip: string): Explanation | null 
   const key = family === 4 ? BigInt(p.v4) : addressBigInt(p);
   const out: Explanation = { ip: normalisedText(ip, 0, ip.length, p), bogon: family === 4 ? isBogonV4(p.v4) : isBogonV6(p.w), categories: {} };
   const byCategory = new Map<Category, Covering[]>();
+  const states = readSourceStates(dataDir);
   for (const feed of listFeeds(dataDir)) {
+    const st = states[feed.name];
+    const source: ClaimSource | null = st ? { url: st.url, fetched_at: st.changed_at, confirmed_at: st.good_at } : null;
     for (const r of readFeed(feed.file)) {
       if (r.family !== family) continue;
       const start = BigInt(r.start);
@@ -99,6 +113,7 @@ export function explainAddress(dataDir: string, ip: string): Explanation | null 
         priority: feed.priority,
         network: networkText(family, start, end),
         detail: r.detail === NOT_IN_CATEGORY ? null : (JSON.parse(r.detail) as Record<string, unknown>),
+        source,
         size: end - start + 1n,
         order: effectivePriority(feed.evidence, feed.priority),
       });

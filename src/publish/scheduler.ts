@@ -19,6 +19,7 @@ import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';
 import { dailyBuildLockFile } from '../data-dir.js';
+import { listFeeds } from '../feeds/feed-store.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
 
@@ -73,6 +74,15 @@ export function takeBuildLock(dataDir: string, nowMs = Date.now()): boolean {
   return false;
 }
 
+/** Whether the process that started this one holds the lock (the daily run's own steps). */
+export function buildLockHeldByParent(dataDir: string): boolean {
+  try {
+    return (JSON.parse(fs.readFileSync(dailyBuildLockFile(dataDir), 'utf8')) as { pid?: number }).pid === process.ppid;
+  } catch {
+    return false;
+  }
+}
+
 export function releaseBuildLock(dataDir: string): void {
   const file = dailyBuildLockFile(dataDir);
   try {
@@ -98,8 +108,12 @@ export function missedRun(dataDir: string, at: string, nowMs = Date.now()): bool
   return id === null || dayOfBuildId(id) < buildIdDay(lastDue);
 }
 
+/** How soon a daily run that found a source refresh building tries again. */
+const LOCK_RETRY_MS = 60_000;
+
 export class PublishScheduler {
   private timer: NodeJS.Timeout | null = null;
+  private retrySoon = false;
   /** [running (1/0), next attempt (ms)], in shared memory: front-end threads read it too. */
   readonly state = new Float64Array(new SharedArrayBuffer(16));
 
@@ -123,6 +137,12 @@ export class PublishScheduler {
     private readonly dataDir: string = env.DATA_DIR ?? '.',
     /** Builder nodes of a cluster (null: this machine's lock file only). */
     private readonly clusterLock: ClusterBuildLock | null = null,
+    /**
+     * The day (YYYY-MM-DD, UTC) of the last publication. Given where source refreshes build
+     * during the day: then a run is skipped, or caught up, by what was published, not by
+     * what serves.
+     */
+    private readonly publishedDay?: () => string | null,
   ) {
     msUntil(at, Date.now()); // validate now
   }
@@ -130,18 +150,37 @@ export class PublishScheduler {
   /** Schedules the daily run; catches up at once when the latest one due was missed. */
   start(catchUp = true): void {
     const now = Date.now();
-    if (catchUp && missedRun(this.dataDir, this.at, now)) {
+    if (catchUp && this.missed(now)) {
       this.log.info('the latest daily build due is missing: building now', { at_utc: this.at });
       this.nextMs = now;
-      this.timer = setTimeout(() => void this.runOnce().finally(() => this.start(false)), 0);
+      this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), 0);
       this.timer.unref();
       return;
     }
     const delay = msUntil(this.at, now);
     this.nextMs = now + delay;
-    this.timer = setTimeout(() => void this.runOnce().finally(() => this.start(false)), delay);
+    this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), delay);
     this.timer.unref();
     this.log.info('daily build and publish scheduled', { at_utc: this.at, in_s: Math.round(delay / 1000) });
+  }
+
+  /** Whether the latest run due was missed: by the publication's day where known, else the serving build's. */
+  private missed(nowMs: number): boolean {
+    if (!this.publishedDay) return missedRun(this.dataDir, this.at, nowMs);
+    const day = this.publishedDay();
+    // No feed yet (sources not fetched): the source refresh builds and publishes first.
+    if (listFeeds(this.dataDir).length === 0) return false;
+    const lastDue = new Date(nowMs + msUntil(this.at, nowMs) - 86_400_000).toISOString().slice(0, 10);
+    return day === null || day < lastDue;
+  }
+
+  /** After a run: the next day's, or the same run again shortly when it found the lock held. */
+  private next(): void {
+    if (!this.retrySoon) return this.start(false);
+    this.retrySoon = false;
+    this.nextMs = Date.now() + LOCK_RETRY_MS;
+    this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), LOCK_RETRY_MS);
+    this.timer.unref();
   }
 
   /** Seconds until a missing daily publication may be there: the next attempt, or a minute while one runs. */
@@ -152,8 +191,17 @@ export class PublishScheduler {
   /** Builds and publishes once, unless today's build serves already or another process is building. */
   async runOnce(): Promise<void> {
     if (this.running) return;
-    if (servingToday(this.dataDir)) return void this.log.info('daily build skipped: today’s build already serves');
-    if (!takeBuildLock(this.dataDir)) return void this.log.info('daily build skipped: another process on this data directory is running it');
+    if (this.publishedDay) {
+      if (this.publishedDay() === new Date().toISOString().slice(0, 10)) return void this.log.info('daily build skipped: today’s databases are published');
+    } else if (servingToday(this.dataDir)) return void this.log.info('daily build skipped: today’s build already serves');
+    if (!takeBuildLock(this.dataDir)) {
+      // Where sources refresh, the holder may be a refresh of a few seconds: the day's run waits for it.
+      if (this.publishedDay) {
+        this.retrySoon = true;
+        return void this.log.info('daily build waits: another process on this data directory is building', { retry_in_s: LOCK_RETRY_MS / 1000 });
+      }
+      return void this.log.info('daily build skipped: another process on this data directory is running it');
+    }
     const day = new Date().toISOString().slice(0, 10);
     if (this.clusterLock) {
       let outcome: LockOutcome;
@@ -171,9 +219,10 @@ export class PublishScheduler {
     const t = Date.now();
     let built: string | null = null;
     try {
-      if (this.env.SOURCES_FILE) {
-        const reports = JSON.parse(await run(['sources', 'import'], this.env)) as { name: string; ok: boolean; error?: string }[];
-        for (const r of reports) if (!r.ok || r.error) this.log.warn('source import', { source: r.name, ok: r.ok, reason: r.error });
+      if (this.env.SOURCES || this.env.SOURCES_FILE) {
+        // The sources that are due, without a build of their own: the build below is the day's.
+        const refreshed = JSON.parse(await run(['sources', 'refresh', '--no-build'], this.env)) as { reports: { name: string; ok: boolean; error?: string }[] };
+        for (const r of refreshed.reports) if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, reason: r.error });
       }
       // One command: the build, made serving, then published (its report says each step).
       const build = JSON.parse(await run(['build'], this.env)) as { id: string; publication: { artifacts: number } };
