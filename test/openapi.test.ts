@@ -227,6 +227,12 @@ describe('the OpenAPI document against the server', () => {
     await call('DELETE', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
   });
 
+  test('the sources: none configured here, so an empty list; refused without a token', async () => {
+    const r = await call('GET', '/admin/v1/sources', '/admin/v1/sources', { port: svc.adminPort, headers: bearer(reader) });
+    assert.deepEqual(r.json, { sources: [] });
+    await call('GET', '/admin/v1/sources', '/admin/v1/sources', { port: svc.adminPort });
+  });
+
   test('describes exactly the routes both apps register, and every operation was called', () => {
     const tables = svc.routeTables();
     assert.ok(tables.public, 'one front-end thread in the tests');

@@ -1,0 +1,136 @@
+// A loopback mirror of the real public data (../shared/data/real) laid out as SOURCES_MIRROR
+// expects, <base>/HOST/PATH: GitHub-hosted files at raw.githubusercontent.com/<owner>/<repo>/<ref>/<path>,
+// and each registry source hosted elsewhere at its own HOST/PATH where the registry names a
+// verbatim copy. It answers conditional requests (ETag, Last-Modified → 304) as the real hosts
+// do, counts what it was asked, and lets a test replace any file's answer (a change, an error
+// page, an empty or oversized body).
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { Source } from '../src/feeds/sources.js';
+import { REAL } from './real-data.js';
+
+export interface MirrorAnswer {
+  status?: number;
+  headers?: Record<string, string>;
+  body: Buffer | string;
+}
+
+export interface MirrorRequest {
+  path: string;
+  status: number;
+  conditional: boolean;
+  userAgent: string;
+}
+
+export interface RealMirror {
+  /** The base to give SOURCES_MIRROR. */
+  readonly url: string;
+  readonly requests: MirrorRequest[];
+  /** The most requests it was answering at once. */
+  readonly maxInFlight: number;
+  /** Answers a source's URL with this instead (null: the file again). */
+  override(sourceUrl: string, answer: MirrorAnswer | null): void;
+  close(): Promise<void>;
+}
+
+/** The file under REAL holding owner/repo/path, whatever category folder it sits in. */
+export function realCopy(ownerRepoPath: string): string | null {
+  const [owner, repo, ...rest] = ownerRepoPath.split('/');
+  for (const category of fs.readdirSync(REAL)) {
+    const file = path.join(REAL, category, `${owner}__${repo}`, ...rest);
+    if (fs.existsSync(file) && fs.statSync(file).isFile()) return file;
+  }
+  return null;
+}
+
+/** owner/repo/path of a raw.githubusercontent.com URL (its ref dropped), or null. */
+export function githubPath(url: string): string | null {
+  const u = new URL(url);
+  if (u.host !== 'raw.githubusercontent.com') return null;
+  const [owner, repo, , ...rest] = u.pathname.slice(1).split('/');
+  return [owner, repo, ...rest].join('/');
+}
+
+/** The copy a source's URL is checked against: its GitHub file, or the registry's named copy. */
+export function copyOf(source: Pick<Source, 'url' | 'copy'>): string | null {
+  const where = (source.url && githubPath(source.url)) ?? source.copy ?? null;
+  return where ? realCopy(where) : null;
+}
+
+const key = (url: string): string => {
+  const u = new URL(url);
+  return `/${u.host}${u.pathname}${u.search}`;
+};
+
+/** `delayMs`: each answer waits this long first, as a distant host would (0: at once). */
+export async function startRealMirror(sources: readonly Source[], delayMs = 0): Promise<RealMirror> {
+  const byPath = new Map<string, string>();
+  for (const s of sources) {
+    const file = s.url ? copyOf(s) : null;
+    if (s.url && file) byPath.set(key(s.url), file);
+  }
+  const overrides = new Map<string, MirrorAnswer>();
+  const requests: MirrorRequest[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const server = http.createServer((req, res) => {
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.once('close', () => inFlight--);
+    if (delayMs > 0) setTimeout(() => serve(req, res), delayMs);
+    else serve(req, res);
+  });
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const p = req.url ?? '/';
+    const conditional = req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined;
+    const answer = (status: number, headers: Record<string, string>, body?: Buffer | string): void => {
+      requests.push({ path: p, status, conditional, userAgent: req.headers['user-agent'] ?? '' });
+      res.writeHead(status, headers).end(body);
+    };
+    const o = overrides.get(p);
+    let body: Buffer;
+    let modified: Date;
+    let type = 'text/plain';
+    if (o) {
+      if (o.status !== undefined && o.status !== 200) return answer(o.status, o.headers ?? { 'content-type': 'text/html' }, o.body);
+      body = Buffer.from(o.body);
+      modified = new Date();
+      if (o.headers?.['content-type']) type = o.headers['content-type'];
+    } else {
+      const file = byPath.get(p);
+      if (!file) return answer(404, { 'content-type': 'text/html' }, '<html><body>404 Not Found</body></html>');
+      body = fs.readFileSync(file);
+      modified = fs.statSync(file).mtime;
+      if (file.endsWith('.json')) type = 'application/json';
+    }
+    const etag = `"${crypto.createHash('sha1').update(body).digest('hex')}"`;
+    const lastModified = new Date(Math.floor(modified.getTime() / 1000) * 1000).toUTCString();
+    const inm = req.headers['if-none-match'];
+    const ims = req.headers['if-modified-since'];
+    if (inm !== undefined ? inm === etag : ims !== undefined && Date.parse(ims) >= Date.parse(lastModified)) {
+      return answer(304, { etag, 'last-modified': lastModified });
+    }
+    answer(200, { 'content-type': type, etag, 'last-modified': lastModified, 'content-length': String(body.length) }, body);
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    get maxInFlight() {
+      return maxInFlight;
+    },
+    override(sourceUrl, a) {
+      if (a === null) overrides.delete(key(sourceUrl));
+      else overrides.set(key(sourceUrl), a);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
