@@ -13,12 +13,14 @@
 //   6. front-end threads (loadtest/threads.ts): keyed GET /{ip} req/s and server CPU per
 //      request, and batch IPs/s, at 1 thread and at N, in alternating rounds
 //   7. RSS of the server with 1 and with 4 batch workers (the index is shared, not copied)
+//   8. the public source registry from a loopback mirror: fetch + import, build, a refresh with
+//      nothing changed, each timed with its peak RSS (loadtest/sources.ts)
 //
 // Options (environment): BENCH_RANGES (default 1000000), BENCH_SECONDS (default 5),
 // BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
 // BENCH_DIR (default $TMPDIR/ipsift-bench),
 // BENCH_ONLY=in-process (build and in-process figures only), BENCH_ONLY=lookups (and the HTTP
-// lookup and batch figures), BENCH_ONLY=threads (build and the thread table), BENCH_THREADS
+// lookup and batch figures), BENCH_ONLY=threads (build and the thread table), BENCH_ONLY=sources (the registry only), BENCH_THREADS
 // (thread counts to compare, default 1 and the cores).
 
 import fs from 'node:fs';
@@ -43,6 +45,7 @@ import { prng } from '../scripts/gen-feeds.js';
 import { lookupAll } from './lookup-all.js';
 import { benchRuntimes } from './runtimes.js';
 import { benchThreads } from './threads.js';
+import { benchSources } from './sources.js';
 import { CONNECTIONS, ROOT, prepareBuild, SECONDS, cpuSeconds, exec, haveWrk, median, out, range, scaleKey, show, startIpsift, startProcess, unlimitedKeylessPlans, wrk, type LoadResult, type Server } from './kit.js';
 import { INDEX_FILE, buildDir } from '../src/data-dir.js';
 
@@ -311,6 +314,10 @@ async function downloads(dataDir: string): Promise<void> {
 }
 
 out(`ipsift bench — ${os.cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`);
+if (process.env.BENCH_ONLY === 'sources') {
+  await benchSources();
+  process.exit(0);
+}
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
 if (process.env.BENCH_ONLY === 'lookups') await lookups(dataDir);
@@ -321,6 +328,7 @@ else if (process.env.BENCH_ONLY !== 'in-process') {
   await benchRuntimes(dataDir, scaleKey(dataDir));
   await memory(dataDir);
   await downloads(dataDir);
+  await benchSources();
   // The long fuzz run and the memory attacks (#11), each in its own process.
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const [script, args] of [['fuzz.js', ['200000']], ['attacks.js', []]] as const) {
