@@ -1,6 +1,7 @@
 // The parts of docs/ that the code already knows, written from the code: the settings
 // (config-reference.ts), the commands' help (cli-help.ts), the data directory (data-dir.ts),
-// the error catalogue (wire/errors.ts), the layers (import-graph.ts) and the OpenAPI document.
+// the error catalogue (wire/errors.ts), the layers (import-graph.ts), the source registry
+// (config/sources/public.json) and the OpenAPI document.
 // A page marks each generated part:
 //
 //   <!-- generated: NAME (npm run docs) -->
@@ -18,6 +19,9 @@ import { LAYOUT } from '../src/data-dir.js';
 import { ERRORS, ERROR_HELP, RC, RC_HELP } from '../src/wire/errors.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import { LAYERS, drawGraph, graphOf } from './import-graph.js';
+import { loadRegistry } from '../src/feeds/registry.js';
+import { formatByName } from '../src/feeds/formats.js';
+import { DEFAULT_INTERVAL_MS, intervalText } from '../src/feeds/sources.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const DOCS = path.join(ROOT, 'docs');
@@ -72,6 +76,16 @@ function errorTables(): string {
   ].join('\n');
 }
 
+/** The shipped registry (config/sources/public.json) as the README's table. */
+function sourcesTable(): string {
+  const rows = loadRegistry().map((s) => {
+    const category = s.category ?? formatByName(s.format)?.defaultCategory ?? '?';
+    const shown = s.format === 'aws' ? 'hosting, cdn' : category;
+    return `| \`${s.name}\` | ${shown} | ${s.evidence ?? 'list'} | ${cell(s.licence ?? 'not stated')} | ${intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS)} |`;
+  });
+  return `| source | category | evidence | licence (as the upstream states it) | interval |\n|---|---|---|---|---|\n${rows.join('\n')}`;
+}
+
 function layerGraph(): string {
   const table = LAYERS.map((units, i) => `| ${i} | ${units.map((u) => `\`${u}\``).join(', ')} |`).join('\n');
   return `| layer | folders and root modules |\n|---|---|\n${table}\n\nWhat each imports, drawn from the code:\n\n\`\`\`text\n${drawGraph(graphOf(path.join(ROOT, 'src')))}\n\`\`\``;
@@ -84,6 +98,7 @@ export const SECTIONS: Readonly<Record<string, () => string>> = {
   'data-dir': dataDirTable,
   errors: errorTables,
   layers: layerGraph,
+  sources: sourcesTable,
 };
 
 export const openApiText = (): string => JSON.stringify(openApiDocument(), null, 2) + '\n';
