@@ -25,12 +25,29 @@ function configured(config: Config): Source[] {
 const reportLine = (r: SourceReport): string =>
   `${r.ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.rows} networks${r.skipped ? `, ${r.skipped} skipped` : ''}${r.fetch ? ` (${r.fetch})` : ''}${r.error ? ` — ${r.error}` : ''}`;
 
+const BUSY = 'another process on this data directory is building: try again when it has finished';
+
+/**
+ * Runs fn holding the data directory's build lock (or under the daily run that holds it and
+ * started this process), so sources are never written while a build reads them; null: busy.
+ */
+async function underBuildLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T | null> {
+  if (buildLockHeldByParent(dataDir)) return fn();
+  if (!takeBuildLock(dataDir)) return null;
+  try {
+    return await fn();
+  } finally {
+    releaseBuildLock(dataDir);
+  }
+}
+
 /** `sources import`: every source now, due or not (a file's, or the configured ones). */
 async function importAll(values: Record<string, unknown>): Promise<void> {
   const config = loadConfig(process.env);
   const file = values.file as string | undefined;
   const sources = file ? loadSources(file) : configured(config);
-  const { reports } = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: true, prune: !file });
+  const reports = await underBuildLock(config.dataDir, async () => (await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: true, prune: !file })).reports);
+  if (reports === null) throw new UsageError(BUSY);
   print(values.json as boolean, reports, () => reports.map(reportLine).join('\n'));
 }
 
@@ -41,12 +58,7 @@ async function importAll(values: Record<string, unknown>): Promise<void> {
 async function refresh(values: Record<string, unknown>): Promise<void> {
   const config = loadConfig(process.env);
   const sources = configured(config);
-  if (!buildLockHeldByParent(config.dataDir) && !takeBuildLock(config.dataDir)) {
-    const busy: RefreshRun = { busy: true, changed: false, removed: [], reports: [], build: null };
-    return print(values.json as boolean, busy, () => 'another process on this data directory is building: try again when it has finished');
-  }
-  let run: RefreshRun;
-  try {
+  const run = await underBuildLock(config.dataDir, async (): Promise<RefreshRun> => {
     const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: values.all === true });
     let build: RefreshRun['build'] = null;
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
@@ -56,9 +68,11 @@ async function refresh(values: Record<string, unknown>): Promise<void> {
       if (published) await publishBuild(config, id);
       build = { id, published };
     }
-    run = { changed: result.changed, removed: result.removed, reports: result.reports, build };
-  } finally {
-    releaseBuildLock(config.dataDir);
+    return { changed: result.changed, removed: result.removed, reports: result.reports, build };
+  });
+  if (run === null) {
+    const busy: RefreshRun = { busy: true, changed: false, removed: [], reports: [], build: null };
+    return print(values.json as boolean, busy, () => BUSY);
   }
   print(values.json as boolean, run, () =>
     [

@@ -171,6 +171,18 @@ describe('fetching as a good citizen', () => {
     }
   });
 
+  test('a source that fails is tried again after 15 minutes, not at every refresh', async () => {
+    const dataDir = tempDir();
+    const apple = byName('icloud-private-relay'); // the mirror holds no copy: 404
+    const count = (): number => mirror.requests.filter((r) => r.path.startsWith('/mask-api.icloud.com/')).length;
+    const before = count();
+    const first = await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 });
+    assert.deepEqual([first.reports[0].ok, first.reports[0].fetch, first.reports[0].error], [false, 'failed', 'fetch failed: HTTP 404 Not Found']);
+    assert.equal((await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 + 14 * 60_000 })).reports.length, 0);
+    assert.equal((await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 + 15 * 60_000 })).reports.length, 1);
+    assert.equal(count() - before, 2);
+  });
+
   test('an HTML page, an empty body, a 10× body, half the entries, a cut-short body: each refused, the last good copy answers', async () => {
     const dataDir = tempDir();
     const nord = byName('vpn-nordvpn');

@@ -107,7 +107,8 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     }
   }
 
-  const due = sources.filter((s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || !findFeed(dataDir, s.name));
+  // Due by its interval, or its good copy's feed is gone (removed by hand): imported again.
+  const due = sources.filter((s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || (!!states[s.name]?.sha256 && !findFeed(dataDir, s.name)));
   const fetched = due.filter((s) => s.url);
   const tasks = fetched.map((s) => async (): Promise<Got> => {
     const last = states[s.name];
