@@ -5,7 +5,7 @@
 
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -106,6 +106,9 @@ describe('the registry', () => {
     assert.ok(!without.some((s) => s.name === 'vpn-nordvpn' || s.name === 'aws'));
     assert.deepEqual(selectSources('aws,tor-exit-addresses', registry).map((s) => s.name), ['tor-exit-addresses', 'aws'], 'in registry order');
     assert.throws(() => selectSources('public,-nordvpn', registry), /SOURCES names "nordvpn", which is not in the registry.*sources list/);
+    // From the command line, a configuration error: one line, exit 2.
+    const serve = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, DATA_DIR: tempDir(), SOURCES: 'public,-nordvpn', PORT: '0', ADMIN_PORT: '0' }, encoding: 'utf8' });
+    assert.deepEqual([serve.status, serve.stderr], [2, 'ipsift: SOURCES names "nordvpn", which is not in the registry: public, a registry name, or -name to leave one out (`ipsift sources list` shows them)\n']);
     assert.throws(() => loadConfig({ SOURCES: 'public,;rm' }), /SOURCES must list public, registry names and -name/);
     assert.throws(() => loadConfig({ SOURCES_MIRROR: 'ftp://mirror' }), /SOURCES_MIRROR must be an http\(s\) URL/);
     // A user's file beside the registry may not reuse a registry name.

@@ -8,7 +8,7 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { loadSources, SourcesError, type Source } from '../feeds/sources.js';
 import { loadRegistry, selectSources } from '../feeds/registry.js';
 import { DEFAULT_INTERVAL_MS } from '../feeds/sources.js';
@@ -21,11 +21,17 @@ const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.j
 
 /** The sources this configuration imports: SOURCES's picks from the registry, then SOURCES_FILE's. */
 export function configuredSources(config: Pick<Config, 'sources' | 'sourcesFile'>): Source[] {
-  const picked = config.sources ? selectSources(config.sources, loadRegistry()) : [];
-  const own = config.sourcesFile ? loadSources(config.sourcesFile) : [];
-  const clash = own.find((s) => picked.some((p) => p.name === s.name));
-  if (clash) throw new SourcesError(`${config.sourcesFile}: source ${clash.name} has the name of a registry source SOURCES picks; rename it, or leave the registry's out (-${clash.name})`);
-  return [...picked, ...own];
+  // A bad SOURCES or sources file is the configuration's to fix (exit 2 from the CLI).
+  try {
+    const picked = config.sources ? selectSources(config.sources, loadRegistry()) : [];
+    const own = config.sourcesFile ? loadSources(config.sourcesFile) : [];
+    const clash = own.find((s) => picked.some((p) => p.name === s.name));
+    if (clash) throw new SourcesError(`${config.sourcesFile}: source ${clash.name} has the name of a registry source SOURCES picks; rename it, or leave the registry's out (-${clash.name})`);
+    return [...picked, ...own];
+  } catch (e) {
+    if (e instanceof SourcesError) throw new ConfigError(e.message, { cause: e });
+    throw e;
+  }
 }
 
 /** The refresh options a configuration sets. */
