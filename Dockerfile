@@ -1,17 +1,21 @@
 # ipsift in a container: `docker build -t ipsift .` then `docker compose -f deploy/compose.yaml up`.
-# Debian 12 (glibc 2.36) under Node 20: the uWebSockets.js binary needs glibc and Node 20's ABI,
-# so the image is the same platform the fast server is tested on. No Alpine (musl).
-# `npm run check:dockerfile` replays these steps on the host (docker build cannot run there).
+# Node 24 LTS on Debian 13 (glibc 2.41): the uWebSockets.js 20.57 binary for Node 24 needs
+# glibc 2.38 or later, so the image is the platform the fast server is tested on (.ci/run's
+# Debian 13 row). No Alpine (musl). `npm run check:dockerfile` replays these steps in that
+# Debian 13 root (docker build cannot run there).
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY workers ./workers
-# npm ci compiles the TypeScript (prepare); then the dev dependencies go.
-RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund
+# npm ci compiles the TypeScript (prepare); then the dev dependencies go, and the uWS binaries
+# of other systems. better-sqlite3 is optional: Node 24 has node:sqlite.
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
+    && rm -f node_modules/@btc-vision/uwebsockets.js/uws_darwin_* node_modules/@btc-vision/uwebsockets.js/uws_win32_* \
+    && rm -rf node_modules/uWebSockets.js/binaries/*darwin* node_modules/uWebSockets.js/binaries/*win32*
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 ENV NODE_ENV=production \
     DATA_DIR=/data \
     HOST=0.0.0.0 \

@@ -6,7 +6,8 @@
 // start with its ENV on the ports it EXPOSEs, and the check asks what a container run would:
 // readiness, a lookup, the HEALTHCHECK command, a clean exit on STOPSIGNAL, the data on the
 // VOLUME, and no development dependency in the image. The platform must match the image's
-// (Node 20 on Debian 12, glibc 2.36), or the replay would prove nothing about the uWS binary.
+// (Node 24 on Debian 13, glibc 2.41: `.ci/in-trixie "$NODE24/node" npm run check:dockerfile`),
+// or the replay would prove nothing about the uWS binary.
 //
 //   npm run check:dockerfile
 
@@ -181,12 +182,20 @@ export function build(workRoot: string, log: (line: string) => void = () => {}):
   return { ...(run as ImageRun), env, cwd: path.join(last.root, last.workdir), root: last.root };
 }
 
-/** Node 20 on glibc 2.36: what node:20-bookworm-slim is. */
+/** The images this check knows: Node's major and Debian's glibc. */
+const IMAGES: readonly { re: RegExp; node: string; glibc: string; where: string }[] = [
+  { re: /^node:24-trixie/, node: '24', glibc: '2.41', where: 'the Debian 13 root of .ci/in-trixie' },
+  { re: /^node:20-bookworm/, node: '20', glibc: '2.36', where: 'Debian 12' },
+];
+
+/** Whether this runtime is the image's platform (null), or why not: the replay would prove nothing about the uWS binary elsewhere. */
 export function platformMatches(image: string): string | null {
-  if (!/^node:20-bookworm/.test(image)) return `the image is ${image}, which this check does not know`;
-  if (process.versions.bun || !process.versions.node.startsWith('20.')) return `this runtime is not Node 20 (${process.versions.bun ? `Bun ${process.versions.bun}` : process.versions.node})`;
+  const known = IMAGES.find((i) => i.re.test(image));
+  if (!known) return `the image is ${image}, which this check does not know`;
+  const here = process.versions.bun ? `Bun ${process.versions.bun}` : `Node ${process.versions.node}`;
+  if (process.versions.bun || process.versions.node.split('.')[0] !== known.node) return `this runtime is ${here}, the image's is Node ${known.node} (run it in ${known.where})`;
   const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime;
-  if (glibc !== '2.36') return `glibc here is ${glibc}, the image's is 2.36`;
+  if (glibc !== known.glibc) return `glibc here is ${glibc}, the image's is ${known.glibc} (run it in ${known.where})`;
   return null;
 }
 

@@ -67,13 +67,23 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     await svc.close();
   });
 
+  /**
+   * geoipupdate's Host: 4.x takes host:port (and speaks https), 5.x and later parse it as a URL,
+   * where host:port alone is not one (Debian 13's 7.1: "first path segment in URL cannot contain colon").
+   */
+  const hostSetting = (port: number): string => {
+    const v = spawnSync('geoipupdate', ['-V'], { encoding: 'utf8' });
+    const version = /\b(\d+)\.\d+\.\d+/.exec(`${v.stdout ?? ''}${v.stderr ?? ''}`)?.[1];
+    return version !== undefined && Number(version) >= 5 ? `https://127.0.0.1:${port}` : `127.0.0.1:${port}`;
+  };
+
   /** geoipupdate with a GeoIP.conf of these settings; its exit code and what it printed. */
   async function geoipupdate(settings: { account?: number; key?: string; editions?: string }, into: string): Promise<{ code: number; out: string }> {
     fs.mkdirSync(into, { recursive: true });
     const conf = writeFile(
       into,
       'GeoIP.conf',
-      `AccountID ${settings.account ?? accountId}\nLicenseKey ${settings.key ?? key}\nEditionIDs ${settings.editions ?? 'vpn_v1'}\nDatabaseDirectory ${into}\nHost 127.0.0.1:${front.port}\nLockFile ${path.join(into, '.lock')}\nPreserveFileTimes 1\n`,
+      `AccountID ${settings.account ?? accountId}\nLicenseKey ${settings.key ?? key}\nEditionIDs ${settings.editions ?? 'vpn_v1'}\nDatabaseDirectory ${into}\nHost ${hostSetting(front.port)}\nLockFile ${path.join(into, '.lock')}\nPreserveFileTimes 1\n`,
     );
     try {
       const r = await run('geoipupdate', ['-v', '-f', conf], { env: { ...process.env, SSL_CERT_FILE: front.ca } });

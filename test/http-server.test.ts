@@ -26,7 +26,7 @@ describe('choosing the HTTP server', () => {
     const elsewhere = await openServer('auto', { keepAliveTimeoutMs: 75_000 }, NO_SUCH_ABI);
     assert.equal(elsewhere.server.kind, 'node');
     assert.equal(elsewhere.keepAliveTimeoutMs, 75_000);
-    assert.match(elsewhere.fallbackReason!, /no working binary for this runtime \(ABI 1\)/);
+    assert.match(elsewhere.fallbackReason!, /no working uWebSockets.js binary for this runtime \(ABI 1\): 20.57.0: .*; 20.30.0: /);
   });
 
   test('HTTP_SERVER=bun off Bun is one line naming the way out; on Bun it serves, its idle timeout capped at 255 s', async () => {
@@ -45,7 +45,7 @@ describe('choosing the HTTP server', () => {
   test('HTTP_SERVER=uws where its binary cannot load is one line naming the way out', async () => {
     await assert.rejects(openServer('uws', { keepAliveTimeoutMs: 75_000 }, NO_SUCH_ABI), (e: unknown) => {
       assert.ok(e instanceof ConfigError);
-      assert.match(e.message, /^HTTP_SERVER=uws: the uWebSockets.js build has no working binary .*; set HTTP_SERVER=node \(or auto\)$/);
+      assert.match(e.message, /^HTTP_SERVER=uws: no working uWebSockets.js binary for this runtime .*; set HTTP_SERVER=node \(or auto\)$/);
       assert.ok(!e.message.includes('\n'));
       return true;
     });
@@ -219,6 +219,51 @@ describe('node:http: a malformed request pipelined before a good one', () => {
     } finally {
       await svc.close();
     }
+  });
+});
+
+/** The uWS build this runtime loads (null: none, or on Bun). */
+const UWS_VERSION = ON_BUN ? null : (((l) => ('version' in l ? l.version : null))(loadNativeUws()));
+
+describe('uWS 20.57: what proxies and old clients send', { skip: UWS_VERSION === '20.57.0' ? false : `this runtime loads uWS ${UWS_VERSION ?? 'not at all'} (20.57 needs glibc 2.38: Node 24 in the trixie root of .ci/run)` }, () => {
+  let svc: Service;
+
+  before(async () => {
+    const d = await publishedDataDir([]);
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, httpServer: 'uws' });
+  });
+  after(() => svc?.close());
+
+  test('readiness names the server', async () => {
+    assert.equal((await get(svc.adminPort, '/readyz')).json.http_server, 'uws');
+  });
+
+  test('HTTP/1.0 (nginx\'s upstream default) is refused at once with 505 and the connection closed, never left hanging', async () => {
+    for (const bytes of ['GET /81.7.3.9 HTTP/1.0\r\n\r\n', 'GET /81.7.3.9 HTTP/1.0\r\nConnection: close\r\n\r\n']) {
+      const r = await exchange(svc.port, bytes, 3000);
+      assert.equal(responses(r.text)[0]?.status, 505, JSON.stringify(r.text.slice(0, 80)));
+      assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000, `closed after ${r.closedAfterMs} ms`);
+    }
+  });
+
+  test('a request without Host is 400 and one with bare LF line ends 505, each at once with the connection closed', async () => {
+    for (const [bytes, status] of [['GET /81.7.3.9 HTTP/1.1\r\n\r\n', 400], ['GET /81.7.3.9 HTTP/1.1\nHost: t\n\n', 505]] as const) {
+      const r = await exchange(svc.port, bytes, 3000);
+      assert.equal(responses(r.text)[0]?.status, status, JSON.stringify(r.text.slice(0, 80)));
+      assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000, `closed after ${r.closedAfterMs} ms`);
+    }
+  });
+
+  test('two different Content-Lengths are 400 at once', async () => {
+    const r = await exchange(svc.port, 'POST /batch HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef', 1000);
+    assert.equal(responses(r.text)[0]?.status, 400);
+  });
+
+  test('HTTP/1.1 keeps working: keyed lookups and batches', async () => {
+    const r = await exchange(svc.port, 'GET /81.7.3.9 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n', 2000);
+    const [reply] = responses(r.text);
+    assert.equal(reply.status, 200);
+    assert.deepEqual(JSON.parse(reply.body), { ip: '81.7.3.9', is_vpn: true });
   });
 });
 

@@ -24,7 +24,10 @@ describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false 
     assert.deepEqual(img.volumes, ['/data']);
     // No development dependency in the image: the TypeScript compiler and the type packages stay in the build stage.
     for (const dev of ['typescript', '@types/node', '@maxmind/geoip2-node']) assert.ok(!fs.existsSync(path.join(img.cwd, 'node_modules', dev)), `${dev} in the image`);
-    assert.ok(fs.existsSync(path.join(img.cwd, 'node_modules', 'uWebSockets.js')));
+    // uWS 20.57 for Linux only: the other systems' binaries are left out of the image.
+    const uws = path.join(img.cwd, 'node_modules', '@btc-vision', 'uwebsockets.js');
+    assert.ok(fs.existsSync(path.join(uws, `uws_linux_x64_${process.versions.modules}.node`)));
+    assert.deepEqual(fs.readdirSync(uws).filter((f) => /^uws_(darwin|win32)_/.test(f)), []);
     // The image's own configuration listens on the ports it EXPOSEs; the replay maps them to
     // ephemeral ones, as `docker run -p` would, so it runs beside `npm start` on the same host.
     const config = loadConfig(img.env);

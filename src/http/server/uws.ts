@@ -10,17 +10,38 @@ import type { HttpApp, HttpServer, Listener } from './types.js';
 
 type Native = typeof UWS;
 
-/** The native addon for this runtime's ABI (NODE_MODULE_VERSION), or why it cannot load. */
-export function loadNativeUws(abi = process.versions.modules): { uws: Native } | { reason: string } {
-  try {
-    const require = createRequire(import.meta.url);
-    const dir = path.dirname(require.resolve('uWebSockets.js/package.json'));
-    const file = path.join(dir, 'binaries', `uws_${process.platform}_${process.arch}_${abi}.node`);
-    return { uws: require(file) as Native };
-  } catch (e) {
-    const first = (e instanceof Error ? e.message : String(e)).split('\n')[0];
-    return { reason: `the uWebSockets.js build has no working binary for this runtime (ABI ${abi}): ${first}` };
+/**
+ * The uWebSockets.js builds ipsift carries, newest first. The upstream project publishes no npm
+ * package; both are third-party repackagings of its release binaries:
+ * - @btc-vision/uwebsockets.js 20.57: Node 20, 22, 24 and 25 (ABIs 115, 127, 137, 141); its
+ *   binaries need glibc 2.38 or later (Debian 13, Ubuntu 24.04).
+ * - @trufflesuite/uws-js-unofficial 20.30 (as uWebSockets.js): Node 20 (ABI 115) on older glibc.
+ */
+export const UWS_BUILDS = [
+  { version: '20.57.0', package: '@btc-vision/uwebsockets.js', entry: '@btc-vision/uwebsockets.js', binaries: '.' },
+  { version: '20.30.0', package: '@trufflesuite/uws-js-unofficial', entry: 'uWebSockets.js/package.json', binaries: 'binaries' },
+] as const;
+
+export type UwsVersion = (typeof UWS_BUILDS)[number]['version'];
+
+/**
+ * The native addon of the newest build with a binary that loads for this runtime's ABI
+ * (NODE_MODULE_VERSION), or why none does.
+ */
+export function loadNativeUws(abi = process.versions.modules): { uws: Native; version: UwsVersion } | { reason: string } {
+  const require = createRequire(import.meta.url);
+  const why: string[] = [];
+  for (const build of UWS_BUILDS) {
+    try {
+      const dir = path.dirname(require.resolve(build.entry));
+      const file = path.join(dir, build.binaries, `uws_${process.platform}_${process.arch}_${abi}.node`);
+      return { uws: require(file) as Native, version: build.version };
+    } catch (e) {
+      const first = (e instanceof Error ? e.message : String(e)).split('\n')[0];
+      why.push(`${build.version}: ${first}`);
+    }
   }
+  return { reason: `no working uWebSockets.js binary for this runtime (ABI ${abi}): ${why.join('; ')}` };
 }
 
 export function uwsServer(uws: Native): HttpServer {
