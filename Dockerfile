@@ -9,11 +9,13 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY workers ./workers
-# npm ci compiles the TypeScript (prepare); then the dev dependencies go, and the uWS binaries
-# of other systems. better-sqlite3 is optional: Node 24 has node:sqlite.
+# npm ci compiles the TypeScript (prepare); then the dev dependencies go, and every uWS binary
+# but the one for this image's system, CPU and Node ABI (about 198 MiB of other systems' and
+# runtimes'). better-sqlite3 is optional: Node 24 has node:sqlite.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \
-    && rm -f node_modules/@btc-vision/uwebsockets.js/uws_darwin_* node_modules/@btc-vision/uwebsockets.js/uws_win32_* \
-    && rm -rf node_modules/uWebSockets.js/binaries/*darwin* node_modules/uWebSockets.js/binaries/*win32*
+    && node -e "const fs = require('fs'), own = 'uws_' + process.platform + '_' + process.arch + '_' + process.versions.modules + '.node'; \
+         for (const d of ['node_modules/@btc-vision/uwebsockets.js', 'node_modules/uWebSockets.js/binaries']) \
+           for (const f of fs.readdirSync(d)) if (/^uws_.*[.]node$/.test(f) && f !== own) fs.rmSync(d + '/' + f)"
 
 FROM node:24-trixie-slim
 ENV NODE_ENV=production \
