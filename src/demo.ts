@@ -9,7 +9,7 @@ import { runBuild } from './build/build.js';
 import { listBuilds } from './index/builds.js';
 import { importFeed, type ImportOptions } from './feeds/import.js';
 import { IpsiftError } from './errors.js';
-import { listFeeds, removeFeed } from './feeds/feed-store.js';
+import { feedNameFromFile, listFeeds, removeFeed } from './feeds/feed-store.js';
 import type { Logger } from './log.js';
 
 export const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../demo');
@@ -39,7 +39,7 @@ export function ensureDemo(dataDir: string, log: Logger, demoDir = DEMO_DIR): bo
 export function removeDemoFeeds(dataDir: string, log: Logger, demoDir = DEMO_DIR): string[] {
   const list = path.join(demoDir, 'feeds.json');
   if (!fs.existsSync(list)) return [];
-  const names = (JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[]).map((f) => f.name ?? path.basename(f.file).replace(/\.[^.]*$/, ''));
+  const names = (JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[]).map((f) => f.name ?? feedNameFromFile(f.file));
   const removed = names.filter((n) => removeFeed(dataDir, n));
   if (removed.length) log.info('demo feeds removed: the configured sources replace them at the next build', { feeds: removed });
   return removed;

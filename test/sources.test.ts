@@ -11,7 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { detectFormat, formatByName } from '../src/feeds/formats.js';
 import { importFeed } from '../src/feeds/import.js';
-import { readFeed, findFeed } from '../src/feeds/feed-store.js';
+import { readFeed, findFeed, writeFeed } from '../src/feeds/feed-store.js';
 import { loadRegistry, mirroredUrl, selectSources } from '../src/feeds/registry.js';
 import { refreshSources } from '../src/feeds/refresh.js';
 import { readSourceStates, sourceStatuses } from '../src/feeds/source-state.js';
@@ -341,6 +341,19 @@ describe('the daily publication beside source refreshes', () => {
       const scheduler = new PublishScheduler('00:05', {}, log, dataDir, null, () => '2026-01-01');
       await scheduler.runOnce();
       assert.equal(lines[1], 'daily build waits: another process on this data directory is building');
+      // Started with a feed to build from, it catches up at once, finds the lock, and tries
+      // again a minute later rather than at tomorrow's PUBLISH_AT.
+      writeFeed(dataDir, 'one', path.join(dataDir, 'one.txt'), []);
+      scheduler.start();
+      try {
+        const waits = (): number => lines.filter((l) => l === 'daily build waits: another process on this data directory is building').length;
+        await until(() => waits() === 2, 5_000, () => `a second wait: ${JSON.stringify(lines)}`);
+        assert.equal(lines[2], 'the latest daily build due is missing: building now');
+        await until(() => scheduler.retryAfterS() > 30, 5_000, () => `the retry scheduled: ${scheduler.retryAfterS()} s`);
+        assert.ok(scheduler.retryAfterS() <= 60, `${scheduler.retryAfterS()} s`);
+      } finally {
+        scheduler.stop();
+      }
     } finally {
       releaseBuildLock(dataDir);
     }

@@ -133,8 +133,9 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
   const got = new Map<string, Got>();
   await limited(o.concurrency, tasks, (i, r) => got.set(fetched[i].name, r));
 
+  const dueNames = new Set(due.map((s) => s.name));
   for (const s of sources) {
-    if (!due.includes(s)) continue;
+    if (!dueNames.has(s.name)) continue;
     const last = states[s.name];
     const good = path.join(dir, s.name);
     const base = { url: s.url ?? s.path ?? null, attempted_at: now };
@@ -148,6 +149,11 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       changed: false,
       error: last?.sha256 ? `${error}; the last good copy answers` : error,
     });
+    /** Nothing new: the good copy is confirmed as it is. */
+    const unchanged = (): SourceReport => {
+      states[s.name] = { ...last, ...base, attempt: 'ok', reason: null, good_at: now };
+      return { name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false };
+    };
     let file: string;
     let validators = { etag: null as string | null, last_modified: null as string | null };
     let digest: { sha256: string; bytes: number };
@@ -162,8 +168,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       }
       if (r.outcome.kind === 'unchanged' || r.outcome.sha256 === last?.sha256) {
         fs.rmSync(`${good}.download`, { force: true });
-        states[s.name] = { ...last, ...base, attempt: 'ok', reason: null, good_at: now };
-        reports.push({ name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false });
+        reports.push(unchanged());
         continue;
       }
       file = `${good}.download`;
@@ -176,12 +181,11 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         digest = { sha256: crypto.createHash('sha256').update(body).digest('hex'), bytes: body.length };
       } catch (e) {
         states[s.name] = { ...emptyState(), ...last, ...base, attempt: 'failed', reason: `cannot read: ${(e as NodeJS.ErrnoException).code ?? e}` };
-        reports.push({ ...kept('stale', `cannot read ${file}`), fetch: last?.sha256 ? 'stale' : 'failed' });
+        reports.push(kept('stale', `cannot read ${file}`));
         continue;
       }
       if (digest.sha256 === last?.sha256 && findFeed(dataDir, s.name) && !o.all) {
-        states[s.name] = { ...last, ...base, attempt: 'ok', reason: null, good_at: now };
-        reports.push({ name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false });
+        reports.push(unchanged());
         continue;
       }
     }
@@ -228,7 +232,6 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       reports.push(last?.sha256 ? report : { ...report, error: named(e.message) });
     }
   }
-  // Reports in the configured order, sources that were not due left out.
   writeSourceStates(dataDir, states);
   return { reports, changed, removed };
 }

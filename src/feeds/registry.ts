@@ -12,16 +12,6 @@ export function loadRegistry(file = PUBLIC_REGISTRY_FILE): Source[] {
   return loadSources(file);
 }
 
-/** Problems with a SOURCES value, or null (config validation calls this before anything runs). */
-export function checkSelection(spec: string, registry: readonly Source[]): string | null {
-  try {
-    selectSources(spec, registry);
-    return null;
-  } catch (e) {
-    return (e as Error).message;
-  }
-}
-
 /** The registry's sources a SOURCES value names, in registry order. */
 export function selectSources(spec: string, registry: readonly Source[]): Source[] {
   const chosen = new Set<string>();
