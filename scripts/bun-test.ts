@@ -17,6 +17,8 @@ const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test'
 const files = fs.readdirSync(dir).filter((f) => f.endsWith('.test.js')).sort();
 const total = { pass: 0, fail: 0, skip: 0 };
 const failedFiles: string[] = [];
+/** The failed tests, each with the lines before it (its error), repeated at the end: CI shows a run's tail. */
+const failedTests: string[] = [];
 const started = Date.now();
 for (const f of files) {
   const r = spawnSync(process.execPath, ['test', '--timeout', '120000', path.join(dir, f)], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
@@ -26,6 +28,10 @@ for (const f of files) {
   total.pass += count('pass');
   total.fail += count('fail');
   total.skip += count('skip');
+  const lines = output.split('\n');
+  lines.forEach((line, i) => {
+    if (line.startsWith('(fail)')) failedTests.push(`${f}: ${line}\n${lines.slice(Math.max(0, i - 12), i).join('\n')}`);
+  });
   // A file that dies or times out without a failed test still fails the run.
   if (r.status !== 0) {
     failedFiles.push(f);
@@ -33,5 +39,6 @@ for (const f of files) {
   }
 }
 process.stdout.write(`\nbun ${process.versions.bun}: ${files.length} files in ${Math.round((Date.now() - started) / 1000)} s${failedFiles.length ? `; failed: ${failedFiles.join(', ')}` : ''}\n`);
+if (failedTests.length) process.stdout.write(`${failedTests.join('\n')}\n`);
 process.stdout.write(`${total.pass} passed, ${total.fail} failed, ${total.skip} skipped\n`);
 process.exit(total.fail > 0 ? 1 : 0);

@@ -1,0 +1,152 @@
+// The instruction budget (issue #33): instructions per request of the lookup paths, per batch,
+// per build of a fixed feed with and without its exports, counted by callgrind over loadtest/instructions.ts, against
+// the committed counts in loadtest/instruction-budget.json. The test (instruction-budget.test)
+// fails when one grows by more than BUDGET_SLACK, so that every cost is a decision made in the
+// commit that updates the file:
+//
+//   npm run budget            measure, and show each against the budget
+//   npm run budget -- --write measure, and write the budget file
+//
+// Deterministic: V8 on one thread (--single-threaded: TurboFan compiles on it, at the same
+// points every run), a fixed GC schedule and seeds, no bytecode flushing, and only the main
+// thread counted (node's platform and libuv threads wake as the machine lets them). Two runs,
+// alone or side by side, agree to within a few hundred instructions in 19 million (measured).
+
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { prepare, BUILD_RANGES, WORKLOADS, type Workload } from './instructions.js';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BUDGET_FILE = path.join(ROOT, 'loadtest/instruction-budget.json');
+const HARNESS = path.join(ROOT, 'dist/loadtest/instructions.js');
+
+/** How far a count may grow past its budget before the test fails. */
+export const BUDGET_SLACK = 0.02;
+
+/** Warm-up and measured units of each workload, and what a unit is. */
+export const PLAN: Record<Workload, { warmup: number; n: number; per: number; unit: string; what: string }> = {
+  // 25 000 warm-up requests: 2.5 s of the harness's clock (see instructions.ts).
+  keyed: { warmup: 25_000, n: 2000, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key' },
+  keyless: { warmup: 25_000, n: 2000, per: 1, unit: 'request', what: 'GET /{ip} without a key (16 clients)' },
+  batch: { warmup: 20, n: 10, per: 1, unit: 'batch', what: 'POST /batch of 1 000 addresses, max-plan key' },
+  // Per build, not per range: at this size a build's fixed costs (files, hashes, the manifest) weigh.
+  build: { warmup: 1, n: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges` },
+  exports: { warmup: 1, n: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export` },
+};
+
+export interface Budget {
+  /** What the counts hold for: another runtime or valgrind counts differently. */
+  node: string;
+  valgrind: string;
+  counts: Record<Workload, number>;
+}
+
+export function readBudget(): Budget {
+  return JSON.parse(fs.readFileSync(BUDGET_FILE, 'utf8')) as Budget;
+}
+
+export async function valgrindVersion(): Promise<string | null> {
+  try {
+    return (await run('valgrind', ['--version'])).stdout.trim();
+  } catch {
+    return null;
+  }
+}
+
+/** The fixed data, made once per checkout build (the harness's own prepare). */
+export function preparedData(): string {
+  const dir = path.join(os.tmpdir(), `ipsift-instructions-${process.getuid?.() ?? 0}`);
+  const stamp = path.join(dir, '.harness');
+  const harness = fs.statSync(HARNESS).mtimeMs.toString();
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === harness) return dir;
+  fs.rmSync(dir, { recursive: true, force: true });
+  prepare(path.join(dir, 'data'));
+  fs.writeFileSync(stamp, harness);
+  return dir;
+}
+
+/** Instructions per unit of the workload (each run on its own copy of the prepared data). */
+export async function measure(workload: Workload, prepared = preparedData()): Promise<number> {
+  const p = PLAN[workload];
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ipsift-callgrind-'));
+  try {
+    const data = path.join(work, 'data');
+    fs.cpSync(path.join(prepared, 'data'), data, { recursive: true });
+    const out = path.join(work, 'callgrind.out');
+    await run(
+      'valgrind',
+      [
+        '--tool=callgrind',
+        `--callgrind-out-file=${out}`,
+        '--zero-before=uv_loadavg',
+        '--dump-before=uv_os_getpriority',
+        '--separate-threads=yes',
+        process.execPath,
+        '--single-threaded',
+        '--predictable',
+        '--predictable-gc-schedule',
+        '--expose-gc',
+        // Bytecode unused for a few full collections is dropped and compiled again on its next
+        // call: where that falls would move with any change to the heap.
+        '--no-flush-bytecode',
+        '--random-seed=1',
+        '--hash-seed=1',
+        HARNESS,
+        'run',
+        data,
+        workload,
+        String(p.warmup),
+        String(p.n),
+      ],
+      { maxBuffer: 64 * 2 ** 20, env: { ...process.env, NODE_OPTIONS: '' } },
+    );
+    const dump = `${out}.1-01`; // the first dump, of thread 1 (the main thread)
+    const summary = /^summary: (\d+)$/m.exec(fs.existsSync(dump) ? fs.readFileSync(dump, 'utf8') : '');
+    if (!summary) throw new Error(`${workload}: callgrind wrote no measured part (${dump})`);
+    return Math.round(Number(summary[1]) / (p.n * p.per));
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Measures every workload, two at a time. */
+export async function measureAll(): Promise<Record<Workload, number>> {
+  const prepared = preparedData();
+  const counts = {} as Record<Workload, number>;
+  const queue = [...WORKLOADS];
+  await Promise.all(
+    [0, 1].map(async () => {
+      for (let w = queue.shift(); w; w = queue.shift()) counts[w] = await measure(w, prepared);
+    }),
+  );
+  return counts;
+}
+
+export function compare(workload: Workload, count: number, budget: number): string {
+  const p = PLAN[workload];
+  const change = (count / budget - 1) * 100;
+  return `${workload}: ${count.toLocaleString('en')} instructions per ${p.unit} (${p.what}); budget ${budget.toLocaleString('en')}, ${change >= 0 ? '+' : ''}${change.toFixed(2)} %`;
+}
+
+async function main(): Promise<void> {
+  const valgrind = await valgrindVersion();
+  if (valgrind === null) {
+    process.stderr.write('budget: valgrind is not installed (apt-get install valgrind)\n');
+    process.exit(2);
+  }
+  const counts = await measureAll();
+  const old = fs.existsSync(BUDGET_FILE) ? readBudget() : null;
+  for (const w of WORKLOADS) process.stdout.write((old ? compare(w, counts[w], old.counts[w]) : `${w}: ${counts[w]}`) + '\n');
+  if (process.argv.includes('--write')) {
+    const budget: Budget = { node: process.version, valgrind, counts };
+    fs.writeFileSync(BUDGET_FILE, JSON.stringify(budget, null, 2) + '\n');
+    process.stdout.write(`written: ${path.relative(ROOT, BUDGET_FILE)}\n`);
+  }
+}
+
+if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) await main();
