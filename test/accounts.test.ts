@@ -9,6 +9,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { parseNetwork } from '../src/net/network.js';
+import { bearerToken } from '../src/control/auth.js';
 import { get, openTestControlDb, plansFile, postBatch, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 import { parseList } from './structured-fields.js';
 
@@ -397,6 +398,31 @@ describe('account ids', () => {
       assert.throws(() => db.prepare('UPDATE organisations SET account_id = 1 WHERE name = ?').run('D'), /UNIQUE|unique constraint/);
     } finally {
       db.close();
+    }
+  });
+});
+
+describe('the Bearer credential', () => {
+  test('read from the header whatever came before it: the last header read is remembered, never its answer for another', () => {
+    // Each line: the header, then what it presents. Repeated and interleaved, so that a
+    // remembered answer could only show up where it is wrong.
+    const cases: [string, string | null][] = [
+      ['Bearer abc', 'abc'],
+      ['bearer abc', 'abc'],
+      ['  BEARER\tabc  ', 'abc'],
+      ['Bearer abc def', null],
+      ['Bearer ', null],
+      ['Basic abc', null],
+      ['Bearerabc', null],
+      ['Bearer abd', 'abd'],
+      ['Bearer\u00a0abc', 'abc'],
+    ];
+    for (let round = 0; round < 3; round++) {
+      for (const [header, want] of cases) {
+        assert.equal(bearerToken(header), want, header);
+        assert.equal(bearerToken(header), want, `${header}, twice`);
+      }
+      cases.reverse();
     }
   });
 });
