@@ -33,7 +33,7 @@ export const PLAN: Record<Workload, { warmup: number; n: number; per: number; un
   // 25 000 warm-up requests: 2.5 s of the harness's clock (see instructions.ts).
   keyed: { warmup: 25_000, n: 2000, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key' },
   keyless: { warmup: 25_000, n: 2000, per: 1, unit: 'request', what: 'GET /{ip} without a key (16 clients)' },
-  batch: { warmup: 20, n: 10, per: 1, unit: 'batch', what: 'POST /batch of 1 000 addresses, max-plan key' },
+  batch: { warmup: 60, n: 10, per: 1, unit: 'batch', what: 'POST /batch of 1 000 addresses, max-plan key' },
   // Per build, not per range: at this size a build's fixed costs (files, hashes, the manifest) weigh.
   build: { warmup: 1, n: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges` },
   exports: { warmup: 1, n: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export` },
