@@ -5,7 +5,7 @@
 // an Origin header, all the non-browser traffic, cost one header read.
 
 import type { Bytes, HttpResponse } from './server/types.js';
-import { passThrough } from './response-wrapper.js';
+import { ResponseWrapper } from './response-wrapper.js';
 
 /** The headers a script may read: the quota and rate headers, Retry-After, Location, ETag. */
 const EXPOSED =
@@ -29,38 +29,7 @@ export class Cors {
 
   /** The response with the CORS headers of an actual request from `origin` added after its status. */
   wrap(res: HttpResponse, origin: string): HttpResponse {
-    const allowOrigin = this.any ? '*' : origin;
-    let added = false;
-    const add = (): void => {
-      if (added) return;
-      added = true;
-      res.writeHeader('Access-Control-Allow-Origin', allowOrigin);
-      if (!this.any) res.writeHeader('Vary', 'Origin');
-      res.writeHeader('Access-Control-Expose-Headers', EXPOSED);
-    };
-    // Before the first header, or right after the status: uWS takes no header before a status
-    // it has not been given, and a 200 needs none written.
-    const out: HttpResponse = {
-      writeStatus: (status) => (res.writeStatus(status), add(), out),
-      writeHeader: (name, value) => (add(), res.writeHeader(name, value), out),
-      ...(res.writeFields
-        ? {
-            writeFields: (status: string | null, fields: readonly string[]) => {
-              if (status !== null) res.writeStatus(status);
-              add();
-              res.writeFields!(null, fields);
-              return out;
-            },
-          }
-        : {}),
-      end: (body?: Bytes, close?: boolean) => (add(), res.end(body, close), out),
-      endWithoutBody: () => (add(), res.endWithoutBody(), out),
-      tryEnd: (chunk, total) => (add(), res.tryEnd(chunk, total)),
-      ...(res.endWithFile ? { endWithFile: (file: string, start: number, length: number) => (add(), res.endWithFile!(file, start, length), out) } : {}),
-      getWriteOffset: () => res.getWriteOffset(),
-      ...passThrough(res, () => out),
-    };
-    return out;
+    return new CorsResponse(res, this.any ? '*' : origin, !this.any);
   }
 
   /**
@@ -73,5 +42,71 @@ export class Cors {
     res.writeHeader('Access-Control-Allow-Headers', 'Authorization, X-Api-Key, Content-Type, If-None-Match, Range');
     res.writeHeader('Access-Control-Max-Age', String(MAX_AGE_S));
     res.endWithoutBody();
+  }
+}
+
+/**
+ * Adds the CORS headers once, before the first header or right after the status: uWS takes no
+ * header before a status it has not been given, and a 200 needs none written.
+ */
+class CorsResponse extends ResponseWrapper {
+  private added = false;
+
+  constructor(
+    res: HttpResponse,
+    private readonly allowOrigin: string,
+    private readonly vary: boolean,
+  ) {
+    super(res);
+  }
+
+  private add(): void {
+    if (this.added) return;
+    this.added = true;
+    this.res.writeHeader('Access-Control-Allow-Origin', this.allowOrigin);
+    if (this.vary) this.res.writeHeader('Vary', 'Origin');
+    this.res.writeHeader('Access-Control-Expose-Headers', EXPOSED);
+  }
+
+  override writeStatus(status: Bytes): HttpResponse {
+    this.res.writeStatus(status);
+    this.add();
+    return this;
+  }
+
+  override writeHeader(name: Bytes, value: Bytes): HttpResponse {
+    this.add();
+    this.res.writeHeader(name, value);
+    return this;
+  }
+
+  override writeFields(status: string | null, fields: readonly string[]): HttpResponse {
+    if (status !== null) this.res.writeStatus(status);
+    this.add();
+    this.res.writeFields!(null, fields);
+    return this;
+  }
+
+  override end(body?: Bytes, close?: boolean): HttpResponse {
+    this.add();
+    this.res.end(body, close);
+    return this;
+  }
+
+  override endWithoutBody(): HttpResponse {
+    this.add();
+    this.res.endWithoutBody();
+    return this;
+  }
+
+  override tryEnd(chunk: Uint8Array, total: number): [boolean, boolean] {
+    this.add();
+    return this.res.tryEnd(chunk, total);
+  }
+
+  override endWithFile(file: string, start: number, length: number): HttpResponse {
+    this.add();
+    this.res.endWithFile!(file, start, length);
+    return this;
   }
 }

@@ -5,7 +5,7 @@
 // handler returns and are timed without a wrapper.
 
 import type { Bytes, HttpResponse } from './server/types.js';
-import { byteLength, passThrough } from './response-wrapper.js';
+import { ResponseWrapper, byteLength } from './response-wrapper.js';
 
 /** The status code at the head of a status line ('200 OK', or a template starting with one). */
 function statusOf(line: Bytes): number {
@@ -17,54 +17,76 @@ function statusOf(line: Bytes): number {
 /** `status` 0 with bytes -1: the client aborted before the answer was complete. */
 export type Ended = (status: number, bytes: number) => void;
 
+class ObservedResponse extends ResponseWrapper {
+  private status = 200;
+  private done = false;
+
+  constructor(
+    res: HttpResponse,
+    private readonly ended: Ended,
+  ) {
+    super(res);
+  }
+
+  private finish(status: number, bytes: number): void {
+    if (this.done) return;
+    this.done = true;
+    this.ended(status, bytes);
+  }
+
+  override writeStatus(line: Bytes): HttpResponse {
+    this.status = statusOf(line);
+    this.res.writeStatus(line);
+    return this;
+  }
+
+  override writeFields(line: string | null, fields: readonly string[]): HttpResponse {
+    if (line !== null) this.status = statusOf(line);
+    this.res.writeFields!(line, fields);
+    return this;
+  }
+
+  // Counted before the answer leaves: a client that has its answer and then scrapes /metrics
+  // finds its request there (another thread may serve the scrape).
+  override end(body?: Bytes, closeConnection?: boolean): HttpResponse {
+    this.finish(this.status, byteLength(body));
+    this.res.end(body, closeConnection);
+    return this;
+  }
+
+  override endWithoutBody(): HttpResponse {
+    this.finish(this.status, 0);
+    this.res.endWithoutBody();
+    return this;
+  }
+
+  override tryEnd(chunk: Uint8Array, totalSize: number): [boolean, boolean] {
+    const r = this.res.tryEnd(chunk, totalSize);
+    if (r[1]) this.finish(this.status, totalSize);
+    return r;
+  }
+
+  override endWithFile(file: string, start: number, length: number): HttpResponse {
+    this.finish(this.status, length);
+    this.res.endWithFile!(file, start, length);
+    return this;
+  }
+
+  override close(): HttpResponse {
+    this.res.close();
+    this.finish(0, -1);
+    return this;
+  }
+
+  override onAborted(handler: () => void): HttpResponse {
+    this.res.onAborted(() => {
+      handler();
+      this.finish(0, -1);
+    });
+    return this;
+  }
+}
+
 export function observed(res: HttpResponse, ended: Ended): HttpResponse {
-  let status = 200;
-  let done = false;
-  const finish = (s: number, bytes: number): void => {
-    if (done) return;
-    done = true;
-    ended(s, bytes);
-  };
-  const out: HttpResponse = {
-    ...passThrough(res, () => out),
-    writeStatus: (line) => ((status = statusOf(line)), res.writeStatus(line), out),
-    writeHeader: (name, value) => (res.writeHeader(name, value), out),
-    ...(res.writeFields
-      ? {
-          writeFields: (line: string | null, fields: readonly string[]) => {
-            if (line !== null) status = statusOf(line);
-            res.writeFields!(line, fields);
-            return out;
-          },
-        }
-      : {}),
-    // Counted before the answer leaves: a client that has its answer and then scrapes /metrics
-    // finds its request there (another thread may serve the scrape).
-    end: (body, closeConnection) => {
-      finish(status, byteLength(body));
-      res.end(body, closeConnection);
-      return out;
-    },
-    endWithoutBody: () => {
-      finish(status, 0);
-      res.endWithoutBody();
-      return out;
-    },
-    tryEnd: (chunk, totalSize) => {
-      const r = res.tryEnd(chunk, totalSize);
-      if (r[1]) finish(status, totalSize);
-      return r;
-    },
-    ...(res.endWithFile ? { endWithFile: (file: string, start: number, length: number) => (finish(status, length), res.endWithFile!(file, start, length), out) } : {}),
-    getWriteOffset: () => res.getWriteOffset(),
-    close: () => (res.close(), finish(0, -1), out),
-    onAborted: (handler) => {
-      res.onAborted(() => {
-        handler();
-        finish(0, -1);
-      });
-      return out;
-    },
-  };
-  return out;
+  return new ObservedResponse(res, ended);
 }
