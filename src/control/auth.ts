@@ -60,7 +60,7 @@ const BEARER = 'bearer';
  * The header bearerToken read last, and what it found: a client sends the same key on every
  * request, so the next header is most often the same text. Comparing it costs a fraction of
  * scanning it, and the credential handed out again is the same string, whose hash the key
- * cache's lookup has already computed (measured: about 10 % of a keyed lookup's instructions).
+ * cache's lookup has already computed (measured: a fifth of a keyed lookup's instructions).
  */
 let lastHeader = '';
 let lastToken: string | null = null;
