@@ -21,7 +21,7 @@ const skip =
         : false;
 
 describe('instruction budget', { skip }, () => {
-  test(`instructions per request, per batch and per built range stay within ${BUDGET_SLACK * 100} % of the budget`, async (t) => {
+  test(`instructions per request, per batch and per build stay within ${BUDGET_SLACK * 100} % of the budget`, async (t) => {
     const counts = await measureAll();
     const over: string[] = [];
     for (const w of WORKLOADS) {
