@@ -8,6 +8,7 @@ import { fuzz, operatorTargets } from './fuzz.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { Operator } from '../src/control/operator.js';
 import { loadPlans } from '../src/model/plans.js';
+import { jsonLogger } from '../src/log.js';
 import { get, openTestControlDb, publishedDataDir, request, startTestService } from './helpers.js';
 
 
@@ -19,6 +20,10 @@ describe('fuzzing every route', () => {
   const tokens: string[] = [];
   const operatorTokens: string[] = [];
   let ids = { org: '', key: '' };
+  /** The service's warnings and errors: a problem's assertion shows them (a handler failure's reason and stack). */
+  const logged: string[] = [];
+  const failures = (problems: readonly string[]): string =>
+    `${problems.join('\n')}\nthe service logged:\n${logged.filter((l) => /"level":"(warn|error)"/.test(l)).slice(-10).join('') || '(nothing)'}`;
 
   before(async () => {
     const d = await publishedDataDir([
@@ -30,7 +35,7 @@ describe('fuzzing every route', () => {
     ]);
     keys.push(...d.keys, 'isk_unknown', '');
     links.push(d.link);
-    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
+    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans }, jsonLogger((l) => void logged.push(l)));
     // A short-lived token of the first key, and one cut short.
     const token = (await request(svc.port, 'POST', '/api/v1/auth/token', '{}', { Authorization: `Bearer ${d.keys[0]}` })).json.token as string;
     tokens.push(token, token.slice(0, -3), `${token.slice(0, -1)}A`);
@@ -49,7 +54,7 @@ describe('fuzzing every route', () => {
   test('4 000 seeded requests: documented statuses only, no 5xx, no handler failure, no HEAD body', async (t) => {
     const r = await fuzz(svc.port, keys, 20261122, 4000, 8, links);
     t.diagnostic(`fuzz: ${r.requests} requests, statuses ${JSON.stringify([...r.byStatus].sort((a, b) => a[0] - b[0]))}`);
-    assert.deepEqual(r.problems.slice(0, 10), []);
+    assert.deepEqual(r.problems.slice(0, 10), [], failures(r.problems.slice(0, 10)));
     assert.deepEqual(r.unanswered.slice(0, 5), []);
     assert.equal(svc.metrics.handlerFailures, 0);
     for (const status of [200, 201, 206, 302, 400, 401, 403, 404, 405, 413]) assert.ok(r.byStatus.has(status), `the fuzzer never reached ${status}`);
@@ -60,7 +65,7 @@ describe('fuzzing every route', () => {
     const before = svc.metrics.handlerFailures;
     const r = await fuzz(svc.port, [...tokens, ...keys.slice(0, 2)], 20261125, 1000, 4, links);
     t.diagnostic(`token fuzz: ${r.requests} requests, statuses ${JSON.stringify([...r.byStatus].sort((a, b) => a[0] - b[0]))}`);
-    assert.deepEqual(r.problems.slice(0, 10), []);
+    assert.deepEqual(r.problems.slice(0, 10), [], failures(r.problems.slice(0, 10)));
     assert.deepEqual(r.unanswered.slice(0, 5), []);
     assert.equal(svc.metrics.handlerFailures, before);
     assert.ok(![...r.byStatus.keys()].some((s) => s >= 500), 'no 5xx');
@@ -70,7 +75,7 @@ describe('fuzzing every route', () => {
   test('2 000 seeded requests on the operator API (admin port): documented statuses only, no 5xx (no handler failure)', async (t) => {
     const r = await fuzz(svc.adminPort, operatorTokens, 20261124, 2000, 4, [], operatorTargets(ids));
     t.diagnostic(`operator fuzz: ${r.requests} requests, statuses ${JSON.stringify([...r.byStatus].sort((a, b) => a[0] - b[0]))}`);
-    assert.deepEqual(r.problems.slice(0, 10), []);
+    assert.deepEqual(r.problems.slice(0, 10), [], failures(r.problems.slice(0, 10)));
     assert.deepEqual(r.unanswered.slice(0, 5), []);
     // A handler failure answers 500 (the admin port counts its own): none may appear.
     assert.ok(![...r.byStatus.keys()].some((s) => s >= 500), 'no 5xx');
