@@ -4,7 +4,7 @@
 // not come here: their worker compresses them (lookup/batch.ts).
 
 import type { Bytes, HttpResponse } from './server/types.js';
-import { passThrough } from './response-wrapper.js';
+import { ResponseWrapper } from './response-wrapper.js';
 import { CODING_NAMES, IDENTITY, MIN_COMPRESSED_BYTES, compress, type Coding } from '../wire/codings.js';
 import { writeCoding } from './content-coding.js';
 
@@ -54,30 +54,36 @@ function codedForm(plain: Uint8Array, coding: Coding): Uint8Array | null {
 }
 
 export function compressing(res: HttpResponse, coding: Coding): HttpResponse {
-  if (coding === IDENTITY) return res;
-  const out: HttpResponse = {
-    writeStatus: (status) => (res.writeStatus(status), out),
-    writeHeader: (name, value) => (res.writeHeader(name, typeof name === 'string' && typeof value === 'string' && name.toLowerCase() === 'etag' ? codedTag(value, coding) : value), out),
-    ...(res.writeFields ? { writeFields: (status: string | null, fields: readonly string[]) => (res.writeFields!(status, fields), out) } : {}),
-    end: (body, closeConnection) => {
-      if (body !== undefined) {
-        const plain = bytesOf(body);
-        if (plain.byteLength >= MIN_COMPRESSED_BYTES) {
-          const packed = codedForm(plain, coding);
-          if (packed !== null) {
-            writeCoding(res, coding);
-            return (res.end(packed, closeConnection), out);
-          }
+  return coding === IDENTITY ? res : new CompressingResponse(res, coding);
+}
+
+class CompressingResponse extends ResponseWrapper {
+  constructor(
+    res: HttpResponse,
+    private readonly coding: Exclude<Coding, typeof IDENTITY>,
+  ) {
+    super(res);
+  }
+
+  override writeHeader(name: Bytes, value: Bytes): HttpResponse {
+    this.res.writeHeader(name, typeof name === 'string' && typeof value === 'string' && name.toLowerCase() === 'etag' ? codedTag(value, this.coding) : value);
+    return this;
+  }
+
+  // Streamed answers (tryEnd; none of the JSON routes stream) go out as they are.
+  override end(body?: Bytes, closeConnection?: boolean): HttpResponse {
+    if (body !== undefined) {
+      const plain = bytesOf(body);
+      if (plain.byteLength >= MIN_COMPRESSED_BYTES) {
+        const packed = codedForm(plain, this.coding);
+        if (packed !== null) {
+          writeCoding(this.res, this.coding);
+          this.res.end(packed, closeConnection);
+          return this;
         }
       }
-      return (res.end(body, closeConnection), out);
-    },
-    endWithoutBody: () => (res.endWithoutBody(), out),
-    // Streamed answers (none of the JSON routes stream) go out as they are.
-    tryEnd: (chunk, totalSize) => res.tryEnd(chunk, totalSize),
-    getWriteOffset: () => res.getWriteOffset(),
-    ...(res.endWithFile ? { endWithFile: (file: string, start: number, length: number) => (res.endWithFile!(file, start, length), out) } : {}),
-    ...passThrough(res, () => out),
-  };
-  return out;
+    }
+    this.res.end(body, closeConnection);
+    return this;
+  }
 }

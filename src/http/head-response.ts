@@ -2,26 +2,39 @@
 // that sends its status and every header, and in place of the body the Content-Length the
 // body would have had. So a HEAD is answered, and counted, exactly as the GET would be.
 
-import type { HttpResponse } from './server/types.js';
-import { byteLength, passThrough } from './response-wrapper.js';
+import type { Bytes, HttpResponse } from './server/types.js';
+import { ResponseWrapper, byteLength } from './response-wrapper.js';
 
 export function headOnly(res: HttpResponse): HttpResponse {
-  const finish = (length: number): HttpResponse => {
-    // The header written by hand: this uWS build fails endWithoutBody(length).
-    res.writeHeader('Content-Length', String(length));
-    res.endWithoutBody();
-    return out;
-  };
-  const out: HttpResponse = {
-    writeStatus: (status) => (res.writeStatus(status), out),
-    writeHeader: (name, value) => (res.writeHeader(name, value), out),
-    ...(res.writeFields ? { writeFields: (status: string | null, fields: readonly string[]) => (res.writeFields!(status, fields), out) } : {}),
-    end: (body) => finish(byteLength(body)),
-    endWithoutBody: () => (res.endWithoutBody(), out),
-    tryEnd: (_chunk, totalSize) => (finish(totalSize), [true, true]),
-    endWithFile: (_file, _start, length) => finish(length),
-    getWriteOffset: () => 0,
-    ...passThrough(res, () => out),
-  };
-  return out;
+  return new HeadResponse(res);
+}
+
+class HeadResponse extends ResponseWrapper {
+  constructor(res: HttpResponse) {
+    super(res, true);
+  }
+
+  /** The header written by hand: this uWS build fails endWithoutBody(length). */
+  private finish(length: number): HttpResponse {
+    this.res.writeHeader('Content-Length', String(length));
+    this.res.endWithoutBody();
+    return this;
+  }
+
+  override end(body?: Bytes): HttpResponse {
+    return this.finish(byteLength(body));
+  }
+
+  override tryEnd(_chunk: Uint8Array, totalSize: number): [boolean, boolean] {
+    this.finish(totalSize);
+    return [true, true];
+  }
+
+  override endWithFile(_file: string, _start: number, length: number): HttpResponse {
+    return this.finish(length);
+  }
+
+  override getWriteOffset(): number {
+    return 0;
+  }
 }
