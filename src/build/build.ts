@@ -26,6 +26,8 @@ export interface BuildOptions {
   publish?: boolean;
   /** Write the catalogue's database exports into the build (default true). */
   exports?: boolean;
+  /** Write the exports on other threads (default: for builds of PARALLEL_EXPORT_RECORDS records or more). */
+  threadedExports?: boolean;
 }
 
 export interface BuildManifest {
@@ -164,7 +166,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     // Large builds export on other threads while this one writes the index (below).
     const exportsWanted = options.exports ?? true;
     waitForExports =
-      exportsWanted && records.count >= PARALLEL_EXPORT_RECORDS
+      exportsWanted && (options.threadedExports ?? records.count >= PARALLEL_EXPORT_RECORDS)
         ? startExportsParallel(
             staging,
             shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),

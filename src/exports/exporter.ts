@@ -66,7 +66,15 @@ function identities(db: DatabaseDef, input: ExportInput): Int32Array {
   const presence = db.dependsOn!.presenceOnly;
   const ids = input.recordDetailIds;
   const out = new Int32Array(input.recordCount);
-  const interned = new Map<string, number>();
+  // Several categories: equal combinations of detail ids are found in an open-addressing
+  // table of records (no key object or string a record); the identity is the first record
+  // with the combination.
+  const slots = 2 ** Math.ceil(Math.log2(2 * input.recordCount + 2)) - 1;
+  const first = ks.length > 1 && ks.length < c && !presence ? new Int32Array(slots + 1).fill(-1) : null;
+  const same = (a: number, b: number): boolean => {
+    for (const k of ks) if (ids[a * c + k] !== ids[b * c + k]) return false;
+    return true;
+  };
   for (let r = 0; r < input.recordCount; r++) {
     let any = false;
     for (const k of ks) if (ids[r * c + k] !== 0) any = true;
@@ -78,10 +86,20 @@ function identities(db: DatabaseDef, input: ExportInput): Int32Array {
     } else if (ks.length === c) out[r] = r;
     else if (ks.length === 1) out[r] = ids[r * c + ks[0]];
     else {
-      const key = ks.map((k) => ids[r * c + k]).join(',');
-      let n = interned.get(key);
-      if (n === undefined) interned.set(key, (n = interned.size));
-      out[r] = n;
+      let h = 0x811c9dc5;
+      for (const k of ks) h = Math.imul(h ^ ids[r * c + k], 0x01000193);
+      for (let i = h & slots; ; i = (i + 1) & slots) {
+        const f = first![i];
+        if (f === -1) {
+          first![i] = r;
+          out[r] = r;
+          break;
+        }
+        if (same(f, r)) {
+          out[r] = f;
+          break;
+        }
+      }
     }
   }
   return out;
@@ -112,39 +130,65 @@ export interface ExportsManifest {
 
 const fileName = (id: string, format: Format, sample: boolean): string => `${id}${sample ? '.sample' : ''}.${format === 'csvgz' ? 'csv.gz' : 'mmdb'}`;
 
-/** A merged network range of one database: [start, end] with the record giving its view. */
-interface Span {
-  family: 4 | 6;
-  start: number | bigint;
-  end: number | bigint;
-  record: number;
+/**
+ * A database's merged network ranges, in address order, IPv4 first: consecutive intervals
+ * whose views are equal become one. Typed arrays rather than an object a range: a large
+ * database has millions, which all outlived the young generation and were copied by every
+ * scavenge until promoted.
+ */
+interface Spans {
+  count: number;
+  /** Spans [0, v4) are IPv4, [v4, count) IPv6. */
+  v4: number;
+  /** The record giving each span's view. */
+  record: Int32Array;
+  /** IPv4 span n: first and last address at 2n, 2n + 1. */
+  v4Bounds: Uint32Array;
+  /** IPv6 span n: the first address's four words at 8(n - v4), the last's after them. */
+  v6Bounds: Uint32Array;
 }
 
-
-
-
-/** The database's merged spans: consecutive intervals whose views are equal become one. */
-function spansOf(input: ExportInput, identity: Int32Array): Span[] {
-  const spans: Span[] = [];
-  const walk = <K extends number | bigint>(family: 4 | 6, starts: readonly K[], records: readonly number[], last: K, one: K): void => {
-    let open: Span | null = null;
-    for (let i = 0; i < starts.length; i++) {
-      const r = records[i];
-      const id = identity[r];
-      const end = (i + 1 < starts.length ? (starts[i + 1] as number) - (one as number) : last) as K;
-      if (open && id !== -1 && identity[open.record] === id) {
-        open.end = end;
-        continue;
-      }
-      open = null;
-      if (id === -1) continue;
-      open = { family, start: starts[i], end, record: r };
-      spans.push(open);
+function spansOf(input: ExportInput, identity: Int32Array): Spans {
+  const v4n = input.v4Starts.length;
+  const v6n = input.v6Starts.length;
+  const record = new Int32Array(v4n + v6n);
+  const v4Bounds = new Uint32Array(2 * v4n);
+  const v6Bounds = new Uint32Array(8 * v6n);
+  let count = 0;
+  let open = -2; // the identity of the span still open, -2 for none
+  for (let i = 0; i < v4n; i++) {
+    const r = input.v4Records[i];
+    const id = identity[r];
+    const end = i + 1 < v4n ? input.v4Starts[i + 1] - 1 : 2 ** 32 - 1;
+    if (id === -1) open = -2;
+    else if (id === open) v4Bounds[2 * count - 1] = end;
+    else {
+      record[count] = r;
+      v4Bounds[2 * count] = input.v4Starts[i];
+      v4Bounds[2 * count + 1] = end;
+      count++;
+      open = id;
     }
-  };
-  walk<number>(4, input.v4Starts, input.v4Records, 2 ** 32 - 1, 1);
-  walk<bigint>(6, input.v6Starts, input.v6Records, (1n << 128n) - 1n, 1n);
-  return spans;
+  }
+  const v4 = count;
+  const words = new Uint32Array(4);
+  const setWords = (at: number, v: bigint): void => v6Bounds.set(wordsOf(v, words), at);
+  open = -2;
+  for (let i = 0; i < v6n; i++) {
+    const r = input.v6Records[i];
+    const id = identity[r];
+    const end = i + 1 < v6n ? input.v6Starts[i + 1] - 1n : (1n << 128n) - 1n;
+    if (id === -1) open = -2;
+    else if (id === open) setWords(8 * (count - v4) - 4, end);
+    else {
+      record[count] = r;
+      setWords(8 * (count - v4), input.v6Starts[i]);
+      setWords(8 * (count - v4) + 4, end);
+      count++;
+      open = id;
+    }
+  }
+  return { count, v4, record, v4Bounds, v6Bounds };
 }
 
 /** What a distinct view writes: its CSV line tails and its data offset in each MMDB. */
@@ -164,7 +208,7 @@ function csvTail(cells: readonly Cell[]): string {
 function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
   const identity = identities(db, input);
   const spans = spansOf(input, identity);
-  const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(spans.length / SAMPLE_TARGET));
+  const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(spans.count / SAMPLE_TARGET));
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
   const mmdbOptions = { databaseType: db.mmdbType ?? `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
@@ -191,6 +235,8 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const endWords = new Uint32Array(4);
   let current: Prepared;
   let currentSample = false;
+  const addFullV6 = (b: Uint32Array, bp: number): void => mmdbFull!.addV6(b[0], b[1], b[2], b[3], bp, current.offsets[0]);
+  const addSampleV6 = (b: Uint32Array, bp: number): void => mmdbSample!.addV6(b[0], b[1], b[2], b[3], bp, current.sampleOffsets[0]);
   const emit = (network: string | null, v4: number, w: Uint32Array | null, prefix: number): void => {
     const p = current;
     // A range splits into one network or many: the cap holds the sample to a tenth of the
@@ -201,11 +247,11 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
       if (w === null) mmdbFull.addV4(v4, prefix, p.offsets[0]);
       // IPv6 data inside ::/96, ::ffff:0:0/96 or 2002::/16 stays out of the MMDB: its tree
       // answers those networks with the IPv4 data. The CSV keeps it.
-      else forEachUnaliased(w, prefix, (b, bp) => mmdbFull.addV6(b[0], b[1], b[2], b[3], bp, p.offsets[0]));
+      else forEachUnaliased(w, prefix, addFullV6);
     }
     if (currentSample && mmdbSample) {
       if (w === null) mmdbSample.addV4(v4, prefix, p.sampleOffsets[0]);
-      else forEachUnaliased(w, prefix, (b, bp) => mmdbSample.addV6(b[0], b[1], b[2], b[3], bp, p.sampleOffsets[0]));
+      else forEachUnaliased(w, prefix, addSampleV6);
     }
     for (const tail of p.tails) {
       if (network === null) {
@@ -224,17 +270,17 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const emitV6 = (w: Uint32Array, prefix: number): void => emit(`${formatIPv6Words(w)}/${prefix}`, 0, w, prefix);
   let entries = 0;
   let sampleEntries = 0;
-  const sampleCap = Math.min(SAMPLE_MAX, Math.floor(spans.length / SAMPLE_MIN_STRIDE));
+  const sampleCap = Math.min(SAMPLE_MAX, Math.floor(spans.count / SAMPLE_MIN_STRIDE));
   const shown: Record<string, unknown>[] = [];
   const shownMmdb: Record<string, unknown>[] = [];
 
-  for (let n = 0; n < spans.length; n++) {
-    const span = spans[n];
-    const id = identity[span.record];
+  for (let n = 0; n < spans.count; n++) {
+    const r = spans.record[n];
+    const id = identity[r];
     let p = prepared.get(id);
     if (p === undefined) {
-      const view = db.view!(detailsOf(input, span.record))!;
-      const tails = db.csvTails ? db.csvTails(input.recordDetailIds, span.record * CATEGORIES.length, piece) : view.rows.map(csvTail);
+      const view = db.view!(detailsOf(input, r))!;
+      const tails = db.csvTails ? db.csvTails(input.recordDetailIds, r * CATEGORIES.length, piece) : view.rows.map(csvTail);
       p = { view, tails, offsets: [], sampleOffsets: [] };
       if (mmdbFull) p.offsets.push(mmdbFull.recordOffset(view.mmdb, id));
       if (prepared.size >= 4096) prepared.clear();
@@ -244,8 +290,15 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     if (inSample && mmdbSample && p.sampleOffsets.length === 0) p.sampleOffsets.push(mmdbSample.recordOffset(p.view.mmdb, id));
     current = p;
     currentSample = inSample;
-    if (span.family === 4) forEachV4Cidr(span.start as number, span.end as number, emitV4);
-    else forEachV6Cidr(wordsOf(span.start as bigint, startWords), wordsOf(span.end as bigint, endWords), emitV6);
+    if (n < spans.v4) forEachV4Cidr(spans.v4Bounds[2 * n], spans.v4Bounds[2 * n + 1], emitV4);
+    else {
+      const at = 8 * (n - spans.v4);
+      for (let k = 0; k < 4; k++) {
+        startWords[k] = spans.v6Bounds[at + k];
+        endWords[k] = spans.v6Bounds[at + 4 + k];
+      }
+      forEachV6Cidr(startWords, endWords, emitV6);
+    }
   }
   const withSample = sampleAllowed(sampleEntries, entries);
 
@@ -283,20 +336,32 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
 
 function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
   const ks = db.providerCategories!.map((c) => CATEGORIES.indexOf(c));
-  const byId = new Map<string, { name: string; cats: Set<string>; v4: number; v6: number }>();
+  type Provider = { name: string; cats: Set<string>; v4: number; v6: number };
+  const byId = new Map<string, Provider>();
+  // Per category, detail id → its provider (null: none), so each detail is looked at once.
+  const providerOf = ks.map(() => new Map<number, Provider | null>());
+  const c = CATEGORIES.length;
   const count = (records: readonly number[], family: 4 | 6): void => {
     let previous = -1;
     for (const r of records) {
       if (r === previous) continue;
       previous = r;
-      const d = detailsOf(input, r);
-      for (const k of ks) {
-        const name = d[k]?.provider;
-        if (typeof name !== 'string' || name === '') continue;
-        const id = providerId(name);
-        let p = byId.get(id);
-        if (!p) byId.set(id, (p = { name, cats: new Set(), v4: 0, v6: 0 }));
-        p.cats.add(CATEGORIES[k]);
+      for (let j = 0; j < ks.length; j++) {
+        const detail = input.recordDetailIds[r * c + ks[j]];
+        if (detail === 0) continue;
+        let p = providerOf[j].get(detail);
+        if (p === undefined) {
+          const name = input.detail(ks[j], detail).provider;
+          p = null;
+          if (typeof name === 'string' && name !== '') {
+            const id = providerId(name);
+            p = byId.get(id) ?? null;
+            if (!p) byId.set(id, (p = { name, cats: new Set(), v4: 0, v6: 0 }));
+            p.cats.add(CATEGORIES[ks[j]]);
+          }
+          providerOf[j].set(detail, p);
+        }
+        if (p === null) continue;
         if (family === 4) p.v4++;
         else p.v6++;
       }

@@ -147,14 +147,16 @@ export class MmdbEncoder {
     let offset = this.records.get(identity);
     if (offset === undefined) {
       offset = this.at;
-      this.value(value);
+      // A record is written once (by identity, above), so its own map is not remembered for
+      // pointers: remembering it kept every record's view alive until the file was done.
+      this.value(value, false);
       this.records.set(identity, offset);
     }
     return offset;
   }
 
-  /** Writes one value at the current offset. */
-  value(v: MmdbValue): void {
+  /** Writes one value at the current offset; `remember`: a map of it may be pointed at later. */
+  value(v: MmdbValue, remember = true): void {
     const out = this.pending;
     if (typeof v === 'string') return this.string(v);
     if (typeof v === 'boolean') return control(out, T_BOOLEAN, v ? 1 : 0);
@@ -185,7 +187,7 @@ export class MmdbEncoder {
     if (this.dedupeStrings) {
       const prior = this.objects.get(v);
       if (prior !== undefined) return this.pointer(prior);
-      this.objects.set(v, this.at);
+      if (remember) this.objects.set(v, this.at);
     }
     const keys = Object.keys(v);
     control(out, T_MAP, keys.length);

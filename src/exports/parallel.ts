@@ -14,8 +14,21 @@ import { makeDirectory } from '../files.js';
 import { EXPORTS_DIR } from '../data-dir.js';
 
 const WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/export.js');
-/** Relative cost of each database, measured on a 1 M-range build: for balancing threads. */
-const COST: Record<string, number> = { ipsift_extended_v1: 18, ipsift_v1: 6, proxy_v1: 7, hosting_v1: 6.7, vpn_v1: 1.4, vpn_provider_v1: 0.5, proxy_provider_v1: 0.7, geoip2_anonymous_v1: 3 };
+/**
+ * Relative cost of each database, measured on a 1 M-range build (export thread CPU seconds):
+ * threads take the costliest first, so the last ones taken are small and threads finish close
+ * together.
+ */
+const COST: Record<string, number> = {
+  ipsift_extended_v1: 18,
+  geoip2_anonymous_v1: 11.7,
+  ipsift_v1: 8,
+  proxy_v1: 7.1,
+  hosting_v1: 7.1,
+  vpn_v1: 1.6,
+  proxy_provider_v1: 0.9,
+  vpn_provider_v1: 0.5,
+};
 /**
  * Young generation of an export thread: exports make many short-lived objects, and with the
  * default a fifth of a thread's time went to scavenges. 256 MiB took about 1 s off a 31 s
@@ -85,18 +98,6 @@ export function exportInputOf(s: SharedExportInput): ExportInput {
   };
 }
 
-/** Splits databases over `threads` by their cost, largest first. */
-function shares(databases: readonly DatabaseDef[], threads: number): DatabaseDef[][] {
-  const out: DatabaseDef[][] = Array.from({ length: threads }, () => []);
-  const load = new Array<number>(threads).fill(0);
-  for (const db of [...databases].sort((a, b) => (COST[b.id] ?? 1) - (COST[a.id] ?? 1))) {
-    const k = load.indexOf(Math.min(...load));
-    out[k].push(db);
-    load[k] += COST[db.id] ?? 1;
-  }
-  return out.filter((s) => s.length > 0);
-}
-
 export function exportThreads(): number {
   return Math.max(1, Math.min(4, os.availableParallelism()));
 }
@@ -114,11 +115,14 @@ export function startExportsParallel(
 ): () => ExportsManifest {
   const dir = path.join(buildDir, EXPORTS_DIR);
   makeDirectory(dir);
-  const parts = shares(databases, threads);
+  // A queue, not fixed shares: each thread takes the next database when it is done with one
+  // (`next` counts those taken), so a cost misjudged for this feed leaves no thread idle.
+  const ids = [...databases].sort((a, b) => (COST[b.id] ?? 1) - (COST[a.id] ?? 1)).map((d) => d.id);
+  const next = new Int32Array(new SharedArrayBuffer(4));
   const done = new Int32Array(new SharedArrayBuffer(4));
+  const parts = Array.from({ length: Math.min(threads, ids.length) }, (_, k) => path.join(dir, `.part-${k}.json`));
   const workers = parts.map(
-    (dbs, k) =>
-      new Worker(WORKER, { workerData: { dir, input, built: built.toISOString(), ids: dbs.map((d) => d.id), part: path.join(dir, `.part-${k}.json`), done }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } }),
+    (part) => new Worker(WORKER, { workerData: { dir, input, built: built.toISOString(), ids, next, part, done }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } }),
   );
   return () => {
     const deadline = Date.now() + TIMEOUT_MS;
@@ -126,8 +130,7 @@ export function startExportsParallel(
       if (Date.now() > deadline) throw new Error('export threads did not finish');
       Atomics.wait(done, 0, seen, 1000);
     }
-    const got: ExportsManifest[] = parts.map((_, k) => {
-      const file = path.join(dir, `.part-${k}.json`);
+    const got: ExportsManifest[] = parts.map((file) => {
       const part = JSON.parse(fs.readFileSync(file, 'utf8')) as ExportsManifest & { error?: string };
       fs.rmSync(file);
       if (part.error) throw new Error(`export thread failed: ${part.error}`);
