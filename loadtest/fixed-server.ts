@@ -7,11 +7,13 @@
 // Content-Type, Cache-Control and five quota headers, fixed values): what the server itself
 // charges for those header lines, apart from the work of making them.
 
+import fs from 'node:fs';
 import http from 'node:http';
 import { bunRuntime } from '../src/http/server/bun.js';
-import { loadNativeUws } from '../src/http/server/uws.js';
+import { uwsOrExit } from './uws-or-exit.js';
 
-const body = Buffer.from('{"ip":"81.7.3.20","is_vpn":false}');
+/** BODY_FILE: answer with that file's bytes (the bench of peers sends a real answer's body). */
+const body = process.env.BODY_FILE ? fs.readFileSync(process.env.BODY_FILE) : Buffer.from('{"ip":"81.7.3.20","is_vpn":false}');
 const port = Number(process.env.PORT ?? 0);
 const readPeer = process.env.READ_PEER === '1';
 /** The header lines of a keyed answer of the bench's plan (json-head.ts), after Content-Type. */
@@ -56,12 +58,7 @@ if (kind === 'node') {
   });
   listening(server.port);
 } else {
-  const loaded = loadNativeUws();
-  if (!('uws' in loaded)) {
-    process.stderr.write(`cannot serve: ${loaded.reason}\n`);
-    process.exit(1);
-  }
-  const uWS = loaded.uws;
+  const uWS = uwsOrExit();
   // The head as ipsift writes a 200's: the status line and every header in one call (json-head.ts).
   const statusAndHead = process.env.SAME_HEAD === '1' ? new TextEncoder().encode(`200 OK\r\n${headLines}`) : null;
   uWS
