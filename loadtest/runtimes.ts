@@ -3,7 +3,8 @@
 // ~/.cache/ipsift-runtimes (or BENCH_RUNTIMES, a ':'-separated list of node or bun binaries) —
 // and each server that loads there (BENCH_SERVERS narrows them), GET /{ip} with a scale key in
 // alternating rounds of wrk against that same server's fixed-body ceiling on that runtime
-// (loadtest/fixed-server.ts), and against a fixed body sent with a keyed answer's head, which
+// (loadtest/fixed-server.ts sending the bytes of ipsift's keyed answer for one address), and
+// against the same body sent with a keyed answer's head, which
 // shows what the server itself charges for those header lines; then POST /batch of 1000
 // addresses in IPs/s. Where taskset works and there are two cores or more, each server runs on
 // CPU 1 and wrk on CPU 0: per-core figures, so a runtime's helper threads or wrk itself cannot
@@ -12,7 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CONNECTIONS, ROOT, SECONDS, exec, haveTaskset, median, out, range, startIpsift, startProcess, wrk, type Server } from './kit.js';
+import { CONNECTIONS, DIR, ROOT, SECONDS, exec, haveTaskset, median, out, range, startIpsift, startProcess, wrk, type Server } from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 5);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
@@ -65,9 +66,12 @@ interface Pinning {
   wrk: string;
 }
 
-function startFixed(rt: Runtime, server: string, pin: Pinning | null, sameHead: boolean): Promise<Server> {
+/** The address whose keyed answer the fixed-body servers send. */
+const PROBE = '81.7.3.20';
+
+function startFixed(rt: Runtime, server: string, pin: Pinning | null, sameHead: boolean, bodyFile: string): Promise<Server> {
   const args = [path.join(ROOT, 'dist/loadtest/fixed-server.js')];
-  const env = { PORT: '0', HTTP_SERVER: server, SAME_HEAD: sameHead ? '1' : '0' };
+  const env = { PORT: '0', HTTP_SERVER: server, SAME_HEAD: sameHead ? '1' : '0', BODY_FILE: bodyFile };
   return pin ? startProcess(['-c', pin.server, rt.bin, ...args], env, /listening (\d+)/, 'taskset') : startProcess(args, env, /listening (\d+)/, rt.bin);
 }
 
@@ -80,9 +84,14 @@ async function measurePair(rt: Runtime, server: string, dataDir: string, key: st
   const started: Server[] = [];
   let fixed: Server, head: Server, ipsift: Server;
   try {
-    started.push((fixed = await startFixed(rt, server, pin, false)));
-    started.push((head = await startFixed(rt, server, pin, true)));
     started.push((ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1', HTTP_SERVER: server }, rt.bin, pin?.server)));
+    // The ceiling sends the bytes ipsift answers for one address, so both send bodies alike.
+    const probe = await fetch(`http://127.0.0.1:${ipsift.port}/${PROBE}`, { headers: { authorization: `Bearer ${key}` } });
+    if (probe.status !== 200) throw new Error(`ipsift: answered ${probe.status} for /${PROBE}`);
+    const bodyFile = path.join(DIR, 'fixed-body.json');
+    fs.writeFileSync(bodyFile, Buffer.from(await probe.arrayBuffer()));
+    started.push((fixed = await startFixed(rt, server, pin, false, bodyFile)));
+    started.push((head = await startFixed(rt, server, pin, true, bodyFile)));
   } catch (e) {
     await Promise.all(started.map((s) => s.stop()));
     const why = /cannot serve: ([^\n]*)|ipsift: ([^\n]*)/.exec(e instanceof Error ? e.message : String(e));
