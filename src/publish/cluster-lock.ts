@@ -6,7 +6,6 @@
 
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { createClient } from '@redis/client';
 
 /** Longest a build may hold the lock (a dead holder's lock frees itself after this). */
 const LOCK_MS = 6 * 3_600_000;
@@ -35,6 +34,9 @@ export class ClusterBuildLock {
   ) {}
 
   private async with<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+    // Loaded here, not with the module: the front end's thread would otherwise hold the Redis
+    // client's code (about 1 MB of its heap) on every node, Redis or not.
+    const { createClient } = await import('@redis/client');
     const client: Client = createClient({ url: this.url, disableOfflineQueue: true, socket: { connectTimeout: 5000, reconnectStrategy: false } });
     client.on('error', () => {});
     await client.connect();
