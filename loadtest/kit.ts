@@ -114,6 +114,21 @@ export async function haveTaskset(): Promise<boolean> {
   );
 }
 
+/** The address whose keyed answer the fixed-body servers send (bench:peers, bench:runtimes). */
+export const PROBE = '81.7.3.20';
+
+/**
+ * Writes ipsift's keyed answer for PROBE into DIR/`name` and returns the file: the body a
+ * fixed-body ceiling sends, so that it and ipsift send bodies alike.
+ */
+export async function probeAnswerFile(ipsift: Server, key: string, name: string): Promise<string> {
+  const r = await fetch(`http://127.0.0.1:${ipsift.port}/${PROBE}`, { headers: { authorization: `Bearer ${key}` } });
+  if (r.status !== 200) throw new Error(`ipsift: answered ${r.status} for /${PROBE}`);
+  const file = path.join(DIR, name);
+  fs.writeFileSync(file, Buffer.from(await r.arrayBuffer()));
+  return file;
+}
+
 export function cpuSeconds(pid: number): number {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -12,10 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { EXPORTS_DIR, buildDir } from '../src/data-dir.js';
 import { readCurrentBuildId } from '../src/index/builds.js';
-import { CONNECTIONS, DIR, ROOT, haveTaskset, median, out, prepareBuild, range, scaleKey, startIpsift, startProcess, wrk, type Server } from './kit.js';
+import { CONNECTIONS, ROOT, haveTaskset, median, out, prepareBuild, probeAnswerFile, range, scaleKey, startIpsift, startProcess, wrk, type Server } from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 7);
-const PROBE = '81.7.3.20';
 
 interface Contender {
   name: string;
@@ -37,10 +36,7 @@ const node = (args: string[], env: Record<string, string>): Promise<Server> =>
   startProcess(serverCpu ? ['-c', serverCpu, process.execPath, ...args] : args, env, /listening (\d+)/, serverCpu ? 'taskset' : process.execPath);
 
 const ipsift = await startIpsift(dataDir, { HTTP_SERVER: 'uws' }, process.execPath, serverCpu);
-const probe = await fetch(`http://127.0.0.1:${ipsift.port}/${PROBE}`, { headers: { authorization: `Bearer ${key}` } });
-if (probe.status !== 200) throw new Error(`ipsift answered ${probe.status} for /${PROBE}`);
-const bodyFile = path.join(DIR, 'peer-fixed-body.json');
-fs.writeFileSync(bodyFile, Buffer.from(await probe.arrayBuffer()));
+const bodyFile = await probeAnswerFile(ipsift, key, 'peer-fixed-body.json');
 const mmdb = path.join(buildDir(dataDir, readCurrentBuildId(dataDir)!), EXPORTS_DIR, 'ipsift_extended_v1.mmdb');
 const peer = (kind: string): Promise<Server> => node([path.join(ROOT, 'dist/loadtest/peer-server.js')], { PORT: '0', PEER: kind, MMDB: mmdb });
 

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CONNECTIONS, DIR, ROOT, SECONDS, exec, haveTaskset, median, out, range, startIpsift, startProcess, wrk, type Server } from './kit.js';
+import { CONNECTIONS, ROOT, SECONDS, exec, probeAnswerFile, haveTaskset, median, out, range, startIpsift, startProcess, wrk, type Server } from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 5);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
@@ -66,9 +66,6 @@ interface Pinning {
   wrk: string;
 }
 
-/** The address whose keyed answer the fixed-body servers send. */
-const PROBE = '81.7.3.20';
-
 function startFixed(rt: Runtime, server: string, pin: Pinning | null, sameHead: boolean, bodyFile: string): Promise<Server> {
   const args = [path.join(ROOT, 'dist/loadtest/fixed-server.js')];
   const env = { PORT: '0', HTTP_SERVER: server, SAME_HEAD: sameHead ? '1' : '0', BODY_FILE: bodyFile };
@@ -85,11 +82,7 @@ async function measurePair(rt: Runtime, server: string, dataDir: string, key: st
   let fixed: Server, head: Server, ipsift: Server;
   try {
     started.push((ipsift = await startIpsift(dataDir, { BATCH_WORKERS: '1', HTTP_SERVER: server }, rt.bin, pin?.server)));
-    // The ceiling sends the bytes ipsift answers for one address, so both send bodies alike.
-    const probe = await fetch(`http://127.0.0.1:${ipsift.port}/${PROBE}`, { headers: { authorization: `Bearer ${key}` } });
-    if (probe.status !== 200) throw new Error(`ipsift: answered ${probe.status} for /${PROBE}`);
-    const bodyFile = path.join(DIR, 'fixed-body.json');
-    fs.writeFileSync(bodyFile, Buffer.from(await probe.arrayBuffer()));
+    const bodyFile = await probeAnswerFile(ipsift, key, 'fixed-body.json');
     started.push((fixed = await startFixed(rt, server, pin, false, bodyFile)));
     started.push((head = await startFixed(rt, server, pin, true, bodyFile)));
   } catch (e) {

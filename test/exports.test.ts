@@ -198,7 +198,9 @@ test('exports written on threads are byte for byte those written on the build’
   importFeed({ dataDir, file: feed, name: 'synthetic' });
   const now = new Date('2026-11-26T00:00:00Z');
   const files = (threadedExports: boolean): Map<string, string> => {
-    const dir = path.join(runBuild({ dataDir, now, threadedExports }).dir, EXPORTS_DIR);
+    const build = runBuild({ dataDir, now, threadedExports });
+    assert.equal(build.threadedExports, threadedExports, 'the build took the other path');
+    const dir = path.join(build.dir, EXPORTS_DIR);
     const names = fs.readdirSync(dir).sort();
     const bytes = (f: string): Buffer | string => {
       if (f !== EXPORTS_MANIFEST) return fs.readFileSync(path.join(dir, f));

@@ -68,7 +68,7 @@ class Deadline {
 
   /** Piscina's name for off (its types say off, its code calls removeListener). */
   removeListener(): void {
-    this.listener = null;
+    this.off();
   }
 
   abort(reason: unknown): void {

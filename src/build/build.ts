@@ -112,7 +112,8 @@ function sha256File(file: string): string {
   return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
-export function runBuild(options: BuildOptions): { id: string; dir: string; manifest: BuildManifest } {
+/** `threadedExports`: whether this build wrote its exports on other threads. */
+export function runBuild(options: BuildOptions): { id: string; dir: string; manifest: BuildManifest; threadedExports: boolean } {
   const timings: Record<string, number> = {};
   let t = performance.now();
   const lap = (name: string): void => {
@@ -264,5 +265,5 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     throw e;
   }
   if (publish) makeServing(options.dataDir, id);
-  return { id, dir, manifest: manifest! };
+  return { id, dir, manifest: manifest!, threadedExports: waitForExports !== null };
 }
