@@ -1,8 +1,10 @@
 // `npm run bench:cluster`: accounting in Redis against LMDB, and one node against three.
 //
-// 1. Keyed GET /{ip}, one server with ACCOUNTING=lmdb and one with ACCOUNTING=redis on the same
-//    build, each pinned to CPU 1 with wrk on CPU 0 where taskset is at hand, alternating
-//    rounds: req/s, the server's CPU µs per request, and Redis's own CPU µs per request.
+// 1. Keyed GET /{ip} (a scale key) and keyless GET /{ip} from 20 000 sources (forwarded by a
+//    trusted proxy), on three servers of one build: accounting in LMDB, in Redis on loopback,
+//    and in Redis 1 ms away (through a proxy that holds every chunk 1 ms each way). Each pinned
+//    to CPU 1 with wrk on CPU 0 where taskset is at hand, rounds in rotated order: req/s, p50
+//    and p99 latency, the server's CPU µs per request, and each against LMDB in the same round.
 // 2. Three nodes (ipsift processes on the same data, ACCOUNTING=redis, one front-end thread
 //    each) under one wrk each, against one node under one wrk: requests/s summed. On a
 //    machine with fewer cores than nodes + wrk processes this shows sharing, not scaling.
@@ -17,9 +19,19 @@ import net from 'node:net';
 import os from 'node:os';
 import { PostgresDb } from '../src/control/postgres.js';
 import type { ControlDbConfig } from '../src/config.js';
-import { CONNECTIONS, SECONDS, cpuSeconds, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
+import { startDelayProxy } from './delay-proxy.js';
+import { CONNECTIONS, SECONDS, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
+const SOURCES = Number(process.env.BENCH_SOURCES ?? 20_000);
+const stops: (() => Promise<void>)[] = [];
+
+/** wrk's latency text (850.00us, 1.20ms, 1.02s) in milliseconds. */
+function latencyMs(text: string): number {
+  const m = /^([\d.]+)(us|ms|s|m)$/.exec(text);
+  if (m === null) return NaN;
+  return Number(m[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[m[2] as 'us' | 'ms' | 's' | 'm'];
+}
 if (!(await haveWrk())) {
   process.stderr.write('bench:cluster needs wrk\n');
   process.exit(2);
@@ -58,30 +70,50 @@ const dataDir = await prepareBuild();
 const key = scaleKey(dataDir);
 const servers: Server[] = [];
 try {
-  const lmdb = await startIpsift(dataDir, {}, process.execPath, pinned ? '1' : undefined);
-  const onRedis = await startIpsift(dataDir, redisEnv, process.execPath, pinned ? '1' : undefined);
-  servers.push(lmdb, onRedis);
-  const names = ['lmdb', 'redis'];
-  const rps: number[][] = [[], []];
-  const us: number[][] = [[], []];
-  const redisUs: number[] = [];
-  for (const s of [lmdb, onRedis]) await wrk(s, 'random-get.lua', 1, CONNECTIONS, key, 1, pinned ? '0' : undefined); // warm-up
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const i of round % 2 === 0 ? [0, 1] : [1, 0]) {
-      const redisBefore = cpuSeconds(redis.pid!);
-      const res = await wrk(servers[i], 'random-get.lua', 300 + round, CONNECTIONS, key, SECONDS, pinned ? '0' : undefined);
-      if (res.errors > 0) throw new Error(`${names[i]}: ${res.errors} non-2xx answers`);
-      rps[i].push(res.rps);
-      us[i].push((res.cpu / res.rps) * 1e6);
-      if (i === 1) redisUs.push(((cpuSeconds(redis.pid!) - redisBefore) / SECONDS / res.rps) * 1e6);
+  // Redis 1 ms away: every chunk held 1 ms each way (a network between hosts).
+  const proxy = await startDelayProxy(port, 1);
+  stops.push(() => proxy.close());
+  const stores = [
+    { name: 'LMDB', env: {} },
+    { name: 'Redis, loopback', env: redisEnv },
+    { name: 'Redis, 1 ms away', env: { ...redisEnv, REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: 'bench-far:' } },
+  ];
+  const traffics = [
+    { name: 'keyed GET /{ip}, scale key', script: 'random-get.lua', arg: key },
+    { name: `keyless GET /{ip}, ${SOURCES.toLocaleString('en')} forwarded sources`, script: 'many-sources.lua', arg: String(SOURCES) },
+  ];
+  const nodes: Server[] = [];
+  for (const s of stores) nodes.push(await startIpsift(dataDir, { ...s.env, TRUSTED_PROXIES: '127.0.0.1/32' }, process.execPath, pinned ? '1' : undefined));
+  servers.push(...nodes);
+  const wrkCpu = pinned ? '0' : undefined;
+  out(`one front-end thread a server${pinned ? ' on CPU 1, wrk on CPU 0' : ''}; ${CONNECTIONS} connections; ${ROUNDS} rounds of ${SECONDS} s, each in a rotated order`);
+  out('| traffic | accounting | req/s (median, range) | p50 ms | p99 ms | server CPU µs a request | against LMDB (median, range) |');
+  out('|---|---|---|---|---|---|---|');
+  for (const t of traffics) {
+    for (const n of nodes) await wrk(n, t.script, 1, CONNECTIONS, t.arg, 1, wrkCpu); // warm-up
+    const rps: number[][] = stores.map(() => []);
+    const p50: number[][] = stores.map(() => []);
+    const p99: number[][] = stores.map(() => []);
+    const us: number[][] = stores.map(() => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < stores.length; k++) {
+        const i = (round + k) % stores.length;
+        const r = await wrk(nodes[i], t.script, 300 + round, CONNECTIONS, t.arg, SECONDS, wrkCpu);
+        if (r.errors > 0) throw new Error(`${stores[i].name}, ${t.name}: ${r.errors} non-2xx answers`);
+        rps[i].push(r.rps);
+        p50[i].push(latencyMs(r.p50));
+        p99[i].push(latencyMs(r.p99));
+        us[i].push((r.cpu / r.rps) * 1e6);
+      }
+    }
+    for (let i = 0; i < stores.length; i++) {
+      const against = rps[i].map((x, k) => x / rps[0][k]);
+      out(
+        `| ${t.name} | ${stores[i].name} | ${Math.round(Number(median(rps[i]))).toLocaleString('en')} (${range(rps[i].map((x) => x / 1000))} k) | ${median(p50[i])} | ${median(p99[i])} | ${median(us[i])} | ${i === 0 ? '1.00' : `${median(against)} (${range(against)})`} |`,
+      );
     }
   }
   await Promise.all(servers.splice(0).map((s) => s.stop()));
-  out(`keyed GET /{ip}, scale plan, ${ROUNDS} alternating rounds of ${SECONDS} s${pinned ? ', server on CPU 1, wrk on CPU 0' : ''}`);
-  for (const i of [0, 1]) out(`ACCOUNTING=${names[i]}: ${Math.round(Number(median(rps[i]))).toLocaleString('en')} req/s (${range(rps[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
-  out(`redis-server's own CPU: ${median(redisUs)} µs per request (${range(redisUs)})`);
-  const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
-  out(`redis/lmdb: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), server CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
 
   // One node against three, all on Redis (and on PostgreSQL where it answers).
   const clusterKey = control === null ? key : scaleKey(dataDir, control);
@@ -98,9 +130,10 @@ try {
     }
   }
   out(`nodes on one Redis${control === null ? '' : ' and one PostgreSQL'} (${os.availableParallelism()} cores here, one front-end thread a node, one wrk a node, ${CONNECTIONS} connections in all):`);
-  out(`1 node: ${Math.round(Number(median(total[0]))).toLocaleString('en')} req/s; 3 nodes: ${Math.round(Number(median(total[1]))).toLocaleString('en')} req/s; 3/1 ${median(ratio(total[0], total[1]))}`);
+  out(`1 node: ${Math.round(Number(median(total[0]))).toLocaleString('en')} req/s; 3 nodes: ${Math.round(Number(median(total[1]))).toLocaleString('en')} req/s; 3/1 ${median(total[1].map((x, k) => x / total[0][k]))}`);
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
+  await Promise.all(stops.map((stop) => stop()));
   redis.kill('SIGKILL');
   dropPg();
 }

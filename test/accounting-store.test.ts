@@ -11,7 +11,8 @@ import type { AccountingConfig } from '../src/config.js';
 import { openAccountingStore } from '../src/accounting/open-accounting-store.js';
 import { RETRY_MS, RedisAccountingStore, RedisUnavailable } from '../src/accounting/redis-store.js';
 import type { AccountingStore } from '../src/accounting/accounting-store.js';
-import { Meter } from '../src/accounting/meter.js';
+import { LATE_MS, LEASE_MAX, Meter, PENDING } from '../src/accounting/meter.js';
+import { startDelayProxy } from '../loadtest/delay-proxy.js';
 import { PROJECT_ROOT, freePort, tempDir, until } from './helpers.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
 
@@ -94,7 +95,8 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
   test('calls fail at once while it is down (one wait a second at most), the Meter counts in memory, and writes what it owes once Redis is back', async () => {
     const own = await startRedis(tempDir('ipsift-redis-'));
     const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'down:', timeoutMs: 200 }, tempDir());
-    const meter = new Meter(store, 60_000);
+    // The blocking calls (what the Meter uses off the request path) are what is tested here.
+    const meter = new Meter(store, 60_000, undefined, undefined, null);
     try {
       assert.equal(meter.spend('m:x', 1, 0, 100, Date.now()), 1);
       await own.kill();
@@ -125,5 +127,142 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
       () => new RedisAccountingStore({ url: `redis://user:secret@127.0.0.1:${port}`, prefix: 'x:', timeoutMs: 100, connectTimeoutMs: 300 }),
       (e: Error) => e instanceof RedisUnavailable && /redis:\/\/user:\*\*\*@127\.0\.0\.1/.test(e.message) && !e.message.includes('secret'),
     );
+  });
+});
+
+/**
+ * `connections` clients each spending one unit at a time, as fast as answers come (or one a
+ * millisecond when `paced`), until `untilMs`: a request that gets PENDING waits (wait()) and asks again. Returns the units
+ * granted and the longest a request waited, in ms.
+ */
+async function spendLikeClients(meter: Meter, counter: string, limit: number | null, connections: number, untilMs: number, paced = false): Promise<{ granted: number; longestMs: number; waited: number }> {
+  let granted = 0;
+  let longestMs = 0;
+  let waited = 0;
+  const client = (): Promise<void> =>
+    new Promise((done) => {
+      let askedAt = performance.now();
+      const ask = (): void => {
+        if (Date.now() >= untilMs) return done();
+        const g = meter.spend(counter, 1, LEASE_MAX, limit, Date.now());
+        if (g === PENDING) {
+          waited++;
+          return meter.wait(ask);
+        }
+        longestMs = Math.max(longestMs, performance.now() - askedAt);
+        granted += g;
+        askedAt = performance.now();
+        if (paced) setTimeout(ask, 1);
+        else setImmediate(ask);
+      };
+      ask();
+    });
+  await Promise.all(Array.from({ length: connections }, client));
+  return { granted, longestMs, waited };
+}
+
+describe('accounting store: redis across a network, never waited on by a request', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('through a proxy that delays 1 ms each way, leases are refilled ahead of need: requests seldom wait, and the counter equals what was granted', async () => {
+    const proxy = await startDelayProxy(redis!.port, 1);
+    const store = openAccountingStore({ kind: 'redis', url: `redis://127.0.0.1:${proxy.port}`, prefix: `ahead${process.pid}:`, timeoutMs: 500 }, tempDir());
+    const meter = new Meter(store, 60_000);
+    try {
+      assert.ok(meter.defers);
+      // 64 clients, one request a millisecond each: a busy key's traffic on one thread, its
+      // lease extra the largest (a key whose rate allows more than 2 560 lookups a second).
+      const r = await spendLikeClients(meter, 'm:ahead', null, 64, Date.now() + 1500, true);
+      assert.ok(r.granted > 5000, `${r.granted} granted in 1.5 s`);
+      // Only the first requests wait (the empty lease, then a lease that grows to outlast a round trip).
+      assert.ok(r.waited < r.granted / 100, `${r.waited} of ${r.granted} requests waited for a refill`);
+      await until(() => meter.unanswered === 0, 5_000, 'every refill landed');
+      meter.close();
+      assert.equal(store.spent('m:ahead'), r.granted, 'what the leases held unused was given back');
+    } finally {
+      meter.close();
+      await store.close();
+      await proxy.close();
+    }
+  });
+
+  test('Redis paused for 2 s under load: waiting requests are answered from memory after LATE_MS, and once it answers, the counter equals the answers', async () => {
+    const store = openAccountingStore({ kind: 'redis', url: redis!.url, prefix: `pause${process.pid}:`, timeoutMs: 5_000 }, tempDir());
+    const meter = new Meter(store, 60_000);
+    try {
+      const run = spendLikeClients(meter, 'm:paused', 10_000_000, 16, Date.now() + 3000);
+      await until(() => store.spent('m:paused') > 0, 2_000, 'spending started');
+      await redis!.pause(2000);
+      const r = await run;
+      assert.ok(r.longestMs < LATE_MS + 80, `a request waited ${r.longestMs.toFixed(1)} ms (the pause lasted 2000 ms)`);
+      await until(() => meter.unanswered === 0, 10_000, 'every refill landed after the pause');
+      meter.close();
+      assert.equal(store.spent('m:paused'), r.granted, `${r.granted} answered`);
+    } finally {
+      meter.close();
+      await store.close();
+    }
+  });
+});
+
+describe('accounting store: keyless sources at the edge, on redis', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('through a 1 ms proxy, 2 000 new sources are answered without waiting, and one call a tick writes them all', async () => {
+    const proxy = await startDelayProxy(redis!.port, 1);
+    const store = openAccountingStore({ kind: 'redis', url: `redis://127.0.0.1:${proxy.port}`, prefix: `edge${process.pid}:`, timeoutMs: 500 }, tempDir());
+    const meter = new Meter(store, 60_000);
+    try {
+      const edge = meter.edge!;
+      let answered = 0;
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 2000; i++) {
+          const g = edge.spend(`d:2026-11-26:10.0.${i >> 8}.${i & 255}`, 1, 1000, Date.now());
+          assert.equal(g, 1, `source ${i}, round ${round}`);
+          answered += g;
+        }
+      }
+      await until(() => meter.unanswered === 0, 5_000, 'every source written');
+      let total = 0;
+      for (let i = 0; i < 2000; i++) total += store.spent(`d:2026-11-26:10.0.${i >> 8}.${i & 255}`);
+      assert.equal(total, answered);
+      assert.equal(edge.used('d:2026-11-26:10.0.0.1'), 3);
+    } finally {
+      meter.close();
+      await store.close();
+      await proxy.close();
+    }
+  });
+
+  test('three threads on one source stop at its daily cap, past it by at most (threads − 1) × share', async () => {
+    const config = { kind: 'redis' as const, url: redis!.url, prefix: `edgecap${process.pid}:`, timeoutMs: 500 };
+    const stores = [0, 1, 2].map(() => openAccountingStore(config, tempDir()));
+    const meters = stores.map((s) => new Meter(s, 60_000));
+    const CAP = 2000; // share: ⌊2000 / 64⌋ = 31 → 16
+    try {
+      const answered = [0, 0, 0];
+      const refused = [false, false, false];
+      // Round robin, each meter waiting for its writes when its share is used up.
+      await Promise.all(
+        meters.map(
+          (m, k) =>
+            new Promise<void>((done) => {
+              const ask = (): void => {
+                const g = m.edge!.spend('d:2026-11-26:192.0.2.1', 1, CAP, Date.now());
+                if (g === PENDING) return m.edge!.wait(ask);
+                if (g === 0) {
+                  refused[k] = true;
+                  return done();
+                }
+                answered[k] += g;
+                setImmediate(ask);
+              };
+              ask();
+            }),
+        ),
+      );
+      const total = answered.reduce((a, b) => a + b, 0);
+      assert.ok(total >= CAP && total <= CAP + 2 * 16, `answered ${answered} = ${total}, cap ${CAP}`);
+      await until(() => stores[0].spent('d:2026-11-26:192.0.2.1') === total, 5_000, 'every answer written');
+    } finally {
+      for (const m of meters) m.close();
+      await Promise.all(stores.map((s) => s.close()));
+    }
   });
 });

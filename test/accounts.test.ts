@@ -184,7 +184,7 @@ describe('keys, plans and accounting', () => {
         ]);
         const [rate, monthly] = parseList(String(h['ratelimit']));
         assert.equal(rate.value, 'rate');
-        assert.ok(Number(rate.params.r) < 100000 && Number(rate.params.t) >= 0);
+        assert.ok(Number(rate.params.r) < 100000 && Number(rate.params.t) >= 0, String(h['ratelimit']));
         assert.deepEqual([monthly.value, monthly.params.r, monthly.params.t], ['monthly', 3, reset]);
       }
     }

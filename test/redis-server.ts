@@ -15,6 +15,8 @@ export interface TestRedis {
   kill(): Promise<void>;
   /** Starts it again on the same port (empty, unless it keeps an append-only file). */
   start(): Promise<void>;
+  /** CLIENT PAUSE: every client's commands wait `ms` (a stalled Redis: a fork, a failover). */
+  pause(ms: number): Promise<void>;
 }
 
 const answers = (port: number): Promise<boolean> =>
@@ -43,6 +45,12 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
       child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
       await until(() => answers(port), 5_000, `redis-server answering on port ${port}`);
     },
+    pause: (ms) =>
+      new Promise<void>((resolve, reject) => {
+        const s = net.connect(port, '127.0.0.1', () => s.write(`CLIENT PAUSE ${ms} ALL\r\n`));
+        s.once('data', (d) => (s.destroy(), d.toString().startsWith('+OK') ? resolve() : reject(new Error(d.toString()))));
+        s.once('error', reject);
+      }),
   };
   await r.start();
   return r;

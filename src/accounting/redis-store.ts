@@ -1,18 +1,18 @@
 // Accounting counters in Redis (ACCOUNTING=redis), shared by every node of a cluster.
 //
-// The Meter calls its store synchronously, once per lease (a tenth of a second of a key's
-// traffic), never per request; keeping that contract keeps the gate, the leases and the
-// degraded mode exactly as they are on LMDB. So this store is a synchronous facade: each call
-// goes to a thread that owns the Redis connection (redis-worker.ts) through a SyncCaller (a
-// loopback round trip is about 50 µs, a lease's worth of requests). A call that gets no answer
-// within REDIS_TIMEOUT_MS throws, and for the next second every call throws at once (the
-// SyncCaller's fail-fast), while the Meter counts in memory (its grace period).
+// Every call goes to a thread that owns the Redis connection (redis-worker.ts). On the request
+// path the Meter uses the calls that do not block (LatentCounters): it refills leases ahead of
+// need and a request whose lease is empty waits without holding its thread (meter.ts). The
+// blocking calls (a SyncCaller: the thread waits in Atomics.wait) are left to what is not a
+// lookup: usage reads, pages of the key list, leases written back at shutdown. A blocking call
+// that gets no answer within REDIS_TIMEOUT_MS throws, and for the next second every blocking
+// call throws at once (the SyncCaller's fail-fast), while the Meter counts in memory.
 
 import { SyncCaller } from '../bridge/sync-call.js';
 export { FAIL_FAST_MS as RETRY_MS } from '../bridge/sync-call.js';
 import { Unavailable } from '../errors.js';
 import { redactUrl } from '../log.js';
-import type { AccountingStore } from './accounting-store.js';
+import type { AccountingStore, LatentCounters, StoreFailure } from './accounting-store.js';
 import type { RedisOp } from './redis-worker.js';
 
 export interface RedisStoreOptions {
@@ -25,13 +25,16 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
 }
 
+const NOTHING_RESERVED = Object.freeze({ granted: 0, spent: 0 });
+const NO_TOKENS = Object.freeze({ granted: 0, left: 0 });
+
 export class RedisUnavailable extends Unavailable {
   constructor(what: string) {
     super('REDIS_UNAVAILABLE', `accounting in Redis: ${what}`);
   }
 }
 
-export class RedisAccountingStore implements AccountingStore {
+export class RedisAccountingStore implements AccountingStore, LatentCounters {
   private readonly bridge: SyncCaller<RedisOp>;
 
   /** Connects, and throws RedisUnavailable unless the server answers within the connect timeout. */
@@ -72,6 +75,34 @@ export class RedisAccountingStore implements AccountingStore {
   takeTokens(bucket: string, want: number, perSecond: number, burst: number): { granted: number; left: number } {
     const [granted, left] = this.call('take', [bucket, want, perSecond, burst]) as [number, string];
     return { granted, left: Number(left) };
+  }
+
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
+  reserveLater(counter: string, need: number, extra: number, limit: number | null, done: (failure: StoreFailure | null, r: { granted: number; spent: number }) => void): void {
+    this.bridge.later('reserve', [counter, need, extra, limit ?? -1], (error, value) => {
+      if (error !== null) return done(error, NOTHING_RESERVED);
+      const [granted, spent] = value as [number, number];
+      done(null, { granted, spent });
+    });
+  }
+
+  takeTokensLater(bucket: string, want: number, perSecond: number, burst: number, done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void): void {
+    this.bridge.later('take', [bucket, want, perSecond, burst], (error, value) => {
+      if (error !== null) return done(error, NO_TOKENS);
+      const [granted, left] = value as [number, string];
+      done(null, { granted, left: Number(left) });
+    });
+  }
+
+  releaseLater(counter: string, units: number): void {
+    if (units > 0) this.bridge.later('release', [counter, units], () => {});
+  }
+
+  addLater(counters: string[], units: number[], done: (failure: StoreFailure | null, totals: number[]) => void): void {
+    this.bridge.later('add', [counters, units], (error, value) => done(error, error === null ? (value as number[]) : []));
   }
 
   /** Nothing to do: every key is written with its expiry. */

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { serveSyncCalls, syncData } from '../bridge/sync-serve.js';
 import type { SyncRequest } from '../bridge/sync-call.js';
 
-export type RedisOp = 'ping' | 'spent' | 'reserve' | 'release' | 'take' | 'quit';
+export type RedisOp = 'ping' | 'spent' | 'reserve' | 'release' | 'take' | 'add' | 'quit';
 
 const { url, prefix, connectTimeoutMs } = syncData<{
   url: string;
@@ -62,8 +62,20 @@ redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'at', nowMs)
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / perSecond * 1000) + 1000)
 return {granted, string.format('%.17g', tokens)}`;
 
+// KEYS counters; ARGV their units, then their ttls. Adds units already answered (keyless
+// sources counted at the edge, see edge-meter.ts) to many counters in one call; returns each
+// counter after the addition.
+const ADD = `
+local n = #KEYS
+local out = {}
+for i = 1, n do
+  out[i] = redis.call('INCRBY', KEYS[i], ARGV[i])
+  if redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ARGV[n + i]) end
+end
+return out`;
+
 const sha = (script: string): string => createHash('sha1').update(script).digest('hex');
-const SCRIPTS = { reserve: [RESERVE, sha(RESERVE)], release: [RELEASE, sha(RELEASE)], take: [TAKE, sha(TAKE)] } as const;
+const SCRIPTS = { reserve: [RESERVE, sha(RESERVE)], release: [RELEASE, sha(RELEASE)], take: [TAKE, sha(TAKE)], add: [ADD, sha(ADD)] } as const;
 
 const client = createClient({
   url,
@@ -82,14 +94,14 @@ const connected = new Promise<void>((resolve, reject) => {
 connected.catch(() => {});
 
 /** EVALSHA, falling back to EVAL where the server does not hold the script (new or restarted). */
-async function script(name: keyof typeof SCRIPTS, key: string, args: unknown[]): Promise<unknown> {
+async function script(name: keyof typeof SCRIPTS, keys: string[], args: unknown[]): Promise<unknown> {
   const [text, hash] = SCRIPTS[name];
-  const argv = args.map(String);
+  const tail = [String(keys.length), ...keys, ...args.map(String)];
   try {
-    return await client.sendCommand(['EVALSHA', hash, '1', key, ...argv]);
+    return await client.sendCommand(['EVALSHA', hash, ...tail]);
   } catch (e) {
     if (!String((e as Error)?.message).startsWith('NOSCRIPT')) throw e;
-    return client.sendCommand(['EVAL', text, '1', key, ...argv]);
+    return client.sendCommand(['EVAL', text, ...tail]);
   }
 }
 
@@ -100,6 +112,10 @@ async function answer(r: SyncRequest<RedisOp>): Promise<unknown> {
   // while it is down, and the client reconnects behind them.
   if (r.op === 'ping') await connected;
   if (!client.isReady) throw new Error('not connected');
+  if (r.op === 'add') {
+    const [counters, units] = r.args as [string[], number[]];
+    return script('add', counters.map((c) => `${prefix}${c}`), [...units, ...counters.map(ttlOf)]);
+  }
   const key = `${prefix}${r.args[0]}`;
   switch (r.op) {
     case 'ping':
@@ -107,11 +123,11 @@ async function answer(r: SyncRequest<RedisOp>): Promise<unknown> {
     case 'spent':
       return Number((await client.sendCommand(['GET', key])) ?? 0);
     case 'reserve':
-      return script('reserve', key, [r.args[1], r.args[2], r.args[3], ttlOf(String(r.args[0]))]);
+      return script('reserve', [key], [r.args[1], r.args[2], r.args[3], ttlOf(String(r.args[0]))]);
     case 'release':
-      return script('release', key, [r.args[1]]);
+      return script('release', [key], [r.args[1]]);
     case 'take':
-      return script('take', key, r.args.slice(1));
+      return script('take', [key], r.args.slice(1));
     case 'quit':
       await client.close();
       return 'OK';

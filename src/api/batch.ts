@@ -10,7 +10,7 @@ import { ERRORS, statusLine } from '../wire/errors.js';
 import { QueueFullError } from '../batch/pool.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
-import { Gate, isAdmitted, type Admission } from './gate.js';
+import { Gate, PENDING, isAdmitted, type Admission } from './gate.js';
 import { sendRefusal, type JsonHead } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexSource } from '../index/loader.js';
@@ -76,7 +76,9 @@ export class BatchApi {
       reader?.abort();
       finish();
     });
-    const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
+    // Not deferred: the body must be read from this handler on. A batch's one token comes
+    // from the thread's own bucket while the lease is being refilled (Meter.take).
+    const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now(), false);
     // Refused before the body is read: answer and close rather than drain it.
     if (!isAdmitted(a)) return sendRefusal(res, a, this.metrics, this.head, true);
     if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
@@ -123,6 +125,14 @@ export class BatchApi {
         }
         if (!prepaid && answered > 0) {
           const granted = this.gate.spend(a, answered, Date.now());
+          if (granted === PENDING) {
+            // The allowance's lease is being refilled: the outcome waits for it, copied (its
+            // slot is given back when this returns); this thread serves others meanwhile.
+            again = true;
+            const kept = frame.slice();
+            this.gate.wait(() => respond(kept));
+            return;
+          }
           if (granted < answered) {
             again = true;
             return this.run(res, p, a, body, granted, coding, true);

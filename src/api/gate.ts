@@ -1,12 +1,18 @@
 // The admission of a lookup request, in DESIGN.md §4's order: key (401) → allowed source
 // ranges (403) → rate (429 + Retry-After); then, once the input is known to be valid, the
 // allowance (429, no Retry-After). json-head.ts writes the quota headers from its admission.
+//
+// On a store across a network (Redis), admit() and spend() may answer that the request must
+// wait for a lease being refilled (PENDING_ADMISSION, PENDING): the route registers with
+// wait() and handles the request again when it wakes, and its thread serves others meanwhile.
 
 import type { HttpRequest } from '../http/server/types.js';
 import { ERRORS, type ApiError } from '../wire/errors.js';
 import { KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../control/auth.js';
 import type { Plans, Rate } from '../model/plans.js';
-import { Meter, leaseExtra, type RateDecision } from '../accounting/meter.js';
+import { Meter, PENDING, PENDING_TOKENS, leaseExtra, type RateDecision, type Wake } from '../accounting/meter.js';
+import type { EdgeCounts } from '../accounting/edge-counts.js';
+export { PENDING } from '../accounting/meter.js';
 import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
 import { inNetworks } from '../net/network.js';
@@ -29,9 +35,14 @@ export interface Admission {
   readonly extra: number;
   readonly window: Window;
   readonly refusal: ApiError;
+  /** A keyless source counted at the edge (a store across a network: edge-counts.ts). */
+  readonly atEdge: boolean;
 }
 
 export type GateResult = Admission | { error: ApiError; retryAfter?: number; decision?: RateDecision; rate?: Rate };
+
+/** admit()'s answer while the caller's token lease is being refilled: wait(), then admit again. */
+export const PENDING_ADMISSION: GateResult = Object.freeze({ error: ERRORS.rateLimited });
 
 export const isAdmitted = (r: GateResult): r is Admission => !('error' in r);
 
@@ -137,6 +148,7 @@ function unlimitedAdmission(tier: number): Admission {
     extra: 0,
     window: Object.freeze({ id: '', startMs: 0, endMs: 0 }),
     refusal: ERRORS.keylessCap,
+    atEdge: false,
   });
 }
 
@@ -146,6 +158,9 @@ export class Gate {
   private readonly parsed = new ParsedAddress();
   private readonly sources = new Map<number | string, Party>();
   private readonly keyParties = new WeakMap<Caller, Party>();
+  private readonly edge: EdgeCounts | null;
+  /** Whether the last PENDING came from the edge counts (else from the meter). */
+  private pendingAtEdge = false;
 
   constructor(
     private readonly keys: KeyCache,
@@ -154,6 +169,7 @@ export class Gate {
     private readonly keylessTier: number,
   ) {
     this.unlimited = unlimitedAdmission(keylessTier);
+    this.edge = meter.edge;
   }
 
   /** The key the request presents (null: two different ones). Read before any await. */
@@ -198,14 +214,20 @@ export class Gate {
     return kind !== NOT_ADDRESS && inNetworks(this.parsed, kind, c.networks);
   }
 
-  admit(secret: string | null, client: Client, nowMs: number): GateResult {
+  /** `defer` false: never PENDING_ADMISSION (see Meter.take). */
+  admit(secret: string | null, client: Client, nowMs: number, defer = true): GateResult {
     const c = this.caller(secret, client, nowMs);
     if (c !== null && !('key' in c)) return { error: c };
     const keyless = this.plans.keyless;
     if (c === null && keyless === null) return this.unlimited;
     const rate = c === null ? keyless!.rate : c.plan.rate;
     const party = c === null ? this.sourceParty(client) : this.keyParty(c);
-    const decision = this.meter.take(party.bucket, rate, nowMs);
+    const atEdge = c === null && this.edge !== null;
+    const decision = atEdge ? this.edge!.take(party.bucket, rate, nowMs) : this.meter.take(party.bucket, rate, nowMs, defer);
+    if (decision === PENDING_TOKENS) {
+      this.pendingAtEdge = false;
+      return PENDING_ADMISSION;
+    }
     if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
     // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
     const window = c === null ? this.windows.day(nowMs) : this.windows.month(nowMs);
@@ -224,6 +246,7 @@ export class Gate {
       extra: leaseExtra(rate),
       window,
       refusal: c === null ? ERRORS.keylessCap : ERRORS.allowanceSpent,
+      atEdge,
     };
   }
 
@@ -254,21 +277,35 @@ export class Gate {
    * buckets as lookups' rates, shared by every thread and node through the accounting store.
    */
   take(bucket: string, rate: Rate, nowMs: number): RateDecision {
-    return this.meter.take(bucket, rate, nowMs);
+    return this.meter.take(bucket, rate, nowMs, false);
   }
 
-  /** Spends up to `units` lookups of the admission's allowance; returns those granted. */
+  /** Registers a request that got PENDING_ADMISSION or PENDING: `wake` runs when it may ask again. */
+  wait(wake: Wake): void {
+    if (this.pendingAtEdge) this.edge!.wait(wake);
+    else this.meter.wait(wake);
+  }
+
+  /**
+   * Spends up to `units` lookups of the admission's allowance; returns those granted, or
+   * PENDING (then wait()).
+   */
   spend(a: Admission, units: number, nowMs: number): number {
-    return a.rate === null ? units : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
+    if (a.rate === null) return units;
+    const granted = a.atEdge ? this.edge!.spend(a.counter, units, a.limit!, nowMs) : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
+    if (granted === PENDING) this.pendingAtEdge = a.atEdge;
+    return granted;
   }
 
   refund(a: Admission, units: number): void {
-    if (a.rate !== null) this.meter.refund(a.counter, units);
+    if (a.rate === null) return;
+    if (a.atEdge) this.edge!.refund(a.counter, units);
+    else this.meter.refund(a.counter, units);
   }
 
   /** Estimated lookups used in the admission's window, for X-Allowance-Used. */
   used(a: Admission): number {
-    return a.rate === null ? 0 : this.meter.used(a.counter);
+    return a.rate === null ? 0 : a.atEdge ? this.edge!.used(a.counter) : this.meter.used(a.counter);
   }
 
   /** Units used in the caller's current month (exact but for other threads' unused leases). */

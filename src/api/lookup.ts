@@ -8,14 +8,14 @@
 import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
 import { ERRORS } from '../wire/errors.js';
 import type { BatchRunner } from '../batch/runner.js';
-import { Gate, isAdmitted, type Admission } from './gate.js';
+import { Gate, PENDING, PENDING_ADMISSION, isAdmitted, type Admission } from './gate.js';
 import { JsonHead, sendRefusal } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
 import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
 import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import { RequestClient } from '../http/client.js';
+import { KeptClient, RequestClient, type Client } from '../http/client.js';
 import { sendError } from '../http/reply.js';
 import { RouteTable } from '../http/routes.js';
 import { Cors } from '../http/cors.js';
@@ -57,7 +57,24 @@ class SingleLookup {
     private readonly gate: Gate,
     private readonly metrics: Metrics,
     private readonly head: JsonHead,
+    private readonly routes: RouteTable,
   ) {}
+
+  /**
+   * Runs `again` when the accounting lease the request waits on has changed (gate.wait), in a
+   * cork, unless the client has gone; this thread serves other requests meanwhile.
+   */
+  waitThen(res: HttpResponse, again: () => void): void {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    this.gate.wait(
+      this.routes.later(res, ERRORS.lookupFailed, () => {
+        if (!aborted) res.cork(again);
+      }),
+    );
+  }
 
   /** Parses text[start, end) for answerParsed; false when it is not an address. */
   parse(text: string, start: number, end: number): boolean {
@@ -76,7 +93,12 @@ class SingleLookup {
   /** answer() for text[start, end) that parse() has just accepted. */
   answerParsed(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
-    if (this.gate.spend(a, 1, nowMs) === 0) return sendError(res, a.refusal, this.metrics);
+    const granted = this.gate.spend(a, 1, nowMs);
+    if (granted === 0) return sendError(res, a.refusal, this.metrics);
+    if (granted === PENDING) {
+      const address = text.slice(start, end);
+      return this.waitThen(res, () => this.answer(res, address, 0, address.length, a, Date.now()));
+    }
     const serving = this.holder.current;
     if (serving === null) {
       this.gate.refund(a, 1); // refusals are not counted
@@ -116,16 +138,40 @@ export class LookupApi {
     // Locals, not fields, in the handlers: the hot path reads each from its closure.
     const { gate, head } = this;
     const { metrics, client: requestClient } = edge;
-    const single = new SingleLookup(this.holder, gate, metrics, head);
+    const single = new SingleLookup(this.holder, gate, metrics, head, routes);
 
-    routes.get('/myip', (res, req) => {
+    const myip = (res: HttpResponse, key: string | null, client: Client): void => {
       const now = Date.now();
-      const client = requestClient.of(res, req);
-      const a = gate.admit(Gate.keyOf(req), client, now);
+      const a = gate.admit(key, client, now);
+      if (a === PENDING_ADMISSION) {
+        const kept = new KeptClient(client);
+        return single.waitThen(res, () => myip(res, key, kept));
+      }
       if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
       const text = client.text();
       single.answer(res, text, 0, text.length, a, now);
-    }, LOOKUP);
+    };
+    routes.get('/myip', (res, req) => myip(res, Gate.keyOf(req), requestClient.of(res, req)), LOOKUP);
+
+    /** GET /{ip} once routed: `parsed` says whether url[1..] is an address as it stands. */
+    const byPath = (res: HttpResponse, url: string, parsed: boolean, key: string | null, client: Client): void => {
+      const now = Date.now();
+      const a = gate.admit(key, client, now);
+      if (a === PENDING_ADMISSION) {
+        const kept = new KeptClient(client);
+        return single.waitThen(res, () => byPath(res, url, single.parse(url, 1, url.length), key, kept));
+      }
+      if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
+      if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
+      if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(url.slice(1));
+      } catch {
+        return sendError(res, ERRORS.notAddress, metrics);
+      }
+      single.answer(res, decoded, 0, decoded.length, a, now);
+    };
 
     // GET /{ip} is the catch-all GET, so that every other GET path can be told 404 or 405.
     routes.get(
@@ -135,18 +181,7 @@ export class LookupApi {
         // An address holds no '/' and no '%': parse first, and route only what does not parse.
         const parsed = single.parse(url, 1, url.length);
         if (!parsed && !isAddressPath(url)) return routes.unrouted(res, url, false);
-        const now = Date.now();
-        const a = gate.admit(Gate.keyOf(req), requestClient.of(res, req), now);
-        if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
-        if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
-        if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
-        let decoded: string;
-        try {
-          decoded = decodeURIComponent(url.slice(1));
-        } catch {
-          return sendError(res, ERRORS.notAddress, metrics);
-        }
-        single.answer(res, decoded, 0, decoded.length, a, now);
+        byPath(res, url, parsed, Gate.keyOf(req), requestClient.of(res, req));
       },
       { listedAs: '/:ip', ...LOOKUP },
     );

@@ -7,6 +7,10 @@
 // A call that finds the server unreachable (no answer in time, or an error the owner counts as
 // the server's) makes every call for the next FAIL_FAST_MS fail at once, so an unreachable
 // server costs a blocked thread at most one timeout a second; then one call tries again.
+//
+// The same worker can also take calls that do not block (`later`): posted on a second port and
+// answered on the caller's event loop, for callers that must not wait on the network (the
+// Meter refilling leases ahead of need).
 
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 
@@ -39,6 +43,9 @@ export class SyncCaller<Op extends string> {
   private readonly signal = new Int32Array(new SharedArrayBuffer(4));
   private seq = 0;
   private downUntilMs = 0;
+  private readonly latePort: MessagePort;
+  private readonly replies = new Map<number, (error: string | null, value: unknown) => void>();
+  private lateSeq = 0;
   private lastError = '';
 
   /**
@@ -52,9 +59,37 @@ export class SyncCaller<Op extends string> {
     private readonly serverFault: (e: SyncCallFailed) => boolean = () => true,
   ) {
     const { port1, port2 } = new MessageChannel();
+    const late = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(script, { workerData: { ...data, port: port2, signal: this.signal }, transferList: [port2] });
+    this.latePort = late.port1;
+    this.worker = new Worker(script, { workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal }, transferList: [port2, late.port2] });
     this.worker.unref();
+    this.latePort.on('message', (r: SyncReply) => {
+      const done = this.replies.get(r.id);
+      if (done === undefined) return;
+      this.replies.delete(r.id);
+      if (this.replies.size === 0) this.latePort.unref();
+      if ('error' in r) done(r.error, undefined);
+      else done(null, r.value);
+    });
+    this.latePort.unref();
+  }
+
+  /**
+   * Posts a call that does not block: `done` runs on this thread's event loop with the worker's
+   * error message or its value. Calls still unanswered keep the loop alive; none has a
+   * timeout of its own (the caller decides how long is too long, see `waiting`).
+   */
+  later(op: Op, args: unknown[], done: (error: string | null, value: unknown) => void): void {
+    const id = ++this.lateSeq;
+    if (this.replies.size === 0) this.latePort.ref();
+    this.replies.set(id, done);
+    this.latePort.postMessage({ id, op, args } satisfies SyncRequest<Op>);
+  }
+
+  /** Calls posted with `later` and not answered yet. */
+  get waiting(): number {
+    return this.replies.size;
   }
 
   /** The worker's answer; SyncCallFailed (the call's own error) or SyncCallDown otherwise. */
@@ -96,5 +131,9 @@ export class SyncCaller<Op extends string> {
   async close(): Promise<void> {
     await this.worker.terminate();
     this.port.close();
+    this.latePort.close();
+    const unanswered = [...this.replies.values()];
+    this.replies.clear();
+    for (const done of unanswered) done('closed', undefined);
   }
 }

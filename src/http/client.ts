@@ -125,3 +125,22 @@ export class RequestClient implements Client {
     return this.clientText;
   }
 }
+
+/** A client read once and kept: what a request that waits past its handler carries with it. */
+export class KeptClient implements Client {
+  private readonly keptId: number | string;
+  private readonly keptText: string;
+
+  constructor(c: Client) {
+    this.keptId = c.id();
+    this.keptText = c.text();
+  }
+
+  id(): number | string {
+    return this.keptId;
+  }
+
+  text(): string {
+    return this.keptText;
+  }
+}
