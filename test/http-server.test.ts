@@ -11,6 +11,9 @@ import { openServer, UWS_KEEP_ALIVE_TIMEOUT_MS } from '../src/http/server/open.j
 import { loadNativeUws } from '../src/http/server/uws.js';
 import type { Service } from '../src/service.js';
 import { get, publishedDataDir, raw, responses, startTestService, until } from './helpers.js';
+import { FAMILIES, LATENCY_BOUNDS, Metrics } from '../src/http/metrics.js';
+import { RouteTable } from '../src/http/routes.js';
+import { silentLogger } from '../src/log.js';
 
 const ON_BUN = process.versions.bun !== undefined;
 /** An ABI no uWS build has (its binary cannot load). */
@@ -325,5 +328,32 @@ describe('Bun.serve: what proxies and old clients send', { skip: ON_BUN ? false 
     // (a batch, an S3 download link), as this uWS build does: the README says so.
     const stream = await raw(svc.port, 'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n', 2000);
     assert.deepEqual(responses(stream).map((r) => r.status), [400, 401, 404]);
+  });
+});
+
+describe('latency of a lookup answered after its handler returned', () => {
+  test('a lookup that defers its answer (RouteTable.answerLater) is timed until it ends, once; one that answers at once is timed at its return', async () => {
+    const { server } = await openServer('auto', { keepAliveTimeoutMs: 75_000 });
+    const app = server.app();
+    const metrics = new Metrics();
+    const routes = new RouteTable(app, silentLogger, metrics);
+    routes.get('/later', (res) => {
+      const later = routes.answerLater(res);
+      later.onAborted(() => {});
+      // As accounting does: the answer comes from a later turn of the event loop.
+      setTimeout(() => later.cork(() => later.end('late')), 60);
+    }, { family: 'lookup' });
+    routes.get('/now', (res) => void res.end('now'), { family: 'lookup' });
+    const listener = await server.listen(app, '127.0.0.1', 0, false);
+    try {
+      assert.equal((await get(listener.port, '/later')).text, 'late');
+      assert.equal((await get(listener.port, '/now')).text, 'now');
+      const h = metrics.histogram(FAMILIES.indexOf('lookup'));
+      const le = (bound: number): number => h.cumulative[LATENCY_BOUNDS.indexOf(bound)];
+      assert.equal(h.cumulative[LATENCY_BOUNDS.length], 2, 'two lookups timed, each once');
+      assert.equal(le(0.05), 1, 'the deferred one took its 60 ms, the other well under 50');
+    } finally {
+      listener.close();
+    }
   });
 });

@@ -62,16 +62,18 @@ class SingleLookup {
 
   /**
    * Runs `again` when the accounting lease the request waits on has changed (gate.wait), in a
-   * cork, unless the client has gone; this thread serves other requests meanwhile.
+   * cork, unless the client has gone; this thread serves other requests meanwhile. `again`
+   * answers on the response it is given (timed until it ends: RouteTable.answerLater).
    */
-  waitThen(res: HttpResponse, again: () => void): void {
+  waitThen(res: HttpResponse, again: (res: HttpResponse) => void): void {
+    const later = this.routes.answerLater(res);
     let aborted = false;
-    res.onAborted(() => {
+    later.onAborted(() => {
       aborted = true;
     });
     this.gate.wait(
-      this.routes.later(res, ERRORS.lookupFailed, () => {
-        if (!aborted) res.cork(again);
+      this.routes.later(later, ERRORS.lookupFailed, () => {
+        if (!aborted) later.cork(() => again(later));
       }),
     );
   }
@@ -97,7 +99,7 @@ class SingleLookup {
     if (granted === 0) return sendError(res, a.refusal, this.metrics);
     if (granted === PENDING) {
       const address = text.slice(start, end);
-      return this.waitThen(res, () => this.answer(res, address, 0, address.length, a, Date.now()));
+      return this.waitThen(res, (later) => this.answer(later, address, 0, address.length, a, Date.now()));
     }
     const serving = this.holder.current;
     if (serving === null) {
@@ -145,7 +147,7 @@ export class LookupApi {
       const a = gate.admit(key, client, now);
       if (a === PENDING_ADMISSION) {
         const kept = new KeptClient(client);
-        return single.waitThen(res, () => myip(res, key, kept));
+        return single.waitThen(res, (later) => myip(later, key, kept));
       }
       if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
       const text = client.text();
@@ -159,7 +161,7 @@ export class LookupApi {
       const a = gate.admit(key, client, now);
       if (a === PENDING_ADMISSION) {
         const kept = new KeptClient(client);
-        return single.waitThen(res, () => byPath(res, url, single.parse(url, 1, url.length), key, kept));
+        return single.waitThen(res, (later) => byPath(later, url, single.parse(url, 1, url.length), key, kept));
       }
       if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
       if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);

@@ -60,6 +60,10 @@ export class RouteTable {
   /** When a failure was last logged, and how many were not logged since (no log floods). */
   private readonly failureLog = new EveryWhile(FAILURE_LOG_EVERY_MS);
   private readonly unavailableLog = new EveryWhile(FAILURE_LOG_EVERY_MS);
+  /** While a lookup handler timed at its return runs: when it began (else -1). */
+  private syncStart = -1;
+  /** That handler has deferred its answer (answerLater): it is timed when it ends instead. */
+  private answeringLater = false;
 
   constructor(
     private readonly app: HttpApp,
@@ -121,6 +125,20 @@ export class RouteTable {
   }
 
   /**
+   * A lookup whose handler is returning without an answer (accounting deferred it): its latency
+   * is observed when the answer ends, not now. Returns the response to answer on; the same
+   * response when called again for it, outside its handler.
+   */
+  answerLater(res: HttpResponse): HttpResponse {
+    if (this.syncStart < 0 || this.answeringLater) return res;
+    this.answeringLater = true;
+    const start = this.syncStart;
+    return observed(res, (status) => {
+      if (status !== 0) this.metrics.observe(SYNCHRONOUS, (performance.now() - start) / 1000);
+    });
+  }
+
+  /**
    * Wraps a callback that runs after the handler returned, for the same response: an
    * exception answers `internal` (or closes the connection) instead of escaping into the server.
    */
@@ -148,13 +166,21 @@ export class RouteTable {
       const logged = sample > 0 && (sample >= 1 || Math.random() < sample);
       const wrapped = logged || (family >= 0 && family !== SYNCHRONOUS);
       if (wrapped) res = observed(res, this.ended(req, res, start, family, logged));
+      const timedHere = family === SYNCHRONOUS && !wrapped;
+      if (timedHere) {
+        this.syncStart = start;
+        this.answeringLater = false;
+      }
       try {
         const r = handler(res, req);
         if (r instanceof Promise) r.catch((e: unknown) => this.fail(res, internal, e));
       } catch (e) {
         this.fail(res, internal, e);
       }
-      if (family === SYNCHRONOUS && !wrapped) metrics.observe(family, (performance.now() - start) / 1000);
+      if (timedHere) {
+        if (!this.answeringLater) metrics.observe(family, (performance.now() - start) / 1000);
+        this.syncStart = -1;
+      }
     };
   }
 
