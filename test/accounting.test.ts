@@ -304,6 +304,49 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       await own.kill();
     }
   });
+  test('near a small hard_limit, a paused Redis lets no answer past it: the server of two front-end threads waits for Redis, then counts in memory within the room it knew', async (t) => {
+    const own = await startRedis();
+    const proxy = await startDelayProxy(own.port, 1);
+    const HARD_LIMIT = 400;
+    const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
+    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, FRONTEND_THREADS: '2', ACCOUNTING: 'redis', REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: 'near:' });
+    const auth = { Authorization: `Bearer ${secret}` };
+    let ok = 0;
+    const burst = async (n: number): Promise<void> => {
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, c) => {
+          for (let i = c; i < n; i += 20) {
+            const r = await get(server.port, `/81.7.${i % 256}.1`, auth);
+            if (r.status === 200) ok++;
+            else assert.equal(r.status, 429, r.text);
+          }
+        }),
+      );
+    };
+    try {
+      await burst(150);
+      await own.pause(2000);
+      const paused = performance.now();
+      await burst(600); // more than the limit leaves, while Redis answers nothing
+      const during = performance.now() - paused;
+      assert.ok(ok <= HARD_LIMIT, `${ok} answered, hard_limit ${HARD_LIMIT}`);
+      // Leases idle for 1 s go back; what was answered from memory is written: usage = answers.
+      const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'near:', timeoutMs: 500 }, dataDir);
+      try {
+        let spent = -1;
+        await until(() => (spent = store.spent(counter)) === ok, 10_000, () => `answered ${ok}, counted ${spent}`);
+      } finally {
+        await store.close();
+      }
+      t.diagnostic(`hard_limit ${HARD_LIMIT}: ${ok} answered in all, 600 asked in ${during.toFixed(0)} ms while Redis was paused; counted ${ok}`);
+    } finally {
+      server.child.kill('SIGKILL');
+      await stopped(server.child);
+      await proxy.close();
+      await own.kill();
+    }
+  });
 });
 
 describe('accounting in Redis: the server through a Redis restart', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {

@@ -1,14 +1,15 @@
 // Per-thread leases on the shared counters of store.ts: requests spend from memory, and a
 // thread goes to LMDB only when its lease runs out. Allowance is reserved before it is
 // spent, so no answered lookup is ever uncounted; a killed process can only over-count, by
-// what its threads' leases held unused (≤ LEASE_MAX + 1 per counter and thread). Idle leases
+// what its threads' leases held unused (HELD_MAX per counter and thread). Idle leases
 // go back within 1.5 × LEASE_IDLE_MS (idle that long, then the next sweep), so usage reads
 // exact once traffic pauses.
 //
 // Degraded mode: when the store cannot be written (a full disk, an I/O error), lookups go on
-// being answered for `graceMs`, counted in memory against the last counter value known and
-// the limit, with token buckets kept per thread; what was answered meanwhile is written to
-// the store as soon as it takes writes again. Past the grace period spend and take throw
+// being answered for `graceMs`, counted in memory against the limit and the last counter
+// value known (on a latent store, the highest any thread of the process had: seenSpent), with
+// token buckets kept per thread; what was answered meanwhile is written to the store as soon
+// as it takes writes again. Past the grace period spend and take throw
 // AccountingUnavailable, which the lookup routes answer with the contract's 500. What each
 // thread owes meanwhile is also in the process's OwedTable, so every thread's usage and
 // overage limit count what the others answered (one thread's debt was invisible to the rest).
@@ -321,6 +322,8 @@ export class Meter {
         else this.recovered();
         lease.left += r.granted;
         lease.spentAtReserve = r.spent;
+        // For the process's other threads, should they count in memory (spendOwed).
+        if (limit !== null) this.table.sawSpent(lease.counter, r.spent);
         // At the limit: the requests waiting get what there is, and the next ones too for a while.
         if (r.granted < need) lease.fullUntilMs = now + LATE_MS;
       }
@@ -382,7 +385,9 @@ export class Meter {
     const fromLease = Math.min(units, lease.left);
     lease.left -= fromLease;
     const owed = this.owed.get(lease.counter) ?? 0;
-    const room = limit === null ? Infinity : Math.max(0, limit - lease.spentAtReserve - this.owedOn(lease.counter));
+    // On a latent store every thread's last reservation counts (the other threads' leases).
+    const seen = this.latent === null ? lease.spentAtReserve : Math.max(lease.spentAtReserve, this.table.seenSpent(lease.counter));
+    const room = limit === null ? Infinity : Math.max(0, limit - seen - this.owedOn(lease.counter));
     const more = Math.min(units - fromLease, room);
     if (more > 0) {
       if (owed === 0) this.table.owing();

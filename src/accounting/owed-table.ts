@@ -3,9 +3,14 @@
 // is seen by the others at once, so usage and overage limits read the same on every thread.
 // Each thread still keeps (and writes back) its own debt; this table is for reading only.
 //
+// A slot also keeps the highest value of the counter any thread has seen the store answer
+// (a latent store's refills): a thread counting in memory then judges the room left against
+// the other threads' reservations too, so one process never answers past a limit.
+//
 // An open-addressed table in a SharedArrayBuffer: a slot is a 64-bit hash of the counter's
-// name and the units owed, changed with Atomics. Slots are cleared once nothing is owed
-// anywhere; a counter that finds no slot near its hash is visible to its own thread only.
+// name, the units owed and the counter last seen, changed with Atomics. Slots are cleared once
+// nothing is owed anywhere and half of them are in use; a counter that finds no slot near its
+// hash is visible to its own thread only.
 
 const SLOTS = 1 << 15;
 /**
@@ -37,13 +42,15 @@ export class OwedTable {
   private readonly header: Int32Array;
   private readonly keys: BigInt64Array;
   private readonly units: BigInt64Array;
+  private readonly seen: BigInt64Array;
 
   /** A table of its own, or the view of one another thread made (`shared`). */
   constructor(shared?: SharedArrayBuffer) {
-    this.shared = shared ?? new SharedArrayBuffer(8 * (1 + 2 * SLOTS));
+    this.shared = shared ?? new SharedArrayBuffer(8 * (1 + 3 * SLOTS));
     this.header = new Int32Array(this.shared, 0, HEADER_INTS);
     this.keys = new BigInt64Array(this.shared, 8, SLOTS);
     this.units = new BigInt64Array(this.shared, 8 + 8 * SLOTS, SLOTS);
+    this.seen = new BigInt64Array(this.shared, 8 + 16 * SLOTS, SLOTS);
   }
 
   /** Whether any thread owes anything now (one atomic read: the hot path's test). */
@@ -74,12 +81,34 @@ export class OwedTable {
     if (i >= 0) Atomics.add(this.units, i, BigInt(units));
   }
 
-  /** Forgets every slot once nothing is owed anywhere (a sweep's work, after an outage). */
+  /** Raises the counter's value last seen from the store to `spent` (never lowers it). */
+  sawSpent(counter: string, spent: number): void {
+    const i = this.slot(counter, true);
+    if (i < 0) return;
+    const v = BigInt(spent);
+    for (let was = Atomics.load(this.seen, i); was < v; ) {
+      const now = Atomics.compareExchange(this.seen, i, was, v);
+      if (now === was) return;
+      was = now;
+    }
+  }
+
+  /** The highest value of the counter any thread has seen the store answer (0: none). */
+  seenSpent(counter: string): number {
+    const i = this.slot(counter, false);
+    return i < 0 ? 0 : Number(Atomics.load(this.seen, i));
+  }
+
+  /**
+   * Forgets every slot once nothing is owed anywhere and half of them are in use (a sweep's
+   * work, after an outage, or as counters seen pile up).
+   */
   clearIfSettled(): void {
-    if (Atomics.load(this.header, 1) === 0 || this.any()) return;
+    if (Atomics.load(this.header, 1) < SLOTS / 2 || this.any()) return;
     for (let i = 0; i < SLOTS; i++) {
       if (Atomics.load(this.keys, i) === 0n) continue;
       Atomics.store(this.units, i, 0n);
+      Atomics.store(this.seen, i, 0n);
       Atomics.store(this.keys, i, 0n);
     }
     Atomics.store(this.header, 1, 0);
