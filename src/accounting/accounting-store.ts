@@ -49,6 +49,8 @@ export interface LatentCounters {
   takeTokensLater(bucket: string, want: number, perSecond: number, burst: number, done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void): void;
   /** Gives units back; a failure leaves them counted (an over-count, never an under-count). */
   releaseLater(counter: string, units: number): void;
+  /** Handles now the answers that have come in but wait for the event loop. */
+  deliver(): void;
   /** Adds units already answered to many counters in one round trip; `totals` are the counters after it. */
   addLater(counters: string[], units: number[], done: (failure: StoreFailure | null, totals: number[]) => void): void;
 }

@@ -19,8 +19,8 @@
 // that answers on the event loop; a request that finds its lease empty gets PENDING, registers
 // with wait(), and is handled again when the refill lands (its thread serves other requests
 // meanwhile). A refill later than LATE_MS lets waiting requests be answered from memory, owed
-// like degraded mode's, except within LATE_MARGIN of a limit, where they wait for the store (or
-// its timeout, and then the degraded mode). What was answered from memory is written once the
+// like degraded mode's, where the counter has no limit; a counter with a limit waits for the
+// store (other nodes spend it too) or its timeout, and then the degraded mode. What was answered from memory is written once the
 // store answers again, and a late refill's grant is not lost but spent, so a stalled Redis that
 // answers at last leaves usage equal to answers (a blocking call that timed out lost its grant).
 
@@ -44,8 +44,6 @@ export const LEASE_IDLE_MS = 1000;
 export const MAX_OWED_COUNTERS = 100_000;
 /** Tokens taken from a bucket are usable for this long, then dropped. */
 const TOKEN_LEASE_MS = 1000;
-/** While a refill is merely late, requests within this many units of their limit wait for it. */
-export const LATE_MARGIN = 4 * LEASE_MAX;
 /** The largest boost of a lease's extra (see Lease.boost). */
 export const MAX_BOOST = 4;
 /**
@@ -289,11 +287,10 @@ export class Meter {
       // Dry before the refill landed: the next ones ask for more.
       if (lease.waiters.length === 0 && lease.boost < MAX_BOOST) lease.boost *= 2;
     } else {
-      // Late: from memory, owed, unless the limit is near and the store may still answer. Past
-      // the store's timeout (degraded), every counter: one never reserved counts from zero.
-      const known = lease.spentAtReserve !== 0;
-      if (this.failingSinceMs !== null || limit === null || (known && lease.spentAtReserve + this.owedOn(lease.counter) + units + LATE_MARGIN <= limit))
-        return this.spendDegraded(lease, units, limit, nowMs);
+      // Late: from memory, owed, where no limit can be passed. A counter with a limit waits for
+      // the store (other nodes may be spending it) until its timeout: then the degraded mode,
+      // where every counter is answered from memory (one never reserved counts from zero).
+      if (limit === null || this.failingSinceMs !== null) return this.spendDegraded(lease, units, limit, nowMs);
     }
     this.pendingOn = lease;
     return PENDING;
@@ -356,6 +353,8 @@ export class Meter {
 
   /** Wakes requests waiting on late refills; past the store's timeout, the degraded mode. */
   private watchLate(nowMs: number): void {
+    // Answers already in, but behind other work on this event loop, are not late.
+    this.latent!.deliver();
     for (const r of this.inFlight) {
       const age = nowMs - r.sentMs;
       if (age >= this.latent!.timeoutMs) this.failedLater(`no answer within ${this.latent!.timeoutMs} ms`, nowMs);

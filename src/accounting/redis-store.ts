@@ -97,6 +97,10 @@ export class RedisAccountingStore implements AccountingStore, LatentCounters {
     });
   }
 
+  deliver(): void {
+    this.bridge.deliver();
+  }
+
   releaseLater(counter: string, units: number): void {
     if (units > 0) this.bridge.later('release', [counter, units], () => {});
   }

@@ -64,15 +64,25 @@ export class SyncCaller<Op extends string> {
     this.latePort = late.port1;
     this.worker = new Worker(script, { workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal }, transferList: [port2, late.port2] });
     this.worker.unref();
-    this.latePort.on('message', (r: SyncReply) => {
-      const done = this.replies.get(r.id);
-      if (done === undefined) return;
-      this.replies.delete(r.id);
-      if (this.replies.size === 0) this.latePort.unref();
-      if ('error' in r) done(r.error, undefined);
-      else done(null, r.value);
-    });
+    this.latePort.on('message', (r: SyncReply) => this.dispatch(r));
     this.latePort.unref();
+  }
+
+  private dispatch(r: SyncReply): void {
+    const done = this.replies.get(r.id);
+    if (done === undefined) return;
+    this.replies.delete(r.id);
+    if (this.replies.size === 0) this.latePort.unref();
+    if ('error' in r) done(r.error, undefined);
+    else done(null, r.value);
+  }
+
+  /**
+   * Handles now the answers to `later` calls that have already come in (a busy event loop may
+   * not have reached them yet): a caller judging how late a call is asks this first.
+   */
+  deliver(): void {
+    for (let m = receiveMessageOnPort(this.latePort); m !== undefined; m = receiveMessageOnPort(this.latePort)) this.dispatch(m.message as SyncReply);
   }
 
   /**
