@@ -305,6 +305,29 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       await own.kill();
     }
   });
+  test('keyless batches on two front-end threads stop at the daily cap: a batch spends through a lease, not a share at the edge', async (t) => {
+    const own = await startRedis();
+    const { dataDir, plans } = setup({ quota: 1_000, hard_limit: null }); // keyless daily cap 10
+    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, FRONTEND_THREADS: '2', ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'kb:' });
+    try {
+      let answered = 0;
+      // New connections each, so both threads take batches.
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, k) => {
+          const r = await request(server.port, 'POST', '/batch', JSON.stringify({ ips: Array.from({ length: 8 }, (_, i) => `81.7.${k}.${i}`) }), { 'Content-Type': 'application/json' });
+          assert.equal(r.status, 200, r.text);
+          answered += Object.values(r.json.results as Record<string, { error?: string }>).filter((e) => e.error === undefined).length;
+        }),
+      );
+      assert.equal(answered, 10, `${answered} keyless batch entries answered, daily cap 10`);
+      t.diagnostic(`64 keyless batch entries asked on two threads: ${answered} answered (daily cap 10)`);
+    } finally {
+      server.child.kill('SIGKILL');
+      await stopped(server.child);
+      await own.kill();
+    }
+  });
+
   test('near a small hard_limit, a paused Redis lets no answer past it: the server of two front-end threads waits for Redis up to its timeout, then counts in memory within the room its threads knew', async (t) => {
     const own = await startRedis();
     const proxy = await startDelayProxy(own.port, 1);

@@ -5,16 +5,17 @@
 // the totals that come back are what the next answers are judged against.
 //
 // Bounds, per source and day: a thread answers at most `share` lookups the store has not yet
-// counted, so across T front-end threads of the cluster a source is answered at most
+// counted (a batch's go through a lease instead: Gate.spend), so across T front-end threads of the cluster a source is answered at most
 // (T − 1) × share past its daily cap. The per-source rate is this thread's own token bucket:
 // a source whose connections land on T threads gets up to T times its rate (the daily cap,
-// shared, is what bounds a source's use). While the store cannot be written, the shares are
-// not waited for: sources are answered up to their cap against the last totals, within the
-// Meter's grace period, and what they owe is written once it answers.
+// shared, is what bounds a source's use). While the store cannot be written, or a write has
+// had no answer for its timeout, the shares are not waited for: sources are answered up to
+// their cap against the last totals, within the Meter's grace period, and what they owe is
+// written once it answers.
 
 import type { Rate } from '../model/plans.js';
 import type { LatentCounters } from './accounting-store.js';
-import { AccountingUnavailable, LATE_MS, PENDING, wakeEach, type RateDecision, type Wake } from './answers.js';
+import { AccountingUnavailable, PENDING, wakeEach, type RateDecision, type Wake } from './answers.js';
 
 /** Units a thread may answer for one source before the store has counted them. */
 export const EDGE_SHARE = 16;
@@ -97,9 +98,10 @@ export class EdgeCounts {
     if (room <= 0) return 0;
     const share = Math.max(1, Math.min(EDGE_SHARE, Math.floor(cap / 64)));
     const given = Math.min(units, room);
-    if (this.failingSinceMs === null && s.unsynced + given > Math.max(share, units)) {
-      // Late writes are not waited for long: past LATE_MS the share is the cap, as when failing.
-      if (this.sentMs < 0 || nowMs - this.sentMs < LATE_MS) return PENDING;
+    if (this.failingSinceMs === null && s.unsynced + given > share) {
+      // The share is used up: wait for the write in flight, for up to the store's timeout (then,
+      // as when failing, the cap against the last totals).
+      if (this.sentMs < 0 || nowMs - this.sentMs < this.store.timeoutMs) return PENDING;
     }
     s.unsynced += given;
     this.dirty.add(counter);
@@ -131,8 +133,9 @@ export class EdgeCounts {
   /** Writes what was answered since the last write (one call), unless one is in flight. */
   private tick(nowMs: number): void {
     if (this.sentMs >= 0) {
-      // Waiters of a late write may be answered now (see spend).
-      if (nowMs - this.sentMs >= LATE_MS) this.wakeAll();
+      this.store.deliver();
+      // Waiters of a write past the store's timeout may be answered now (see spend).
+      if (this.sentMs >= 0 && nowMs - this.sentMs >= this.store.timeoutMs) this.wakeAll();
       return;
     }
     if (this.dirty.size === 0) {

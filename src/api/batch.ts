@@ -120,11 +120,11 @@ export class BatchApi {
       try {
         const { status, answered, coding: sent, body: out } = decodeOutcome(frame);
         if (p.aborted) {
-          if (prepaid) this.gate.refund(a, budget);
+          if (prepaid) this.gate.refund(a, budget, true);
           return;
         }
         if (!prepaid && answered > 0) {
-          const granted = this.gate.spend(a, answered, Date.now());
+          const granted = this.gate.spend(a, answered, Date.now(), true);
           if (granted === PENDING) {
             // The allowance's lease is being refilled: the outcome waits for it, copied (its
             // slot is given back when this returns); this thread serves others meanwhile.

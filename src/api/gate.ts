@@ -288,24 +288,29 @@ export class Gate {
 
   /**
    * Spends up to `units` lookups of the admission's allowance; returns those granted, or
-   * PENDING (then wait()).
+   * PENDING (then wait()). `bulk`: a batch's.
    */
-  spend(a: Admission, units: number, nowMs: number): number {
+  spend(a: Admission, units: number, nowMs: number, bulk = false): number {
     if (a.rate === null) return units;
-    const granted = a.atEdge ? this.edge!.spend(a.counter, units, a.limit!, nowMs) : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
-    if (granted === PENDING) this.pendingAtEdge = a.atEdge;
+    // A batch's units go through a lease even for a keyless source: a share at the edge is
+    // a few lookups, and a batch answered from memory could pass the daily cap by its size.
+    const atEdge = a.atEdge && !bulk;
+    const granted = atEdge ? this.edge!.spend(a.counter, units, a.limit!, nowMs) : this.meter.spend(a.counter, units, a.extra, a.limit, nowMs);
+    if (granted === PENDING) this.pendingAtEdge = atEdge;
     return granted;
   }
 
-  refund(a: Admission, units: number): void {
+  /** Gives back units spent and not used; `bulk` as they were spent. */
+  refund(a: Admission, units: number, bulk = false): void {
     if (a.rate === null) return;
-    if (a.atEdge) this.edge!.refund(a.counter, units);
+    if (a.atEdge && !bulk) this.edge!.refund(a.counter, units);
     else this.meter.refund(a.counter, units);
   }
 
   /** Estimated lookups used in the admission's window, for X-Allowance-Used. */
   used(a: Admission): number {
-    return a.rate === null ? 0 : a.atEdge ? this.edge!.used(a.counter) : this.meter.used(a.counter);
+    if (a.rate === null) return 0;
+    return a.atEdge ? Math.max(this.edge!.used(a.counter), this.meter.used(a.counter)) : this.meter.used(a.counter);
   }
 
   /** Units used in the caller's current month (exact but for other threads' unused leases). */
