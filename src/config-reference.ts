@@ -82,7 +82,7 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
   ACCOUNTING: { group: 'Cluster', default: 'lmdb', meaning: 'Where the shared counters live: `lmdb` (in DATA_DIR, one machine) or `redis` (every node of a cluster).' },
   REDIS_URL: { group: 'Cluster', default: 'redis://127.0.0.1:6379', meaning: 'The Redis of `ACCOUNTING=redis` (`rediss://` for TLS; user, password and database in the URL).' },
   REDIS_PREFIX: { group: 'Cluster', default: 'ipsift:', meaning: 'The prefix of every key ipsift writes to Redis.' },
-  REDIS_TIMEOUT_MS: { group: 'Cluster', default: '100', meaning: 'How long a counter call waits before accounting counts as unavailable.' },
+  REDIS_TIMEOUT_MS: { group: 'Cluster', default: '100', meaning: 'How long a counter call may go unanswered before accounting counts as unavailable (and a lookup on a counter with a limit stops waiting for it).' },
   CONTROL_DB: {
     group: 'Cluster',
     default: 'sqlite',
