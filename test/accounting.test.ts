@@ -271,14 +271,21 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
     ];
     try {
       const load = Promise.all(loops.map((l) => l()));
-      await new Promise((r) => setTimeout(r, 500));
+      // Phases by answers counted, not by sleeps: a loaded machine only makes them longer.
+      const answers = (): number => keyedOk + keylessOk;
+      const past = (n: number, what: string): Promise<void> => {
+        const from = answers();
+        return until(() => answers() >= from + n, 60_000, () => `${what}: ${answers() - from} of ${n} answers`);
+      };
+      await past(500, 'warm-up');
       phase = 'before';
-      await new Promise((r) => setTimeout(r, 1500));
+      await past(2000, 'before the pause');
       phase = 'paused';
+      const pausedAt = performance.now();
       await own.pause(2000);
-      await new Promise((r) => setTimeout(r, 2000));
+      await until(() => performance.now() - pausedAt >= 2000, 5_000, 'the pause over');
       phase = 'after';
-      await new Promise((r) => setTimeout(r, 1000));
+      await past(1000, 'after the pause');
       stop = true;
       await load;
       t.diagnostic(`worst lookup: ${worst.before.toFixed(1)} ms before the pause, ${worst.paused.toFixed(1)} ms during it, ${worst.after.toFixed(1)} ms after; ${keyedOk} keyed answers (batch entries included), ${keylessOk} keyless`);
