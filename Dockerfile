@@ -9,7 +9,9 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY workers ./workers
-# npm ci compiles the TypeScript (prepare); then the dev dependencies go, and every uWS binary
+COPY console ./console
+COPY scripts/console-assets.ts ./scripts/
+# npm ci compiles the TypeScript and the console's assets (prepare); then the dev dependencies go, and every uWS binary
 # but the one for this image's system, CPU and Node ABI (about 198 MiB of other systems' and
 # runtimes'). better-sqlite3 is optional: Node 24 has node:sqlite.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev --no-audit --no-fund \

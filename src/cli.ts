@@ -3,12 +3,11 @@
 
 import { unknownProvidersLine } from './model/providers.js';
 import { explainAddress } from './build/explain.js';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
-import { listBuilds, makeServing, readCurrentBuildId } from './index/builds.js';
-import { loadIndexFile } from './index/loader.js';
+import { buildSummaries, listBuilds } from './index/builds.js';
+import { serveBuild } from './index/loader.js';
 import { ConfigError, loadConfig } from './config.js';
 import { importFeed, type FeedFormat } from './feeds/import.js';
 import { FEED_FORMATS } from './feeds/formats.js';
@@ -17,12 +16,11 @@ import { jsonLogger, structuredWarnings } from './log.js';
 import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
 import { UsageError, parse, print, terminalSafe } from './cli-common.js';
-import { IpsiftError, reasonOf } from './errors.js';
+import { IpsiftError } from './errors.js';
 import { accountCommand, publishBuild } from './cli-accounts.js';
 import { sourcesCommand } from './cli-sources.js';
 import { HELP } from './cli-help.js';
 import { RUNTIME, VERSION } from './version.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir } from './data-dir.js';
 
 
 const DETAIL_OPTIONS: Record<string, DetailField> = {
@@ -167,17 +165,6 @@ async function build(args: string[]): Promise<void> {
   });
 }
 
-/** A build is made current only if its index matches its manifest and reads as an index. */
-async function verifyBuild(dataDir: string, id: string): Promise<void> {
-  const dir = buildDir(dataDir, id);
-  try {
-    const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as { index: { sha256: string } };
-    await loadIndexFile(path.join(dir, INDEX_FILE), manifest.index.sha256);
-  } catch (e) {
-    throw new IpsiftError('BUILD_DAMAGED', `build ${id} is damaged (${reasonOf(e)}); the serving build is unchanged`, { cause: e });
-  }
-}
-
 async function builds(args: string[]): Promise<void> {
   const { values, positionals } = parse(args);
   if (values.help) return print(false, null, () => HELP.builds);
@@ -185,16 +172,11 @@ async function builds(args: string[]): Promise<void> {
   if (positionals[0] === 'use') {
     if (positionals.length !== 2) throw new UsageError('builds use takes exactly one build id');
     if (!listBuilds(dataDir).includes(positionals[1])) throw new UsageError(`no build ${positionals[1]}`);
-    await verifyBuild(dataDir, positionals[1]);
-    makeServing(dataDir, positionals[1]);
+    await serveBuild(dataDir, positionals[1]);
     return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
   }
   if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}`);
-  const current = readCurrentBuildId(dataDir);
-  const list = listBuilds(dataDir).map((id) => {
-    const manifest = JSON.parse(fs.readFileSync(path.join(buildDir(dataDir, id), MANIFEST_FILE), 'utf8')) as { created: string; index: { bytes: number } };
-    return { id, current: id === current, created: manifest.created, bytes: manifest.index.bytes };
-  });
+  const list = buildSummaries(dataDir);
   print(values.json as boolean, list, () =>
     list.length ? list.map((b) => `${b.current ? '*' : ' '} ${b.id}\t${b.created}\t${b.bytes} bytes`).join('\n') : 'no builds',
   );

@@ -137,7 +137,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const listeners: Listener[] = [];
   let front: FrontEnd | null = null;
   let threads: FrontEndThreads | null = null;
+  let closeAdmin = (): void => {};
   const stopAll = async (): Promise<void> => {
+    closeAdmin();
     for (const l of listeners) l.close();
     await front?.close();
     await threads?.close();
@@ -171,13 +173,14 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };
-    const { app: admin, routes: adminRoutes } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control), {
+    const { app: admin, routes: adminRoutes, close: stopAdmin } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control), {
       db: control,
       plans,
       bases: catalogue.bases.map((b) => b.base),
       spent: (counter) => accounting.spent(counter) + owed.get(counter),
       maxKeysPerOrg: config.maxKeysPerOrg,
-    }, follower ? () => follower.state : null, sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null);
+    }, follower ? () => follower.state : null, sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null, config.keylessTier);
+    closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
     log.info('listening', {

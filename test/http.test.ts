@@ -11,6 +11,8 @@ import { importFeed } from '../src/feeds/import.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
 import { RequestClient, peerText } from '../src/http/client.js';
+import { LATENCY_BOUNDS } from '../src/http/metrics.js';
+import { MetricsHistory, quantileMs } from '../src/http/metrics-history.js';
 import { parseNetwork } from '../src/net/network.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { PROJECT_ROOT, get, postBatch, request, startTestService, tempDir, until, writeFile } from './helpers.js';
@@ -532,5 +534,33 @@ describe('metrics (admin port)', () => {
     assert.ok(s.get('process_cpu_seconds_total')! > 0);
     assert.ok(Math.abs(s.get('process_start_time_seconds')! - (now - process.uptime())) < 5);
     for (const q of ['0.5', '0.99', '1']) assert.ok(s.get(`ipsift_event_loop_delay_seconds{thread="0",quantile="${q}"}`)! >= 0);
+  });
+
+  test("the console's traffic history: one sample a period, from the same counters, the oldest dropped", async () => {
+    const history = new MetricsHistory(() => svc.metrics, 10_000, 3);
+    const t0 = Date.parse('2026-11-26T12:00:00Z');
+    history.sample(t0);
+    assert.deepEqual(history.samples(), [], 'the first reading is only a start');
+    for (let i = 0; i < 8; i++) assert.equal((await get(svc.port, `/81.7.3.${i}`)).status, 200);
+    assert.equal((await get(svc.port, '/not-an-ip')).status, 400);
+    assert.equal((await postBatch(svc.port, { ips: ['81.7.3.9'] })).status, 200);
+    history.sample(t0 + 10_000);
+    const [s] = history.samples();
+    assert.equal(s.at, '2026-11-26T12:00:10.000Z');
+    assert.equal(s.requests_per_s, 1, '10 answers in 10 s');
+    assert.equal(s.client_errors_per_s, 0.1);
+    assert.equal(s.rate_limited_per_s, 0);
+    assert.equal(s.server_errors_per_s, 0);
+    assert.ok(s.lookup_p50_ms! > 0 && s.lookup_p50_ms! <= s.lookup_p99_ms!, JSON.stringify(s));
+    assert.ok(s.batch_p99_ms! > 0);
+    for (let k = 2; k <= 4; k++) history.sample(t0 + k * 10_000);
+    assert.deepEqual(history.samples().map((x) => x.at.slice(11, 19)), ['12:00:20', '12:00:30', '12:00:40']);
+    assert.deepEqual([history.samples()[2].requests_per_s, history.samples()[2].lookup_p50_ms], [0, null], 'a quiet period');
+
+    // Linear within the bucket, as Prometheus's histogram_quantile: 10 requests between 0.1 and 0.25 ms.
+    const before = LATENCY_BOUNDS.map(() => 0).concat(0);
+    const after = LATENCY_BOUNDS.map((b) => (b >= 0.00025 ? 10 : 0)).concat(10);
+    assert.ok(Math.abs(quantileMs(before, after, 0.5)! - 0.175) < 1e-9);
+    assert.equal(quantileMs(before, before, 0.5), null);
   });
 });

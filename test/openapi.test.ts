@@ -233,6 +233,30 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/admin/v1/sources', '/admin/v1/sources', { port: svc.adminPort });
   });
 
+  test("the console's routes and the admin API it calls", async () => {
+    const o = { port: svc.adminPort, headers: bearer(reader) };
+    const w = { port: svc.adminPort, headers: bearer(operator) };
+    for (const p of ['/admin/v1/plans', '/admin/v1/token', '/admin/v1/overview', '/admin/v1/builds', '/admin/v1/feeds']) {
+      await call('GET', p, p, o);
+      await call('GET', p, p, { port: svc.adminPort });
+    }
+    const build = svc.holder.current!.buildId;
+    await call('GET', '/admin/v1/builds/{id}', `/admin/v1/builds/${build}`, o);
+    await call('GET', '/admin/v1/builds/{id}', '/admin/v1/builds/20990101-1', o);
+    await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, o);
+    await call('POST', '/admin/v1/builds/{id}/serve', '/admin/v1/builds/20990101-1/serve', w);
+    await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, w);
+    await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/81.7.3.9', o);
+    await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
+    await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);
+    await call('GET', '/console', '/console', { port: svc.adminPort });
+    const page = await call('GET', '/console/', '/console/', { port: svc.adminPort });
+    const asset = page.text.match(/\/console\/assets\/[0-9a-f]+\/main\.js/)![0];
+    await call('GET', '/console/assets/{hash}/{file}', asset, { port: svc.adminPort });
+    await call('GET', '/console/assets/{hash}/{file}', asset.replace('main.js', 'console.css'), { port: svc.adminPort });
+    await call('GET', '/console/assets/{hash}/{file}', asset.replace('main.js', 'nope.js'), { port: svc.adminPort });
+  });
+
   test('describes exactly the routes both apps register, and every operation was called', () => {
     const tables = svc.routeTables();
     assert.ok(tables.public, 'one front-end thread in the tests');

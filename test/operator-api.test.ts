@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
@@ -250,5 +251,60 @@ describe('operator API (admin port)', () => {
     const tokens = (await cli(['admin', 'token', 'list'])).json as { id: string; revoked_at: string | null; token?: string }[];
     assert.ok(tokens.find((t) => t.id === made.json.id)!.revoked_at);
     assert.ok(tokens.every((t) => t.token === undefined), 'a listing never holds a secret');
+  });
+
+  test('organisations searched by part of the name (any case, wildcards taken literally) or the start of the id', async () => {
+    const made: Record<string, string> = {};
+    for (const name of ['Search Alpha GmbH', 'search beta', '100% Gamma_Co', 'Delta']) made[name] = (await as(write, 'POST', '/organizations', { name, plan: 'free' })).json.id;
+    const names = async (q: string): Promise<string[]> => (await as(read, 'GET', `/organizations?q=${encodeURIComponent(q)}&limit=200`)).json.organizations.map((o: { name: string }) => o.name);
+    assert.deepEqual(await names('SEARCH'), ['Search Alpha GmbH', 'search beta']);
+    assert.deepEqual(await names('0%'), ['100% Gamma_Co']);
+    assert.deepEqual(await names('a_c'), ['100% Gamma_Co']);
+    assert.deepEqual(await names('%'), ['100% Gamma_Co'], 'a % is a character, not a wildcard');
+    assert.deepEqual(await names(made.Delta.slice(0, 8)), ['Delta']);
+    assert.deepEqual(await names(made.Delta.slice(4, 12)), [], 'the id from its start only');
+    const paged = await as(read, 'GET', '/organizations?q=search&limit=1');
+    assert.deepEqual([paged.json.organizations[0].name, typeof paged.json.next], ['Search Alpha GmbH', 'string']);
+    const second = await as(read, 'GET', `/organizations?q=search&limit=1&after=${paged.json.next}`);
+    assert.deepEqual(second.json.organizations.map((o: { name: string }) => o.name), ['search beta']);
+    for (const q of ['', 'x'.repeat(201)]) {
+      const r = await as(read, 'GET', `/organizations?q=${q}`);
+      assert.deepEqual([r.status, r.json.rc], [400, 'BAD_REQUEST']);
+      assert.match(r.json.message, /q must be 1 to 200 characters/);
+    }
+  });
+
+  test("what the console reads: the token's scopes, the plans, builds and feeds, each plan's answer; a damaged build is not served", async () => {
+    assert.deepEqual((await as(read, 'GET', '/token')).json.scopes, ['admin.read']);
+    assert.deepEqual((await as(write, 'GET', '/token')).json.scopes, ['admin.read', 'admin.write']);
+    assert.deepEqual((await as(read, 'GET', '/plans')).json.plans.map((p: { plan: string }) => p.plan), ['free', 'starter', 'scale', 'max']);
+    const feeds = (await as(read, 'GET', '/feeds')).json.feeds;
+    assert.deepEqual(feeds.map((f: { name: string }) => f.name), ['feed']);
+    const answers = (await as(read, 'GET', '/answers/81.7.3.20')).json;
+    const of = (plan: string) => answers.plans.find((p: { plan: string }) => p.plan === plan).answer;
+    assert.equal(answers.build, svc.holder.current!.buildId);
+    assert.deepEqual(answers.keyless.answer, { ip: '81.7.3.20', is_vpn: false });
+    assert.equal(of('free').is_tor, undefined, 'free sees no tor flag');
+    assert.equal(of('starter').is_tor, true);
+    assert.deepEqual(of('max').tor, { provider: 'Tor Project', confidence: 'high', last_seen: '2026-11-02' });
+    assert.equal((await as(read, 'GET', '/answers/not-an-ip')).status, 400);
+    assert.equal((await request(svc.adminPort, 'GET', '/admin/v1/answers/81.7.3.20')).status, 401);
+
+    // A second build whose index is damaged on disk: refused with 409, the serving build unchanged.
+    const serving = svc.holder.current!.buildId;
+    const damaged = runBuild({ dataDir, publish: false }).id;
+    const builds = (await as(read, 'GET', '/builds')).json.builds;
+    assert.deepEqual(builds.map((b: { id: string; current: boolean }) => [b.id, b.current]), [[damaged, false], [serving, true]]);
+    assert.equal((await as(read, 'GET', `/builds/${damaged}`)).json.id, damaged);
+    const index = path.join(dataDir, 'builds', damaged, 'index.bin');
+    const bytes = fs.readFileSync(index);
+    bytes[bytes.length - 1] ^= 0xff;
+    fs.writeFileSync(index, bytes);
+    assert.equal((await as(read, 'POST', `/builds/${damaged}/serve`)).status, 403);
+    const refused = await as(write, 'POST', `/builds/${damaged}/serve`);
+    assert.deepEqual([refused.status, refused.json.rc], [409, 'CONFLICT']);
+    assert.match(refused.json.message, /is damaged .*the serving build is unchanged/);
+    assert.equal((await as(write, 'POST', '/builds/20990101-1/serve')).status, 404);
+    assert.equal(svc.holder.current!.buildId, serving);
   });
 });

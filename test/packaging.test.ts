@@ -38,6 +38,12 @@ describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false 
       assert.ok(!img.exposed.includes(s.port) && !img.exposed.includes(s.adminPort), `listened on ${s.port}, ${s.adminPort}`);
       assert.match(s.log(), /"http_server":"uws"/, 'the uWS binary loads in the image');
       assert.equal((await get(s.adminPort, '/readyz')).status, 200);
+      // The console's files were built in the image's build stage and are served from it.
+      const page = await get(s.adminPort, '/console/');
+      assert.deepEqual([page.status, page.headers['content-type']], [200, 'text/html; charset=utf-8']);
+      const main = page.text.match(/\/console\/assets\/[0-9a-f]{16}\/main\.js/);
+      assert.ok(main, page.text.slice(0, 300));
+      assert.equal((await get(s.adminPort, main[0])).status, 200);
       const keys = (JSON.parse(s.stdout().trim()) as { keys: { plan: string; key: string }[] }).keys;
       const max = keys.find((k) => k.plan === 'max')!;
       const r = await get(s.port, '/81.7.3.20', { Authorization: `Bearer ${max.key}` });

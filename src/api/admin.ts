@@ -1,6 +1,6 @@
 // Admin port: liveness, readiness (an index is loaded), Prometheus metrics, why an address
-// answers as it does (explain-api.ts), the sources' freshness (sources.ts), and the operator's
-// API (operator-api.ts).
+// answers as it does (explain.ts), the sources' freshness (sources.ts), the operator's API
+// (operator.ts, overview.ts, builds.ts, plan-answers.ts) and its console (console.ts).
 
 import type { HttpApp, HttpServer } from '../http/server/types.js';
 import type { BatchPool } from '../batch/pool.js';
@@ -14,6 +14,12 @@ import { metricsText } from './metrics-text.js';
 import { OpenApiRoute } from './openapi.js';
 import { OperatorApi } from './operator.js';
 import { SourcesApi } from './sources.js';
+import { BuildsApi } from './builds.js';
+import { ConsoleRoute, readConsole } from './console.js';
+import { OverviewApi } from './overview.js';
+import { PlanAnswersApi } from './plan-answers.js';
+import { MetricsHistory } from '../http/metrics-history.js';
+import { TIER_BASIC } from '../model/projection.js';
 import type { SourceStatus } from '../feeds/source-state.js';
 import { RequestClient } from '../http/client.js';
 import type { Edge } from './edge.js';
@@ -26,10 +32,19 @@ export interface Lifecycle {
   draining: boolean;
 }
 
+/** A front-end thread: listening on the public port, and serving the current build. */
+export interface ThreadState {
+  thread: number;
+  listening: boolean;
+  serving: boolean;
+}
+
 /** The front-end threads, where there are several (frontend/threads.ts). */
 export interface ThreadsView {
   /** Threads not listening with the serving index. */
   notReady(): number;
+  /** Each thread's state, for the console. */
+  threadStates(): ThreadState[];
   /** Each thread's own counters. */
   threadMetrics(): readonly Metrics[];
 }
@@ -51,7 +66,9 @@ export function createAdminApp(
   replica: (() => FollowerState) | null = null,
   /** The configured sources' states (null: no sources here). */
   sources: (() => SourceStatus[]) | null = null,
-): { app: HttpApp; routes: RouteTable } {
+  /** KEYLESS_TIER, for the answers per plan. */
+  keylessTier = TIER_BASIC,
+): { app: HttpApp; routes: RouteTable; close: () => void } {
   const app = server.app();
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
@@ -73,8 +90,17 @@ export function createAdminApp(
   routes.get('/metrics', (res) => {
     res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null, sources: sources?.() ?? null }));
   }, { compress: true });
-  if (operator) new OperatorApi(operator).register(routes, edge);
+  const history = new MetricsHistory(metrics);
+  const stopHistory = history.start();
+  if (operator) {
+    new OperatorApi(operator).register(routes, edge);
+    const threadStates = threads && ((): ThreadState[] => threads.threadStates());
+    new OverviewApi(operator.db, { holder, history, serverKind: server.kind, life, threads: threadStates, lastPublishedAt, startedAtMs: Date.now() - process.uptime() * 1000 }).register(routes, edge);
+    new BuildsApi(operator.db, dataDir).register(routes, edge);
+    new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
+    new ConsoleRoute(readConsole()).register(routes, edge);
+  }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);
   routes.fallback();
-  return { app, routes };
+  return { app, routes, close: stopHistory };
 }

@@ -63,6 +63,32 @@ export function operatorSchemas(): Record<string, Schema> {
       window_start: DATE_TIME,
       window_end: DATE_TIME,
     }),
+    TrafficSample: object({
+      at: DATE_TIME,
+      requests_per_s: { type: 'number', minimum: 0 },
+      client_errors_per_s: { type: 'number', minimum: 0, description: '4xx other than 429.' },
+      rate_limited_per_s: { type: 'number', minimum: 0 },
+      server_errors_per_s: { type: 'number', minimum: 0 },
+      lookup_p50_ms: { type: ['number', 'null'] },
+      lookup_p99_ms: { type: ['number', 'null'] },
+      batch_p99_ms: { type: ['number', 'null'] },
+    }),
+    BuildManifest: object(
+      {
+        id: { type: 'string' },
+        created: DATE_TIME,
+        published: { type: 'boolean' },
+        feeds: { type: 'array', items: object({ name: { type: 'string' }, bytes: { type: 'integer' }, sha256: { type: 'string' } }) },
+        ranges: { type: 'object' },
+        addresses: { type: 'object' },
+        unknown_providers: { type: 'array', items: { type: 'string' } },
+        index: { type: 'object' },
+        exports: { type: 'object' },
+        timings_ms: { type: 'object', additionalProperties: { type: 'number' } },
+      },
+      undefined,
+      true,
+    ),
     AuditEntry: object({
       id: { type: 'integer', minimum: 1 },
       at: DATE_TIME,
@@ -81,7 +107,7 @@ export function operatorPaths(): Record<string, Schema> {
   return {
     '/admin/v1/organizations': admin({
       get: op('adminListOrganisations', 'The organisations in account-number order, a page at a time (deleted ones too with ?deleted=true)', false, { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') }, next }), 'A page of organisations.'), '400': bad }, {
-        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }, limit, after('an account number')],
+        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }, { name: 'q', in: 'query', required: false, description: 'Only organisations whose name holds this text (any case) or whose id begins with it; 1 to 200 characters.', schema: { type: 'string', minLength: 1, maxLength: 200 } }, limit, after('an account number')],
       }),
       post: op('adminCreateOrganisation', 'Create an organisation on a plan', true, { '201': json(ref('Organisation'), 'Created.'), '400': bad }, {
         requestBody: body(object({ name: { type: 'string' }, plan: { type: 'string' } })),
@@ -126,6 +152,58 @@ export function operatorPaths(): Record<string, Schema> {
       get: op('adminDownloads', "An organisation's download history, newest first", false, { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': bad, '404': notFound }, {
         parameters: [orgId, limit],
       }),
+    }),
+    '/admin/v1/plans': admin({
+      get: op('adminPlans', 'The plans of PLANS_FILE and the database bases a licence may name', false, {
+        '200': json(object({ plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, quota: { type: 'integer', minimum: 0 }, default_hard_limit: { type: ['integer', 'null'] } }) }, license_bases: { type: 'array', items: { type: 'string' } } }), 'The plans and bases.'),
+      }),
+    }),
+    '/admin/v1/token': admin({
+      get: op('adminToken', 'The operator token of the request: its id, name and scopes', false, { '200': json(object({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] } } }), 'The token.') }),
+    }),
+    '/admin/v1/overview': admin({
+      get: op('adminOverview', 'The serving build and its age, each front-end thread, the HTTP server and runtime, and the last hour of traffic', false, {
+        '200': json(
+          object({
+            version: { type: 'string' },
+            runtime: { type: 'string' },
+            http_server: { enum: ['uws', 'bun', 'node'] },
+            started_at: DATE_TIME,
+            ready: { type: 'boolean' },
+            draining: { type: 'boolean' },
+            build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
+            last_published_at: { type: ['string', 'null'], format: 'date-time' },
+            threads: { type: 'array', items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }) },
+            traffic: object({ period_s: { type: 'number' }, samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' } }),
+          }),
+          'The overview.',
+        ),
+      }),
+    }),
+    '/admin/v1/builds': admin({
+      get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, { '200': json(object({ builds: { type: 'array', items: object({ id: { type: 'string' }, current: { type: 'boolean' }, created: DATE_TIME, bytes: { type: 'integer', minimum: 0 } }) } }), 'The builds.') }),
+    }),
+    '/admin/v1/builds/{id}': admin({
+      get: op('adminBuild', "A build's report: its manifest (feeds, ranges and addresses per category, index, exports, stage timings)", false, { '200': json(ref('BuildManifest'), 'The manifest.'), '404': rc('NOT_FOUND', 'No build has this id.') }, { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] }),
+    }),
+    '/admin/v1/builds/{id}/serve': admin({
+      post: op('adminServeBuild', 'Make a build the serving one, after checking its index against its manifest (as ipsift builds use)', true, {
+        '200': json(object({ current: { type: 'string' }, message: { type: 'string' } }), 'Serving; every front-end thread switches within INDEX_POLL_MS.'),
+        '400': bad,
+        '404': rc('NOT_FOUND', 'No build has this id.'),
+        '409': rc('CONFLICT', 'The build is damaged; the serving build is unchanged.'),
+      }, { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] }),
+    }),
+    '/admin/v1/feeds': admin({
+      get: op('adminFeeds', 'The imported feeds with their evidence kind, priority, size and import time', false, {
+        '200': json(object({ feeds: { type: 'array', items: object({ name: { type: 'string' }, bytes: { type: 'integer', minimum: 0 }, evidence: { type: 'string' }, priority: { type: 'integer' }, source: { type: ['string', 'null'] }, imported_at: DATE_TIME }) } }), 'The feeds.'),
+      }),
+    }),
+    '/admin/v1/answers/{ip}': admin({
+      get: op('adminPlanAnswers', "The serving build's answer for an address as a keyless caller and a caller on each plan sees it; nothing is counted", false, {
+        '200': json(object({ ip: { type: 'string' }, build: { type: 'string' }, keyless: object({ tier: { type: 'string' }, answer: ref('LookupResult') }), plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, answer: ref('LookupResult') }) } }), 'The answers.'),
+        '400': json(object({ error: { const: 'not a valid IP address' } }), 'Not an IP address.'),
+      }, { parameters: [pathParam('ip', 'An IPv4 or IPv6 address.')] }),
     }),
     '/admin/v1/audit': admin({
       get: op('adminAudit', 'The audit log, newest first', false, { '200': json(object({ entries: { type: 'array', items: ref('AuditEntry') } }), 'The entries.'), '400': bad }, {

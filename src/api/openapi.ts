@@ -498,6 +498,27 @@ export function openApiDocument(): Schema {
       },
     },
     ...operatorPaths(),
+    '/console': { servers: ADMIN, get: { operationId: 'consoleRedirect', summary: 'To the console', responses: { '308': { description: 'Location: /console/.' } } } },
+    '/console/': {
+      servers: ADMIN,
+      get: {
+        operationId: 'console',
+        summary: "The operator's console (sign in with an operator token); never stored by a cache, under a strict Content-Security-Policy",
+        responses: { '200': { description: 'The page.', content: { 'text/html': {} } }, '404': json(errorBody('the console is not built here: npm run build writes it into dist/console'), 'Not built (dist/console is missing).') },
+      },
+    },
+    '/console/assets/{hash}/{file}': {
+      servers: ADMIN,
+      get: {
+        operationId: 'consoleAsset',
+        summary: "A script or style sheet of the console, under its build's hash: kept a year",
+        parameters: [
+          { name: 'hash', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'file', in: 'path', required: true, schema: { type: 'string' } },
+        ],
+        responses: { '200': { description: 'The file.', content: { 'text/javascript': {}, 'text/css': {} } }, '404': json(errorBody(E.notFound.message), 'No such file in this build of the console.') },
+      },
+    },
     '/openapi.json': { servers: ADMIN, get: { operationId: 'openapiAdmin', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } } },
   };
 

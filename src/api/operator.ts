@@ -6,7 +6,7 @@
 // UNAUTHORIZED (no token, unknown or revoked), 403 FORBIDDEN (scope), 404 NOT_FOUND, 409 CONFLICT.
 
 import { RC } from '../wire/errors.js';
-import { findAdminToken, type AdminScope } from '../control/admin-tokens.js';
+import { findAdminToken, type AdminScope, type AdminToken } from '../control/admin-tokens.js';
 import type { Actor } from '../control/audit.js';
 import { bearerToken } from '../control/auth.js';
 import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
@@ -57,10 +57,10 @@ const optionalStrings = (body: Doc, field: string): string[] | undefined => {
 };
 
 /**
- * The acting operator of an admin-port request, or null once refused: 401 for no token, an
+ * The operator token of an admin-port request, or null once refused: 401 for no token, an
  * unknown or revoked one, or two different Authorization headers; 403 without the scope.
  */
-export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): Actor | null {
+export function operatorTokenOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): AdminToken | null {
   const header = authorizationOf(req);
   if (header === null) {
     sendRc(res, RC.UNAUTHORIZED, 'one Authorization header, please: two different credentials were sent', metrics);
@@ -76,7 +76,13 @@ export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, s
     sendRc(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
     return null;
   }
-  return { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
+  return token;
+}
+
+/** The acting operator of an admin-port request (operatorTokenOf), as the audit log names it. */
+export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): Actor | null {
+  const token = operatorTokenOf(db, res, req, scope, metrics);
+  return token && { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
 }
 
 export class OperatorApi {
@@ -133,7 +139,13 @@ export class OperatorApi {
 
     const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
 
-    route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true')));
+    route('get', '/plans', 'admin.read', () =>
+      ok({
+        plans: [...deps.plans.byKey.values()].map((p) => ({ plan: p.key, tier: p.tier, quota: p.quota, default_hard_limit: p.defaultHardLimit })),
+        license_bases: deps.bases,
+      }),
+    );
+    route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true', q.get('q'))));
     route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
     route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
     route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {

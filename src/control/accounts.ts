@@ -334,10 +334,19 @@ export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: st
 }
 
 /** Organisations in account-number order, `limit` at a time after account number `after`. */
-export function pageOrganisations(db: ControlDb, limit: number, after = 0, includeDeleted = false): Page<Organisation> {
+/** A LIKE pattern's text taken literally ('!' is the escape character of the statements below). */
+const likeText = (s: string): string => s.replace(/[!%_]/g, '!$&');
+
+/**
+ * A page of organisations in account-number order; `search`: only those whose name holds it
+ * (any case) or whose id begins with it.
+ */
+export function pageOrganisations(db: ControlDb, limit: number, after = 0, includeDeleted = false, search: string | null = null): Page<Organisation> {
+  const matching = search === null ? '' : "AND (lower(name) LIKE ? ESCAPE '!' OR id LIKE ? ESCAPE '!')";
+  const terms = search === null ? [] : [`%${likeText(search.toLowerCase())}%`, `${likeText(search.toLowerCase())}%`];
   const rows = db
-    .prepare(`SELECT * FROM organisations WHERE account_id > ? ${includeDeleted ? '' : 'AND deleted_at IS NULL'} ORDER BY account_id LIMIT ?`)
-    .all(after, limit + 1) as OrgRow[];
+    .prepare(`SELECT * FROM organisations WHERE account_id > ? ${includeDeleted ? '' : 'AND deleted_at IS NULL'} ${matching} ORDER BY account_id LIMIT ?`)
+    .all(after, ...terms, limit + 1) as OrgRow[];
   const items = rows.slice(0, limit).map(orgOf);
   return { items, next: rows.length > limit ? String(items[items.length - 1].accountId) : null };
 }

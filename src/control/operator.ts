@@ -32,6 +32,9 @@ import { grantLicence, listLicences, revokeLicence, standingOf, type Grant, type
 import { WindowClock, orgCounter } from '../accounting/windows.js';
 import { IpsiftError } from '../errors.js';
 
+/** The longest organisation search (`q`) taken. */
+const MAX_SEARCH = 200;
+
 /** What went wrong, as the admin API's result code: the request (400), its subject (404), or its state (409). */
 export type OperatorRc = 'BAD_REQUEST' | 'NOT_FOUND' | 'CONFLICT';
 
@@ -159,9 +162,10 @@ export class Operator {
   }
 
   /** One page of organisations in account-number order; `after` is the last page's `next`. */
-  pageOrganisations(limit: number, after: string | null, includeDeleted = false): { organizations: Record<string, unknown>[]; next: string | null } {
+  pageOrganisations(limit: number, after: string | null, includeDeleted = false, search: string | null = null): { organizations: Record<string, unknown>[]; next: string | null } {
     if (after !== null && !/^[1-9]\d{0,15}$/.test(after)) throw new OperatorError('BAD_REQUEST', 'after must be the next cursor of the page before (an account number)');
-    const page = pageOrganisations(this.db, limit, after === null ? 0 : Number(after), includeDeleted);
+    if (search !== null && (search === '' || search.length > MAX_SEARCH)) throw new OperatorError('BAD_REQUEST', `q must be 1 to ${MAX_SEARCH} characters: part of a name, or the start of an id`);
+    const page = pageOrganisations(this.db, limit, after === null ? 0 : Number(after), includeDeleted, search);
     return { organizations: page.items.map((o) => this.orgJson(o)), next: page.next };
   }
 

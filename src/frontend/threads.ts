@@ -11,7 +11,7 @@ import type { BatchPool } from '../batch/pool.js';
 import { BatchShares, serveBatches } from '../batch/remote.js';
 import type { Config } from '../config.js';
 import { BodyMemory } from '../http/body.js';
-import type { ThreadsView } from '../api/admin.js';
+import type { ThreadState, ThreadsView } from '../api/admin.js';
 import { Metrics } from '../http/metrics.js';
 import type { IndexHolder, ServingIndex } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -121,11 +121,16 @@ export class FrontEndThreads implements ThreadsView {
     return this.slots.map((s) => s.worker);
   }
 
+  /** Each thread's state: listening, and serving the holder's index. */
+  threadStates(): ThreadState[] {
+    const g = this.s.holder.current?.generation ?? 0;
+    const raised = Atomics.load(this.generation, 0) === g;
+    return this.slots.map((s) => ({ thread: s.n, listening: s.listening, serving: raised && s.listening && s.adopted === g }));
+  }
+
   /** Threads not listening, or not yet serving the holder's index. */
   notReady(): number {
-    const g = this.s.holder.current?.generation ?? 0;
-    if (Atomics.load(this.generation, 0) !== g) return this.slots.length;
-    return this.slots.filter((s) => !s.listening || s.adopted !== g).length;
+    return this.threadStates().filter((t) => !t.serving).length;
   }
 
   /** Batches, downloads and answers under way on every thread (for the drain's log). */

@@ -4,7 +4,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { INDEX_FILE, buildDir, buildsDir, currentPointerFile } from '../data-dir.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, currentPointerFile } from '../data-dir.js';
 
 const BUILD_ID = /^\d{8}-\d+$/;
 
@@ -53,3 +53,23 @@ export function makeServing(dataDir: string, id: string): void {
   fs.writeFileSync(tmp, id + '\n');
   fs.renameSync(tmp, file);
 }
+
+/** A build as listed: its id, whether it serves, when it was made, the index's size. */
+export interface BuildSummary {
+  id: string;
+  current: boolean;
+  created: string;
+  bytes: number;
+}
+
+/** Every build, oldest first, with the serving one marked. */
+export function buildSummaries(dataDir: string): BuildSummary[] {
+  const current = readCurrentBuildId(dataDir);
+  return listBuilds(dataDir).map((id) => {
+    const manifest = readManifest(dataDir, id) as { created: string; index: { bytes: number } };
+    return { id, current: id === current, created: manifest.created, bytes: manifest.index.bytes };
+  });
+}
+
+/** A build's manifest, as written (build/build.ts BuildManifest: feeds, ranges, exports, timings). */
+export const readManifest = (dataDir: string, id: string): unknown => JSON.parse(fs.readFileSync(path.join(buildDir(dataDir, id), MANIFEST_FILE), 'utf8'));

@@ -7,7 +7,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { readCurrentBuildId } from './builds.js';
+import { listBuilds, makeServing, readCurrentBuildId } from './builds.js';
+import { IpsiftError, reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { RangeIndex } from './range-index.js';
 import { INDEX_FILE, MANIFEST_FILE, buildDir, currentPointerFile } from '../data-dir.js';
@@ -48,6 +49,24 @@ export async function loadIndexFile(file: string, expectedSha256?: string): Prom
   } finally {
     await handle.close();
   }
+}
+
+/** A build is made serving only if its index matches its manifest and reads as an index. */
+export async function verifyBuild(dataDir: string, id: string): Promise<void> {
+  const dir = buildDir(dataDir, id);
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, MANIFEST_FILE), 'utf8')) as { index: { sha256: string } };
+    await loadIndexFile(path.join(dir, INDEX_FILE), manifest.index.sha256);
+  } catch (e) {
+    throw new IpsiftError('BUILD_DAMAGED', `build ${id} is damaged (${reasonOf(e)}); the serving build is unchanged`, { cause: e });
+  }
+}
+
+/** Makes an existing, verified build the serving one (running servers switch within INDEX_POLL_MS). */
+export async function serveBuild(dataDir: string, id: string): Promise<void> {
+  if (!listBuilds(dataDir).includes(id)) throw new IpsiftError('NO_BUILD', `no build ${id}`);
+  await verifyBuild(dataDir, id);
+  makeServing(dataDir, id);
 }
 
 export class IndexHolder implements IndexSource {

@@ -1,0 +1,98 @@
+// Builds (the serving one marked; another made serving after a confirmation), the report of
+// the build looked at (feeds, ranges per category, exports, stage timings), the imported
+// feeds and the configured sources with their age and state.
+
+import { seg } from './api.js';
+import { attempt, type Context, type Page } from './context.js';
+import { ago, bytes, count, duration, fill, h, section, table } from './dom.js';
+
+interface Build {
+  id: string;
+  current: boolean;
+  created: string;
+  bytes: number;
+}
+
+function report(m: any): HTMLElement {
+  const ranges = (fam: 'v4' | 'v6'): string => Object.entries(m.ranges[fam] as Record<string, number>).map(([c, n]) => `${c} ${count(n)}`).join(', ') || 'none';
+  return h(
+    'div',
+    { 'data-test': 'build-report' },
+    h('p', {}, `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.published ? 'published' : 'not published'}.`),
+    table(['Family', 'Ranges per category'], [['IPv4', ranges('v4')], ['IPv6', ranges('v6')]]),
+    table(['Feed', 'Size', 'SHA-256'], m.feeds.map((f: any) => [f.name, bytes(f.bytes), h('code', {}, f.sha256.slice(0, 16) + '…')])),
+    table(['Database', 'Entries', 'Files'], Object.entries(m.exports as Record<string, any>).map(([id, e]) => [id, count(e.entries), Object.entries(e.bytes as Record<string, number>).map(([f, b]) => `${f} ${bytes(b)}`).join(', ')])),
+    table(['Stage', 'Time'], Object.entries(m.timings_ms as Record<string, number>).map(([stage, ms]) => [stage, `${count(Math.round(ms))} ms`])),
+    m.unknown_providers?.length
+      ? h('details', {}, h('summary', {}, `${m.unknown_providers.length} provider names the registry does not know`), h('p', { class: 'hint' }, m.unknown_providers.join(', ')))
+      : null,
+  );
+}
+
+async function drawBuilds(ctx: Context, el: HTMLElement, reportEl: HTMLElement, shown: string | null): Promise<void> {
+  const { builds } = (await ctx.api.get('/admin/v1/builds')) as { builds: Build[] };
+  const look = shown ?? builds.find((b) => b.current)?.id ?? builds[0]?.id ?? null;
+  const confirmArea = h('div', { class: 'confirm-area' });
+  const serve = (b: Build): void =>
+    fill(
+      confirmArea,
+      h(
+        'div',
+        { class: 'confirm', role: 'dialog' },
+        h('p', {}, `Serve build ${b.id}? Every front-end thread switches to it; lookups answer from it from then on.`),
+        h('button', { class: 'danger', 'data-test': 'confirm-serve', onclick: () => void attempt(ctx, async () => {
+          const r = await ctx.api.post(`/admin/v1/builds/${seg(b.id)}/serve`);
+          ctx.say(r.message, 'ok');
+          await drawBuilds(ctx, el, reportEl, b.id);
+        }) }, `Serve ${b.id}`),
+        h('button', { onclick: () => fill(confirmArea) }, 'Cancel'),
+      ),
+    );
+  fill(
+    el,
+    table(
+      ['Build', 'Made', 'Index', '', ''],
+      builds.map((b) => [
+        h('span', { class: b.current ? 'serving' : '' }, b.id, b.current ? ' (serving)' : ''),
+        ago(b.created),
+        bytes(b.bytes),
+        h('button', { onclick: () => void attempt(ctx, () => drawBuilds(ctx, el, reportEl, b.id)) }, 'Report'),
+        ctx.canWrite && !b.current ? h('button', { 'data-test': `serve-${b.id}`, onclick: () => serve(b) }, 'Serve…') : '',
+      ]),
+      { 'data-test': 'builds' },
+    ),
+    confirmArea,
+  );
+  if (look) fill(reportEl, report(await ctx.api.get(`/admin/v1/builds/${seg(look)}`)));
+  else fill(reportEl, h('p', {}, 'No build yet: import feeds and run ipsift build.'));
+}
+
+export const data: Page = (ctx, root) => {
+  const builds = h('div');
+  const reportEl = h('div');
+  const feeds = h('div');
+  const sources = h('div');
+  root.append(h('h1', {}, 'Data'), section('Builds', builds), section('Build report', reportEl), section('Feeds', feeds), section('Sources', sources));
+  void attempt(ctx, async () => {
+    await drawBuilds(ctx, builds, reportEl, null);
+    const f = await ctx.api.get('/admin/v1/feeds');
+    fill(feeds, f.feeds.length ? table(['Feed', 'Evidence', 'Priority', 'Size', 'Imported', 'From'], f.feeds.map((x: any) => [x.name, x.evidence, String(x.priority), bytes(x.bytes), ago(x.imported_at), x.source ?? '—'])) : h('p', {}, 'No feed imported.'));
+    const s = await ctx.api.get('/admin/v1/sources');
+    fill(
+      sources,
+      s.sources.length
+        ? table(
+            ['Source', 'State', 'Entries', 'Good copy', 'Next fetch', 'Why'],
+            s.sources.map((x: any) => [
+              x.name,
+              h('span', { class: x.state === 'ok' ? 'good' : 'bad' }, x.state),
+              count(x.entries),
+              x.age_s === null ? 'none' : `${duration(x.age_s)} old`,
+              x.next_at ? x.next_at.replace('T', ' ').slice(0, 16) : '—',
+              x.reason ?? '',
+            ]),
+          )
+        : h('p', {}, 'No public source configured (SOURCES=public turns the registry on).'),
+    );
+  });
+};

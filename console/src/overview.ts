@@ -1,0 +1,71 @@
+// The first page: the serving build and its age, readiness of every front-end thread, the
+// HTTP server and runtime, and the last hour of traffic, read again every period.
+
+import { lineChart } from './chart.js';
+import type { Page } from './context.js';
+import { ago, duration, facts, fill, h, section, table } from './dom.js';
+
+/** A point of GET /admin/v1/overview (TrafficSample in the OpenAPI document; the console is compiled apart from the server, so it states the wire shape itself). */
+interface Sample {
+  at: string;
+  requests_per_s: number;
+  client_errors_per_s: number;
+  rate_limited_per_s: number;
+  server_errors_per_s: number;
+  lookup_p50_ms: number | null;
+  lookup_p99_ms: number | null;
+  batch_p99_ms: number | null;
+}
+
+const time = (iso: string): string => iso.slice(11, 16);
+
+export const overview: Page = (ctx, root) => {
+  const body = h('div');
+  root.append(h('h1', {}, 'Overview'), body);
+  const draw = async (): Promise<void> => {
+    const o = await ctx.api.get('/admin/v1/overview');
+    const samples: Sample[] = o.traffic.samples;
+    const labels = samples.map((x) => time(x.at));
+    const last = samples[samples.length - 1];
+    fill(
+      body,
+      facts([
+        ['Serving build', o.build ? h('span', { 'data-test': 'serving-build' }, o.build.id) : 'none: lookups answer 500 until a build serves'],
+        ['Loaded', o.build ? `${duration(o.build.age_s)} ago` : '—'],
+        ['Ready', h('span', { class: o.ready ? 'good' : 'bad' }, o.ready ? 'yes' : o.draining ? 'no: shutting down' : 'no')],
+        ['HTTP server', o.http_server],
+        ['Runtime', o.runtime],
+        ['Version', o.version],
+        ['Up since', `${o.started_at.replace('T', ' ').slice(0, 19)} UTC (${ago(o.started_at)})`],
+        ['Last published', o.last_published_at ? ago(o.last_published_at) : 'never'],
+        ['Requests now', last ? `${last.requests_per_s} /s` : '—'],
+      ]),
+      section(
+        'Traffic, the last hour',
+        lineChart('requests per second', 'req/s', labels, [
+          { name: 'all requests', cls: 's1', values: samples.map((x) => x.requests_per_s) },
+          { name: '429 rate limited', cls: 's2', values: samples.map((x) => x.rate_limited_per_s) },
+          { name: '4xx other', cls: 's4', values: samples.map((x) => x.client_errors_per_s) },
+          { name: '5xx', cls: 's3', values: samples.map((x) => x.server_errors_per_s) },
+        ]),
+        lineChart('lookup latency', 'ms', labels, [
+          { name: 'lookup p50', cls: 's1', values: samples.map((x) => x.lookup_p50_ms) },
+          { name: 'lookup p99', cls: 's2', values: samples.map((x) => x.lookup_p99_ms) },
+          { name: 'batch p99', cls: 's4', values: samples.map((x) => x.batch_p99_ms) },
+        ]),
+        h('p', { class: 'hint' }, `One point every ${o.traffic.period_s} s, from the counters the server keeps for /metrics.`),
+      ),
+      section(
+        'Front-end threads',
+        table(
+          ['Thread', 'Listening', 'Serving the build'],
+          o.threads.map((t: { thread: number; listening: boolean; serving: boolean }) => [String(t.thread), t.listening ? 'yes' : 'no', h('span', { class: t.serving ? 'good' : 'bad' }, t.serving ? 'yes' : 'no')]),
+        ),
+      ),
+    );
+  };
+  const run = (): void => void draw().catch((e: Error) => ctx.say(e.message));
+  run();
+  const timer = setInterval(run, 10_000);
+  return () => clearInterval(timer);
+};

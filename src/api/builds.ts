@@ -1,0 +1,71 @@
+// The data an operator looks at on the admin port, for an operator token: the builds (the
+// serving one marked), one build's report (its manifest: feeds, ranges, exports, timings),
+// making a build the serving one (admin.write; as `ipsift builds use`, after the same check
+// of its index), and the imported feeds with their age.
+
+import fs from 'node:fs';
+import type { ControlDb } from '../control/control-db.js';
+import { IpsiftError, reasonOf } from '../errors.js';
+import { listFeeds } from '../feeds/feed-store.js';
+import { readSmallBody } from '../http/body.js';
+import { late, pending, sendJson, sendRc } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import type { HttpResponse } from '../http/server/types.js';
+import { buildSummaries, listBuilds, readManifest } from '../index/builds.js';
+import { serveBuild } from '../index/loader.js';
+import { RC } from '../wire/errors.js';
+import type { Edge } from './edge.js';
+import { operatorOf } from './operator.js';
+
+export class BuildsApi {
+  constructor(
+    private readonly db: ControlDb,
+    private readonly dataDir: string,
+  ) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    const { db, dataDir } = this;
+    const { metrics } = edge;
+    /** The build id of the path, or null once answered 404. */
+    const buildOf = (res: HttpResponse, id: string): string | null => {
+      if (listBuilds(dataDir).includes(id)) return id;
+      sendRc(res, RC.NOT_FOUND, `no build ${id}: GET /admin/v1/builds lists them`, metrics);
+      return null;
+    };
+    routes.get('/admin/v1/builds', (res, req) => {
+      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      sendJson(res, 200, { builds: buildSummaries(dataDir).reverse() }, metrics);
+    }, { compress: true });
+    routes.get('/admin/v1/builds/:id', (res, req) => {
+      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      const id = buildOf(res, req.getParameter(0) ?? '');
+      if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
+    }, { compress: true });
+    routes.post('/admin/v1/builds/:id/serve', (res, req) => {
+      if (operatorOf(db, res, req, 'admin.write', metrics) === null) return;
+      const id = buildOf(res, req.getParameter(0) ?? '');
+      if (id === null) return;
+      const p = pending(res);
+      // Any body is read and ignored, so that the connection stays usable.
+      readSmallBody(res, p, routes, (text) => {
+        if (text === null) return late(res, p, () => sendRc(res, RC.BAD_REQUEST, 'body too large: this request takes none', metrics));
+        serveBuild(dataDir, id).then(
+          () => late(res, p, () => sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics)),
+          (e) => late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
+        );
+      });
+    });
+    routes.get('/admin/v1/feeds', (res, req) => {
+      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      const feeds = listFeeds(dataDir).map((f) => ({
+        name: f.name,
+        bytes: f.bytes,
+        evidence: f.evidence,
+        priority: f.priority,
+        source: f.source,
+        imported_at: fs.statSync(f.file).mtime.toISOString(),
+      }));
+      sendJson(res, 200, { feeds }, metrics);
+    }, { compress: true });
+  }
+}

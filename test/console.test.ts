@@ -1,0 +1,273 @@
+// The operator's console in a real browser (headless Chromium driven by playwright-core)
+// against a real server: signing in, each page, the writes an operator makes (an organisation,
+// a key whose secret is shown once, a revocation, a licence, another build made serving), the
+// usage chart moving after lookups, a read-only token that sees no write control and whose
+// forced write is refused, a refused token, the console's headers (policy, caching), its bytes
+// over the wire, and that it never calls the public port. Each page's screenshot is written to
+// dist/test-artifacts/console/.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { importFeed } from '../src/feeds/import.js';
+import { runBuild } from '../src/build/build.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
+import { CONSOLE_CSP } from '../src/api/console.js';
+import type { Service } from '../src/service.js';
+import { get, openTestControlDb, PROJECT_ROOT, request, startTestService, tempDir, until, writeFile } from './helpers.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = path.join(PROJECT_ROOT, 'dist/test-artifacts/console');
+
+const FEED = `network,category,provider,confidence,method,last_seen
+81.7.3.16/28,tor,Tor Project,high,,2026-11-02
+45.83.64.0/24,vpn,ExampleVPN,medium,,2026-11-01
+`;
+
+describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium)` }, () => {
+  let svc: Service;
+  let browser: Browser;
+  let write: string;
+  let read: string;
+  let firstBuild: string;
+  let secondBuild: string;
+  let base: string;
+
+  before(async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    firstBuild = runBuild({ dataDir }).id;
+    secondBuild = runBuild({ dataDir }).id;
+    svc = await startTestService({ dataDir });
+    base = `http://127.0.0.1:${svc.adminPort}`;
+    const db = openTestControlDb(dataDir);
+    try {
+      write = createAdminToken(db, 'ops', ['admin.write']).secret;
+      read = createAdminToken(db, 'support', ['admin.read']).secret;
+    } finally {
+      db.close();
+    }
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  });
+  after(async () => {
+    await browser?.close();
+    await svc?.close();
+  });
+
+  /** A new tab, with every request it makes and every page error recorded. */
+  async function tab(): Promise<{ page: Page; urls: string[]; errors: string[] }> {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+    const urls: string[] = [];
+    const errors: string[] = [];
+    page.on('request', (r) => urls.push(r.url()));
+    page.on('pageerror', (e) => errors.push(e.message));
+    // A violation of the page's policy (an inline script or style, another origin) is logged as an error.
+    page.on('console', (m) => void (m.type() === 'error' && errors.push(m.text())));
+    return { page, urls, errors };
+  }
+
+  async function signIn(page: Page, token: string): Promise<void> {
+    await page.goto(`${base}/console/`);
+    await page.fill('[data-test=token]', token);
+    await page.click('[data-test=signin] button[type=submit]');
+  }
+
+  const shot = (page: Page, name: string): Promise<Buffer> => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  test('the first load is small, sent compressed, under a strict policy, never cached, and only from the admin port', async () => {
+    const { page, urls, errors } = await tab();
+    let wire = 0;
+    page.on('requestfinished', (r) =>
+      void r.sizes().then(
+        (s) => (wire += s.responseBodySize + s.responseHeadersSize),
+        () => {},
+      ),
+    );
+    await signIn(page, write);
+    await page.waitForSelector('[data-test=serving-build]');
+    await page.waitForLoadState('networkidle');
+    assert.equal(await page.textContent('[data-test=serving-build]'), svc.holder.current!.buildId);
+    assert.match((await page.textContent('[data-test=who]'))!, /ops · read and write/);
+    await shot(page, 'overview');
+    // Measured from the responses' own sizes: headers and (compressed) bodies.
+    assert.ok(wire > 5_000 && wire < 200_000, `first load ${wire} bytes over the wire`);
+    process.stdout.write(`# console first load: ${wire} bytes over the wire, ${urls.length} requests\n`);
+    assert.ok(urls.every((u) => u.startsWith(`${base}/`) || u.startsWith('data:')), urls.join('\n'));
+    assert.ok(!urls.some((u) => u.includes(`:${svc.port}/`)));
+    assert.deepEqual(errors, []);
+    await page.close();
+
+    const pageReply = await get(svc.adminPort, '/console/', { 'Accept-Encoding': 'gzip, br' });
+    assert.equal(pageReply.status, 200);
+    assert.equal(pageReply.headers['content-security-policy'], CONSOLE_CSP);
+    assert.equal(pageReply.headers['cache-control'], 'no-store');
+    assert.equal(pageReply.headers['content-encoding'], 'br');
+    const plain = await get(svc.adminPort, '/console/');
+    assert.doesNotMatch(plain.text, /<script>|<script [^>]*>[^<]|\sstyle=|\son[a-z]+=/, 'no inline script, style or handler');
+    const asset = plain.text.match(/src="(\/console\/assets\/[0-9a-f]{16}\/main\.js)"/)![1];
+    const js = await get(svc.adminPort, asset);
+    assert.equal(js.status, 200);
+    assert.equal(js.headers['cache-control'], 'public, max-age=31536000, immutable');
+    assert.equal(js.headers['content-security-policy'], CONSOLE_CSP);
+    assert.match(js.headers['content-type']!, /^text\/javascript/);
+    const api = await request(svc.adminPort, 'GET', '/admin/v1/overview', undefined, { Authorization: `Bearer ${write}` });
+    assert.equal(api.headers['cache-control'], 'private, no-store');
+    // Not on the public port.
+    assert.equal((await get(svc.port, '/console/')).status === 200 && (await get(svc.port, '/console/')).text.includes('<html'), false);
+    assert.equal((await get(svc.adminPort, asset.replace(/[0-9a-f]{16}/, '0000000000000000'))).status, 404);
+  });
+
+  test('a wrong token is refused and nothing of the console opens', async () => {
+    const { page } = await tab();
+    await signIn(page, 'iat_not-a-real-token');
+    await page.waitForSelector('.notice.error');
+    assert.match((await page.textContent('.notice.error'))!, /Refused: an operator token is required/);
+    assert.equal(await page.locator('nav').count(), 0);
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+    assert.equal(await page.evaluate(() => document.cookie), '');
+    await page.close();
+  });
+
+  test('an organisation, a key shown once, a revocation, a licence, the usage chart, and an HTML name shown as text', async () => {
+    const { page, urls, errors } = await tab();
+    await signIn(page, write);
+    await page.waitForSelector('[data-test=serving-build]');
+    await page.click('nav a[data-route=orgs]');
+    const name = '<img src=x onerror="document.title=1">Acme';
+    await page.fill('[data-test=create-org] input[name=name]', name);
+    await page.selectOption('[data-test=create-org] select', 'scale');
+    await page.click('[data-test=create-org] button[type=submit]');
+    await page.waitForSelector('h1:has-text("Acme")');
+    assert.equal(await page.textContent('h1'), name, 'the name is text, not markup');
+    assert.equal(await page.locator('main img').count(), 0);
+    const orgUrl = page.url();
+    const orgId = orgUrl.split('/').pop()!;
+
+    await page.fill('[data-test=create-key] input[aria-label="Key name"]', 'prod');
+    await page.click('[data-test=create-key] button[type=submit]');
+    const secret = (await page.textContent('[data-test=new-secret]'))!;
+    assert.match(secret, /^isk_/);
+    await page.waitForSelector('[data-test=keys] td:has-text("prod")');
+    await shot(page, 'organisation');
+    // The secret lives in this page only: a reload shows the key but never its secret again.
+    await page.reload();
+    await page.waitForSelector('[data-test=keys] td:has-text("prod")');
+    assert.equal(await page.locator('[data-test=new-secret]').count(), 0);
+    assert.ok(!(await page.content()).includes(secret));
+    assert.ok(!JSON.stringify(await page.evaluate(() => ({ ...sessionStorage }))).includes(secret));
+
+    // The key works on the public port; the usage chart moves.
+    const requestsShown = async (): Promise<number> => Number(await page.getAttribute('svg.usage rect.used', 'data-requests'));
+    assert.equal(await requestsShown(), 0);
+    for (let i = 0; i < 5; i++) assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${secret}` })).status, 200);
+    await until(async () => {
+      await page.reload();
+      await page.waitForSelector('svg.usage');
+      return (await requestsShown()) >= 5;
+    }, 10_000, 'the usage chart shows the 5 lookups');
+
+    await page.click('[data-test=grant-licence] button[type=submit]');
+    await page.waitForSelector('table[data-test=licences] td:has-text("subscription")');
+
+    await page.click('[data-test=rotate-prod]');
+    await page.waitForFunction((old) => document.querySelector('[data-test=new-secret]')?.textContent !== old, secret);
+    const rotated = (await page.textContent('[data-test=new-secret]'))!;
+    assert.match(rotated, /^isk_/);
+    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${rotated}` })).status, 200);
+    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${secret}` })).status === 401, 5_000, 'the rotated-out secret is refused');
+
+    await page.click('[data-test=revoke-prod]');
+    await page.waitForSelector('[data-test=keys] td:has-text("revoked")');
+    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${rotated}` })).status === 401, 5_000, 'the revoked key is refused');
+
+    // The audit log names each change, filtered to the organisation.
+    await page.click('a:has-text("changes to this organisation")');
+    await page.waitForSelector('table[data-test=audit] td:has-text("key.revoke")');
+    for (const action of ['org.create', 'key.create', 'key.rotate', 'license.grant', 'key.revoke']) assert.equal(await page.locator(`table[data-test=audit] td:text-is("${action}")`).count(), 1, action);
+    await shot(page, 'audit');
+
+    await page.goto(`${base}/console/#/orgs`);
+    await page.fill('[data-test=org-search]', 'acme');
+    await page.waitForSelector(`table[data-test=orgs] a[href="#/orgs/${orgId}"]`);
+    assert.equal(await page.locator('table[data-test=orgs] tbody tr').count(), 1);
+    await shot(page, 'organisations');
+    assert.ok(urls.every((u) => u.startsWith(`${base}/`) || u.startsWith('data:')));
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('an address looked up as each plan sees it, with the evidence behind it', async () => {
+    const { page } = await tab();
+    await signIn(page, write);
+    await page.click('nav a[data-route=lookup]');
+    await page.fill('[data-test=lookup-input]', '81.7.3.20');
+    await page.click('button:has-text("Look up")');
+    await page.waitForSelector('table[data-test=plan-answers]');
+    const row = (field: string) => page.locator(`table[data-test=plan-answers] tr:has(code:text-is("${field}")) td`).allTextContents();
+    const tor = await row('is_tor');
+    assert.deepEqual(tor.slice(1), ['—', '—', 'true', 'true', 'true'], 'keyless and free see no is_tor; starter, scale and max see true');
+    assert.match((await row('tor'))[5], /provider: Tor Project/);
+    await page.click('[data-test=explain]');
+    await page.waitForSelector('[data-test=explanation] h3');
+    assert.equal(await page.textContent('[data-test=explanation] h3'), 'tor: yes');
+    assert.match((await page.textContent('[data-test=explanation] .rule'))!, /claims 81\.7\.3\.16\/28: the only claim/);
+    assert.match((await page.textContent('[data-test=explanation] table'))!, /feed \(won\)/);
+    await shot(page, 'lookup');
+
+    await page.fill('[data-test=lookup-input]', '45.83.64.7, 81.7.3.20 not-an-address');
+    await page.click('button:has-text("Look up")');
+    await page.waitForSelector('table[data-test=list-answers]');
+    const cells = await page.locator('table[data-test=list-answers] td').allTextContents();
+    assert.deepEqual(cells.filter((_, i) => i % 2 === 0), ['45.83.64.7', '81.7.3.20', 'not-an-address']);
+    assert.match(cells[1], /^vpn/);
+    assert.match(cells[3], /^tor/);
+    assert.equal(cells[5], 'not a valid IP address');
+    await page.close();
+  });
+
+  test('another build is made serving after a confirmation, and the page shows it', async () => {
+    const { page } = await tab();
+    await signIn(page, write);
+    await page.click('nav a[data-route=data]');
+    await page.waitForSelector(`[data-test=serve-${firstBuild}]`);
+    assert.equal(svc.holder.current!.buildId, secondBuild);
+    await page.click(`[data-test=serve-${firstBuild}]`);
+    await page.waitForSelector('[data-test=confirm-serve]');
+    assert.equal(svc.holder.current!.buildId, secondBuild, 'nothing changes before the confirmation');
+    await shot(page, 'data');
+    await page.click('[data-test=confirm-serve]');
+    await page.waitForSelector(`table[data-test=builds] td:has-text("${firstBuild} (serving)")`);
+    await until(() => svc.holder.current?.buildId === firstBuild, 5_000, `the server serves ${firstBuild}`);
+    assert.match((await page.textContent('[data-test=build-report]'))!, new RegExp(`Build ${firstBuild}`));
+    await page.close();
+  });
+
+  test('a read-only token sees no write control, and a write forced from its page is refused', async () => {
+    const { page } = await tab();
+    await signIn(page, read);
+    await page.waitForSelector('[data-test=who]');
+    assert.match((await page.textContent('[data-test=who]'))!, /support · read only/);
+    await page.click('nav a[data-route=orgs]');
+    await page.waitForSelector('table[data-test=orgs] a');
+    assert.equal(await page.locator('[data-test=create-org]').count(), 0);
+    await page.click('table[data-test=orgs] a >> nth=0');
+    await page.waitForSelector('[data-test=keys]');
+    for (const control of ['create-key', 'grant-licence', 'change-plan', 'change-limit']) assert.equal(await page.locator(`[data-test=${control}]`).count(), 0, control);
+    assert.equal(await page.locator('main button:has-text("Revoke"), main button:has-text("Rotate"), main button:has-text("End")').count(), 0);
+    await page.click('nav a[data-route=data]');
+    await page.waitForSelector('table[data-test=builds]');
+    assert.equal(await page.locator('table[data-test=builds] button:has-text("Serve")').count(), 0);
+    // The page's own fetch, with the token it holds: the API refuses whatever the page draws.
+    const forced = await page.evaluate(async () => {
+      const token = sessionStorage.getItem('ipsift.operator-token');
+      const r = await fetch('/admin/v1/organizations', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Nope', plan: 'free' }) });
+      return { status: r.status, body: await r.json() };
+    });
+    assert.equal(forced.status, 403);
+    assert.equal(forced.body.rc, 'FORBIDDEN');
+    await page.close();
+  });
+});
