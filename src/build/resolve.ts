@@ -177,25 +177,72 @@ export function combineCategories(
   return out;
 }
 
-/** Distinct combinations of per-category detail ids. */
+/**
+ * Distinct combinations of per-category detail ids, numbered in order of first sight. An
+ * open-addressing table of record numbers hashed over the ids (FNV-1a): a 1 M-range build
+ * interns about 1.8 M intervals, and a joined string per interval as a Map key cost a fifth
+ * of combining them.
+ */
 export class RecordTable {
-  private readonly byKey = new Map<string, number>();
   /** Flat: record r's detail id for category k at r * 8 + k. */
   readonly details: number[] = [];
+  /** Slots hold record + 1 (0: empty); the table doubles at half full. */
+  private slots = new Int32Array(1 << 16);
+
   constructor() {
     this.intern(new Array<number>(CATEGORIES.length).fill(0));
   }
+
   get count(): number {
     return this.details.length / CATEGORIES.length;
   }
+
   intern(ids: readonly number[]): number {
-    const key = ids.join(',');
-    let rec = this.byKey.get(key);
-    if (rec === undefined) {
-      rec = this.count;
-      this.byKey.set(key, rec);
-      for (const id of ids) this.details.push(id);
+    const c = CATEGORIES.length;
+    const mask = this.slots.length - 1;
+    for (let s = hashIds(ids) & mask; ; s = (s + 1) & mask) {
+      const held = this.slots[s];
+      if (held === 0) {
+        const rec = this.count;
+        for (let k = 0; k < c; k++) this.details.push(ids[k]);
+        this.slots[s] = rec + 1;
+        if (2 * (rec + 1) > this.slots.length) this.grow();
+        return rec;
+      }
+      if (this.sameIds(held - 1, ids)) return held - 1;
     }
-    return rec;
   }
+
+  private sameIds(rec: number, ids: readonly number[]): boolean {
+    const c = CATEGORIES.length;
+    for (let k = 0; k < c; k++) if (this.details[rec * c + k] !== ids[k]) return false;
+    return true;
+  }
+
+  private grow(): void {
+    const c = CATEGORIES.length;
+    const slots = new Int32Array(this.slots.length * 2);
+    const mask = slots.length - 1;
+    const ids = new Array<number>(c);
+    for (let rec = 0; rec < this.count; rec++) {
+      for (let k = 0; k < c; k++) ids[k] = this.details[rec * c + k];
+      let s = hashIds(ids) & mask;
+      while (slots[s] !== 0) s = (s + 1) & mask;
+      slots[s] = rec + 1;
+    }
+    this.slots = slots;
+  }
+}
+
+/** FNV-1a over the ids' 32-bit values. */
+function hashIds(ids: readonly number[]): number {
+  let h = 0x811c9dc5;
+  for (let k = 0; k < ids.length; k++) {
+    const v = ids[k];
+    h = Math.imul(h ^ (v & 0xff), 0x01000193);
+    h = Math.imul(h ^ ((v >>> 8) & 0xff), 0x01000193);
+    h = Math.imul(h ^ ((v >>> 16) & 0xff), 0x01000193);
+    h = Math.imul(h ^ (v >>> 24), 0x01000193);
+  }
+  return h >>> 0;
 }
