@@ -38,5 +38,5 @@ USER node
 EXPOSE 8080 8081
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s CMD ["node", "-e", "fetch('http://127.0.0.1:8081/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "dist/src/cli.js"]
+ENTRYPOINT ["node", "--initial-old-space-size=64", "dist/src/cli.js"]
 CMD ["serve"]

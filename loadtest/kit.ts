@@ -97,7 +97,10 @@ export function scaleKey(dataDir: string, control: ControlDbConfig = null): stri
  * otherwise; `cpus`: on these CPUs only (taskset's list); `root`: another checkout's build.
  */
 export function startIpsift(dataDir: string, env: Record<string, string>, runtime = process.execPath, cpus?: string, root = ROOT): Promise<Server> {
-  const args = [path.join(root, 'dist/src/cli.js'), 'serve'];
+  // Node as every launcher of the service starts it (package.json, bin, the image, the systemd
+  // unit): with room in the old generation (docs/contributing/decisions.md). Bun has no such flag.
+  const flags = path.basename(runtime).startsWith('bun') ? [] : ['--initial-old-space-size=64'];
+  const args = [...flags, path.join(root, 'dist/src/cli.js'), 'serve'];
   return startProcess(
     cpus ? ['-c', cpus, runtime, ...args] : args,
     { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), FRONTEND_THREADS: '1', ...env },
