@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
@@ -306,5 +307,16 @@ describe('operator API (admin port)', () => {
     assert.match(refused.json.message, /is damaged .*the serving build is unchanged/);
     assert.equal((await as(write, 'POST', '/builds/20990101-1/serve')).status, 404);
     assert.equal(svc.holder.current!.buildId, serving);
+
+    // One check at a time (each reads a whole index into memory): a request whose body has not
+    // come yet holds the turn; a second is refused with 429, and a client that goes frees it.
+    const held = net.connect(svc.adminPort, '127.0.0.1');
+    await new Promise((r) => held.once('connect', r));
+    held.write(`POST /admin/v1/builds/${serving}/serve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${write}\r\nContent-Length: 2\r\n\r\n`);
+    await until(async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 429, 5_000, 'the second request is refused while the first holds the turn');
+    const busy = await as(write, 'POST', `/builds/${serving}/serve`);
+    assert.deepEqual([busy.status, busy.json.rc, busy.headers['retry-after']], [429, 'RATE_LIMITED', '1']);
+    held.destroy();
+    await until(async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 200, 5_000, 'the turn is free once the first client has gone');
   });
 });

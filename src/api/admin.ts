@@ -10,7 +10,7 @@ import { Metrics } from '../http/metrics.js';
 import { RouteTable } from '../http/routes.js';
 import type { Logger } from '../log.js';
 import { ExplainApi } from './explain.js';
-import { metricsText } from './metrics-text.js';
+import { PROCESS_STARTED_MS, metricsText } from './metrics-text.js';
 import { OpenApiRoute } from './openapi.js';
 import { OperatorApi } from './operator.js';
 import { SourcesApi } from './sources.js';
@@ -95,7 +95,7 @@ export function createAdminApp(
   if (operator) {
     new OperatorApi(operator).register(routes, edge);
     const threadStates = threads && ((): ThreadState[] => threads.threadStates());
-    new OverviewApi(operator.db, { holder, history, serverKind: server.kind, life, threads: threadStates, lastPublishedAt, startedAtMs: Date.now() - process.uptime() * 1000 }).register(routes, edge);
+    new OverviewApi(operator.db, { holder, history, serverKind: server.kind, life, threads: threadStates, lastPublishedAt, startedAtMs: PROCESS_STARTED_MS }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);

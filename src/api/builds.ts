@@ -8,7 +8,7 @@ import type { ControlDb } from '../control/control-db.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import { listFeeds } from '../feeds/feed-store.js';
 import { readSmallBody } from '../http/body.js';
-import { late, pending, sendJson, sendRc } from '../http/reply.js';
+import { late, sendJson, sendRc, type Pending } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { HttpResponse } from '../http/server/types.js';
 import { buildSummaries, listBuilds, readManifest } from '../index/builds.js';
@@ -41,18 +41,37 @@ export class BuildsApi {
       const id = buildOf(res, req.getParameter(0) ?? '');
       if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
     }, { compress: true });
+    // One build checked at a time: the check reads a whole index into memory (226 MiB for 1 M
+    // ranges), and a token holder asking many at once would hold as many.
+    let checking = false;
     routes.post('/admin/v1/builds/:id/serve', (res, req) => {
       if (operatorOf(db, res, req, 'admin.write', metrics) === null) return;
       const id = buildOf(res, req.getParameter(0) ?? '');
       if (id === null) return;
-      const p = pending(res);
+      if (checking) return sendRc(res, RC.RATE_LIMITED, 'another build is being checked and served: retry when it is done', metrics, { headers: [['Retry-After', '1']] });
+      checking = true;
+      const p: Pending = { aborted: false };
+      let held = true;
+      // Released once, by whichever comes first (an abort may also come after the answer).
+      const done = (): void => {
+        if (held) checking = held = false;
+      };
+      res.onAborted(() => {
+        p.aborted = true;
+        done();
+      });
       // Any body is read and ignored, so that the connection stays usable.
       readSmallBody(res, p, routes, (text) => {
-        if (text === null) return late(res, p, () => sendRc(res, RC.BAD_REQUEST, 'body too large: this request takes none', metrics));
-        serveBuild(dataDir, id).then(
-          () => late(res, p, () => sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics)),
-          (e) => late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
-        );
+        if (text === null) {
+          done();
+          return late(res, p, () => sendRc(res, RC.BAD_REQUEST, 'body too large: this request takes none', metrics));
+        }
+        serveBuild(dataDir, id)
+          .then(
+            () => late(res, p, () => sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics)),
+            (e) => late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
+          )
+          .finally(done);
       });
     });
     routes.get('/admin/v1/feeds', (res, req) => {

@@ -39,7 +39,8 @@ function openFds(): number | null {
   }
 }
 
-const started = Date.now() / 1000 - process.uptime();
+/** When the process started (Unix ms): process_start_time_seconds, and the console's overview. */
+export const PROCESS_STARTED_MS = Date.now() - process.uptime() * 1000;
 
 export function metricsText(v: MetricsView): string {
   const s = v.holder.current;
@@ -114,7 +115,7 @@ export function metricsText(v: MetricsView): string {
   const mem = process.memoryUsage();
   family('process_cpu_seconds_total', 'counter', 'User and system CPU time of the process (every thread).', [`process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`]);
   family('process_resident_memory_bytes', 'gauge', 'Resident memory of the process.', [`process_resident_memory_bytes ${mem.rss}`]);
-  family('process_start_time_seconds', 'gauge', 'When the process started (Unix time).', [`process_start_time_seconds ${Math.round(started)}`]);
+  family('process_start_time_seconds', 'gauge', 'When the process started (Unix time).', [`process_start_time_seconds ${Math.round(PROCESS_STARTED_MS / 1000)}`]);
   const fds = openFds();
   if (fds !== null) family('process_open_fds', 'gauge', 'Open file descriptors.', [`process_open_fds ${fds}`]);
   family('nodejs_heap_used_bytes', 'gauge', "The main thread's JavaScript heap in use.", [`nodejs_heap_used_bytes ${mem.heapUsed}`]);

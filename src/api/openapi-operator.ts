@@ -192,6 +192,7 @@ export function operatorPaths(): Record<string, Schema> {
         '400': bad,
         '404': rc('NOT_FOUND', 'No build has this id.'),
         '409': rc('CONFLICT', 'The build is damaged; the serving build is unchanged.'),
+        '429': rc('RATE_LIMITED', 'Another build is being checked and served (one at a time); retry after Retry-After seconds.'),
       }, { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] }),
     }),
     '/admin/v1/feeds': admin({
