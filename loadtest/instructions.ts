@@ -9,11 +9,11 @@
 // worker's function inline. Nothing waits on a timer, so no timer runs inside a measurement.
 //
 //   node dist/loadtest/instructions.js prepare DIR
-//   node dist/loadtest/instructions.js run DIR WORKLOAD WARMUP N
+//   node dist/loadtest/instructions.js run DIR WORKLOAD WARMUP N [STRETCHES]
 //
-// `run` marks its measured stretch of N requests with two native calls that nothing else
-// makes: os.loadavg() (callgrind --zero-before=uv_loadavg) before it, os.getPriority()
-// (--dump-before=uv_os_getpriority) after it.
+// `run` marks each of its STRETCHES measured stretches of N requests with two native calls
+// that nothing else makes: os.loadavg() (callgrind --zero-before=uv_loadavg) before it,
+// os.getPriority() (--dump-before=uv_os_getpriority) after it; callgrind writes one dump each.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -359,20 +359,22 @@ export async function requests(dir: string, workload: Workload): Promise<(n: num
 }
 
 async function main(): Promise<void> {
-  const [command, dir, workload, warmup, n] = process.argv.slice(2);
+  const [command, dir, workload, warmup, n, stretches = '1'] = process.argv.slice(2);
   if (command === 'prepare' && dir) return prepare(dir);
-  if (command !== 'run' || !dir || !WORKLOADS.includes(workload as Workload) || !(Number(n) > 0)) {
-    process.stderr.write(`usage: instructions.js prepare DIR | run DIR ${WORKLOADS.join('|')} WARMUP N\n`);
+  if (command !== 'run' || !dir || !WORKLOADS.includes(workload as Workload) || !(Number(n) > 0) || !(Number(stretches) > 0)) {
+    process.stderr.write(`usage: instructions.js prepare DIR | run DIR ${WORKLOADS.join('|')} WARMUP N [STRETCHES]\n`);
     process.exit(2);
   }
   const go = await requests(dir, workload as Workload);
-  // The stretch starts from a collected heap (--expose-gc), so that a full collection the
-  // warm-up left due does not land in it.
   await go(Number(warmup), true);
-  (globalThis as { gc?: () => void }).gc?.();
-  os.loadavg();
-  await go(Number(n));
-  os.getPriority();
+  for (let s = 0; s < Number(stretches); s++) {
+    // Each stretch starts from a collected heap (--expose-gc), so that a full collection the
+    // warm-up left due does not land in it.
+    (globalThis as { gc?: () => void }).gc?.();
+    os.loadavg();
+    await go(Number(n));
+    os.getPriority();
+  }
   process.exit(0);
 }
 

@@ -63,27 +63,34 @@ const MAX_SOURCES = 100_000;
 const AUTHORIZATION = nativeString('authorization');
 const X_API_KEY = nativeString('x-api-key');
 
+/** What the last walk of a request's key headers found (module state: the walk allocates nothing). */
+let walkedAuth: string | null = null;
+let walkedKey: string | null = null;
+let walkConflict = false;
+
+function visitKeyHeader(name: string, value: string): void {
+  if (name === 'authorization') {
+    if (walkedAuth !== null && walkedAuth !== value) walkConflict = true;
+    walkedAuth = value;
+  } else if (name === 'x-api-key') {
+    const v = value.trim();
+    if (walkedKey !== null && walkedKey !== v) walkConflict = true;
+    walkedKey = v;
+  }
+}
+
 /**
- * The key headers of a request that presents one: getHeader sees only the first of a name, so
- * the headers are walked to catch a name that comes twice with different values (DESIGN.md
- * §5: 401). Returns [authorization, x-api-key], or null for such a conflict. Only requests
- * with a key header pay for the walk (measured: about 5 % of a keyed lookup).
+ * Walks the key headers of a request that presents one into walkedAuth and walkedKey:
+ * getHeader sees only the first of a name, so the headers are walked to catch a name that
+ * comes twice with different values (DESIGN.md §5: 401). False for such a conflict. Only
+ * requests with a key header pay for the walk (measured: about 5 % of a keyed lookup).
  */
-function keyHeaders(req: HttpRequest): [string, string] | null {
-  let auth: string | null = null;
-  let x: string | null = null;
-  let conflict = false;
-  req.forEach((name, value) => {
-    if (name === 'authorization') {
-      if (auth !== null && auth !== value) conflict = true;
-      auth = value;
-    } else if (name === 'x-api-key') {
-      const v = value.trim();
-      if (x !== null && x !== v) conflict = true;
-      x = v;
-    }
-  });
-  return conflict ? null : [auth ?? '', x ?? ''];
+function walkKeyHeaders(req: HttpRequest): boolean {
+  walkedAuth = null;
+  walkedKey = null;
+  walkConflict = false;
+  req.forEach(visitKeyHeader);
+  return !walkConflict;
 }
 
 /**
@@ -184,9 +191,9 @@ export class Gate {
       auth = a;
       x = k;
     } else if (req.getHeader(AUTHORIZATION) !== '' || req.getHeader(X_API_KEY) !== '') {
-      const h = keyHeaders(req);
-      if (h === null) return null;
-      [auth, x] = h;
+      if (!walkKeyHeaders(req)) return null;
+      auth = walkedAuth ?? '';
+      x = walkedKey ?? '';
     }
     const q = queryKey(req.getQuery());
     return q === null ? null : presentedKey(auth, x, q);
