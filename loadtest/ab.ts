@@ -2,11 +2,11 @@
 // one (B, built there), each server pinned to CPU 1 and wrk to CPU 0, in alternating rounds on
 // the same build; prints req/s and server CPU µs per request, their medians and B/A. Then
 // POST /batch of 1 000 addresses (max tier, BATCH_WORKERS=2, unpinned: the work is in the
-// workers) the same way, in addresses a second (BENCH_AB_BATCH=0 skips it). What a
-// change costs on the hot path, measured the only way this noisy machine allows. B gets its own
-// data directory (the build hard-linked, its own control database and accounting, its key made
-// by its own CLI): an older checkout refuses a control database this one has migrated.
-
+// workers) the same way, in addresses a second (BENCH_AB_BATCH=0 skips it). Each is then run
+// with both servers under load at once, which a noisy machine cannot skew (see together()).
+// What a change costs on the hot path. B gets its own data directory (the build hard-linked,
+// its own control database and accounting, its key made by its own CLI): an older checkout
+// refuses a control database this one has migrated.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +15,8 @@ import { CONNECTIONS, DIR, SECONDS, benchPlans, haveTaskset, haveWrk, median, ou
 const other = process.argv[2];
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
+/** Also measure both servers at once (BENCH_AB_TOGETHER=0 skips it): see together(). */
+const TOGETHER = process.env.BENCH_AB_TOGETHER !== '0';
 if (!other) {
   process.stderr.write('usage: npm run bench:ab -- <path of another checkout, built>\n');
   process.exit(2);
@@ -60,8 +62,31 @@ async function rounds(what: string, servers: [string, Server, string | undefined
   out(`  B/A over ${ROUNDS} rounds: ${unit} ${median(ratio(rate[0], rate[1]))} (${range(ratio(rate[0], rate[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
 }
 
+/**
+ * Rounds with both servers under load at once, on the same CPUs (each with its own wrk): a slow
+ * patch of the machine falls on both alike, and the scheduler gives each about half the CPU, so
+ * B/A in requests a second is the inverse of the ratio of CPU each needs per request. Against
+ * itself, keyed, it read 1.00 (0.98–1.02) and 1.03 (1.00–1.04) on a day when alternating rounds
+ * of the same servers spread from 0.76 to 1.11: steps under about 3 % it does not settle.
+ */
+async function together(what: string, servers: [string, Server, string | undefined][], script: string, connections: number, cpus: string | undefined, unit: string): Promise<void> {
+  const ratios: number[] = [];
+  const shares: number[][] = [[], []];
+  for (let r = 0; r < ROUNDS; r++) {
+    const res = await Promise.all(servers.map(([, s, k]) => wrk(s, script, 100 + r, connections, k, SECONDS, cpus)));
+    res.forEach((x, i) => {
+      if (x.errors > 0) throw new Error(`${servers[i][0]}: ${x.errors} non-2xx answers`);
+      shares[i].push(x.cpu);
+    });
+    ratios.push(res[1].rps / res[0].rps);
+  }
+  out(`${what}, both at once`);
+  out(`  B/A over ${ROUNDS} rounds: ${unit} ${median(ratios)} (${range(ratios)}), CPU share A ${median(shares[0])}, B ${median(shares[1])}`);
+}
+
 try {
   await rounds('keyed GET /{ip}, scale key, server on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS, '0', 1, 'req/s');
+  if (TOGETHER) await together('keyed GET /{ip}, scale key, servers on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS / 2, '0', 'req/s');
 } finally {
   for (const [, s] of servers) await s.stop();
 }
@@ -74,6 +99,7 @@ if (process.env.BENCH_AB_BATCH !== '0') {
   try {
     for (const [, s] of batchServers) await wrk(s, 'batch.lua', 1, BATCH_CONNECTIONS, undefined, 1); // warm the workers
     await rounds(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS, undefined, 1000, 'addresses/s');
+    if (TOGETHER) await together(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS / 2} connections each, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS / 2, undefined, 'addresses/s');
   } finally {
     for (const [, s] of batchServers) await s.stop();
   }
