@@ -68,6 +68,7 @@ let walkedAuth: string | null = null;
 let walkedKey: string | null = null;
 let walkConflict = false;
 
+/** The walk's visitor: one function for every request, so the walk makes no closure. */
 function visitKeyHeader(name: string, value: string): void {
   if (name === 'authorization') {
     if (walkedAuth !== null && walkedAuth !== value) walkConflict = true;
@@ -83,7 +84,8 @@ function visitKeyHeader(name: string, value: string): void {
  * Walks the key headers of a request that presents one into walkedAuth and walkedKey:
  * getHeader sees only the first of a name, so the headers are walked to catch a name that
  * comes twice with different values (DESIGN.md §5: 401). False for such a conflict. Only
- * requests with a key header pay for the walk (measured: about 5 % of a keyed lookup).
+ * requests with a key header pay for the walk: 3 % of a keyed lookup's CPU on uWS, which
+ * makes two strings and a call per header (measured with both servers at once).
  */
 function walkKeyHeaders(req: HttpRequest): boolean {
   walkedAuth = null;
