@@ -86,7 +86,7 @@ async function together(what: string, servers: [string, Server, string | undefin
 
 try {
   await rounds('keyed GET /{ip}, scale key, server on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS, '0', 1, 'req/s');
-  if (TOGETHER) await together('keyed GET /{ip}, scale key, servers on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS / 2, '0', 'req/s');
+  if (TOGETHER) await together('keyed GET /{ip}, scale key, servers on CPU 1, wrk on CPU 0', servers, 'random-get.lua', Math.max(1, Math.floor(CONNECTIONS / 2)), '0', 'req/s');
 } finally {
   for (const [, s] of servers) await s.stop();
 }
@@ -99,7 +99,7 @@ if (process.env.BENCH_AB_BATCH !== '0') {
   try {
     for (const [, s] of batchServers) await wrk(s, 'batch.lua', 1, BATCH_CONNECTIONS, undefined, 1); // warm the workers
     await rounds(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS, undefined, 1000, 'addresses/s');
-    if (TOGETHER) await together(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS / 2} connections each, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS / 2, undefined, 'addresses/s');
+    if (TOGETHER) await together(`POST /batch ×1000, max tier, ${Math.max(1, Math.floor(BATCH_CONNECTIONS / 2))} connections each, unpinned`, batchServers, 'batch.lua', Math.max(1, Math.floor(BATCH_CONNECTIONS / 2)), undefined, 'addresses/s');
   } finally {
     for (const [, s] of batchServers) await s.stop();
   }
