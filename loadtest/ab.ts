@@ -3,7 +3,7 @@
 // the same build; prints req/s and server CPU µs per request, their medians and B/A. Then
 // POST /batch of 1 000 addresses (max tier, BATCH_WORKERS=2, unpinned: the work is in the
 // workers) the same way, in addresses a second (BENCH_AB_BATCH=0 skips it). Each is then run
-// with both servers under load at once, which a noisy machine cannot skew (see together()).
+// with both servers under load at once, which a noisy machine skews far less (see together()).
 // What a change costs on the hot path. B gets its own data directory (the build hard-linked,
 // its own control database and accounting, its key made by its own CLI): an older checkout
 // refuses a control database this one has migrated.
