@@ -121,6 +121,35 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
     }
   });
 
+  test('a call whose caller gave up leaves nothing behind: what Redis carries out after the timeout is undone', async () => {
+    const own = await startRedis();
+    const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'late:', timeoutMs: 100 }, tempDir());
+    try {
+      assert.equal(store.reserve('m:y', 5, 0, null).granted, 5); // the scripts are loaded now
+      store.release('m:y', 2); // 3
+      await own.pause(400);
+      // It waits 400 ms in Redis and is carried out there, after its caller has given up.
+      assert.throws(() => store.reserve('m:y', 7, 0, null), RedisUnavailable);
+      // Calls fail at once for RETRY_MS after the failure: the first to reach Redis again comes
+      // long after the paused reservation and its undoing, on the same connection.
+      await until(
+        () => {
+          try {
+            return store.spent('m:y') >= 0;
+          } catch {
+            return false;
+          }
+        },
+        RETRY_MS + 5_000,
+        'Redis answering again',
+      );
+      assert.equal(store.spent('m:y'), 3, 'the 7 reserved after the caller gave up were given back');
+    } finally {
+      await store.close();
+      await own.kill();
+    }
+  });
+
   test('a server that cannot be reached is refused at start, naming the URL without its password', async () => {
     const port = await freePort(); // nothing listens there
     assert.throws(

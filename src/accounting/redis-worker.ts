@@ -39,12 +39,14 @@ if granted > 0 then
 end
 return {granted, spent + granted}`;
 
-// KEYS[1] counter; ARGV units. Never below zero; a counter already gone stays gone.
+// KEYS[1] counter; ARGV units. Never below zero; a counter already gone stays gone. Returns
+// the units given back.
 const RELEASE = `
 local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
 if spent == 0 then return 0 end
 local back = math.min(spent, tonumber(ARGV[1]))
-return redis.call('DECRBY', KEYS[1], back)`;
+redis.call('DECRBY', KEYS[1], back)
+return back`;
 
 // KEYS[1] bucket (hash: t tokens, at ms); ARGV want, per second, burst. Returns granted and
 // the level left as text (a Lua number returned to Redis would lose its fraction). The bucket
@@ -134,4 +136,22 @@ async function answer(r: SyncRequest<RedisOp>): Promise<unknown> {
   }
 }
 
-serveSyncCalls(answer);
+/**
+ * Gives back what a blocking call did after its caller gave up on it (sync-serve.ts): the
+ * units a reservation granted, the units an addition added, the units a release returned.
+ * Token takes are left alone: a rate bucket refills by itself.
+ */
+async function undo(r: SyncRequest<RedisOp>, value: unknown): Promise<void> {
+  if (r.op === 'reserve') {
+    const granted = Number((value as [number, number])[0]);
+    if (granted > 0) await script('release', [`${prefix}${r.args[0]}`], [granted]);
+  } else if (r.op === 'add') {
+    const [counters, units] = r.args as [string[], number[]];
+    await script('add', counters.map((c) => `${prefix}${c}`), [...units.map((u) => -u), ...counters.map(ttlOf)]);
+  } else if (r.op === 'release') {
+    const back = Number(value);
+    if (back > 0) await script('add', [`${prefix}${r.args[0]}`], [back, ttlOf(String(r.args[0]))]);
+  }
+}
+
+serveSyncCalls(answer, undo);

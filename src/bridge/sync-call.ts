@@ -6,7 +6,8 @@
 //
 // A call that finds the server unreachable (no answer in time, or an error the owner counts as
 // the server's) makes every call for the next FAIL_FAST_MS fail at once, so an unreachable
-// server costs a blocked thread at most one timeout a second; then one call tries again.
+// server costs a blocked thread at most one timeout a second; then one call tries again. A
+// call whose time ran out may still reach the server: the worker is told, and undoes it.
 //
 // The same worker can also take calls that do not block (`later`): posted on a second port and
 // answered on the caller's event loop, for callers that must not wait on the network (the
@@ -37,10 +38,25 @@ export class SyncCallDown extends Error {}
 /** After a call found the server unreachable, calls fail at once for this long. */
 export const FAIL_FAST_MS = 1000;
 
+/**
+ * The blocking call under way, in one shared integer: its id and who settled it. The caller
+ * opens it; then either the worker marks it answered or the caller, its time up, marks it
+ * given up, whichever comes first (compare-and-exchange), so the two never disagree on
+ * whether the caller takes the answer.
+ */
+export const OPEN = 1;
+export const ANSWERED = 2;
+export const GIVEN_UP = 3;
+/** Call ids wrap below this, so that id × 4 + state fits an Int32. */
+const MAX_CALL_ID = 2 ** 29 - 1;
+export const callState = (id: number, s: number): number => id * 4 + s;
+
 export class SyncCaller<Op extends string> {
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly signal = new Int32Array(new SharedArrayBuffer(4));
+  /** Who settled the blocking call under way: see callState (shared with sync-serve.ts). */
+  private readonly state = new Int32Array(new SharedArrayBuffer(4));
   private seq = 0;
   private downUntilMs = 0;
   private readonly latePort: MessagePort;
@@ -62,7 +78,7 @@ export class SyncCaller<Op extends string> {
     const late = new MessageChannel();
     this.port = port1;
     this.latePort = late.port1;
-    this.worker = new Worker(script, { workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal }, transferList: [port2, late.port2] });
+    this.worker = new Worker(script, { workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal, state: this.state }, transferList: [port2, late.port2] });
     this.worker.unref();
     this.latePort.on('message', (r: SyncReply) => this.dispatch(r));
     this.latePort.unref();
@@ -119,10 +135,13 @@ export class SyncCaller<Op extends string> {
   }
 
   private wait(op: Op, args: unknown[], timeoutMs: number): unknown {
-    const id = ++this.seq;
+    this.seq = this.seq >= MAX_CALL_ID ? 1 : this.seq + 1;
+    const id = this.seq;
     Atomics.store(this.signal, 0, 0);
+    Atomics.store(this.state, 0, callState(id, OPEN));
     this.port.postMessage({ id, op, args } satisfies SyncRequest<Op>);
-    const deadline = performance.now() + timeoutMs;
+    let deadline = performance.now() + timeoutMs;
+    let answered = false;
     for (;;) {
       // Replies are queued before the signal is raised: reading after each reset misses none.
       for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
@@ -132,7 +151,16 @@ export class SyncCaller<Op extends string> {
         return r.value;
       }
       const left = deadline - performance.now();
-      if (left <= 0) throw new Error(`no answer within ${timeoutMs} ms`);
+      if (left <= 0) {
+        if (answered) throw new Error(`answered, but the answer did not arrive within ${timeoutMs} ms more`);
+        // Given up, unless the worker has settled it first: then its answer is on the way. Given
+        // up, the call may still reach the server; the worker then undoes it, so that a call
+        // that failed for its caller leaves nothing behind (sync-serve.ts).
+        if (Atomics.compareExchange(this.state, 0, callState(id, OPEN), callState(id, GIVEN_UP)) === callState(id, OPEN)) throw new Error(`no answer within ${timeoutMs} ms`);
+        answered = true;
+        deadline = performance.now() + timeoutMs;
+        continue;
+      }
       Atomics.wait(this.signal, 0, 0, left);
       Atomics.store(this.signal, 0, 0);
     }
