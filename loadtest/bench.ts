@@ -99,7 +99,7 @@ async function inProcess(dataDir: string): Promise<void> {
     for (const s of addresses) {
       if (parseAddress(s, 0, s.length, p) === NOT_ADDRESS) continue;
       const record = recordOf(index, p);
-      if (answerBytes(index, record, TIER_MAX) <= outBuf.length) sum += writeAnswer(outBuf, 0, s, 0, s.length, p, index, record, TIER_MAX);
+      if (answerBytes(index, record, TIER_MAX) <= outBuf.length) sum += writeAnswer(outBuf, 0, p, index, record, TIER_MAX);
     }
     return sum;
   });

@@ -212,7 +212,7 @@ export function answerText(index: RangeIndex, ip: string, tier = TIER_MAX): stri
   if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) throw new Error(`not an address: ${ip}`);
   const r = recordOf(index, parsed);
   const out = Buffer.alloc(answerBytes(index, r, tier));
-  const n = writeAnswer(out, 0, ip, 0, ip.length, parsed, index, r, tier);
+  const n = writeAnswer(out, 0, parsed, index, r, tier);
   assert.equal(n, out.length - (MAX_ADDRESS_LENGTH - normalisedText(ip, 0, ip.length, parsed).length), 'answerBytes is exact but for the address');
   return out.toString('utf8', 0, n);
 }

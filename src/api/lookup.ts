@@ -113,7 +113,7 @@ class SingleLookup {
       this.out = Buffer.allocUnsafeSlow(Math.max(need, this.out.length * 2));
       this.views = viewSlots(this.out.length);
     }
-    const n = writeAnswer(this.out, 0, text, start, end, p, index, record, a.tier);
+    const n = writeAnswer(this.out, 0, p, index, record, a.tier);
     this.metrics.lookups++;
     this.head.writeOk(res, a, this.gate.used(a), nowMs);
     // The server copies what it cannot send at once, so the buffer is free again on return.

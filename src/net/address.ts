@@ -258,9 +258,34 @@ export function writeNormalisedParts(out: Uint8Array, pos: number, s: string, st
   return kind === IPV4 ? writeAscii(out, pos, s, start, end) : writeIPv6Groups(out, pos, groups, at);
 }
 
-/** writeNormalisedParts for the parse in p. */
-export function writeNormalised(out: Uint8Array, pos: number, s: string, start: number, end: number, p: ParsedAddress): number {
-  return writeNormalisedParts(out, pos, s, start, end, p.kind, p.groups, 0);
+/**
+ * writeNormalisedParts for the parse in p. IPv4 is written from its value, which a strict
+ * parse makes the same text: a loop over the string reads its representation at every
+ * character (three times the instructions).
+ */
+export function writeNormalised(out: Uint8Array, pos: number, p: ParsedAddress): number {
+  return p.kind === IPV4 ? writeIPv4(out, pos, p.v4) : writeIPv6Groups(out, pos, p.groups, 0);
+}
+
+/** Writes the dotted-decimal text of an IPv4 value (no leading zeros) into out at pos; returns the end. */
+export function writeIPv4(out: Uint8Array, pos: number, v4: number): number {
+  pos = writeOctet(out, pos, v4 >>> 24);
+  out[pos++] = 46;
+  pos = writeOctet(out, pos, (v4 >>> 16) & 255);
+  out[pos++] = 46;
+  pos = writeOctet(out, pos, (v4 >>> 8) & 255);
+  out[pos++] = 46;
+  return writeOctet(out, pos, v4 & 255);
+}
+
+function writeOctet(out: Uint8Array, pos: number, o: number): number {
+  if (o >= 100) {
+    out[pos++] = 48 + ((o / 100) | 0);
+    o %= 100;
+    out[pos++] = 48 + ((o / 10) | 0);
+  } else if (o >= 10) out[pos++] = 48 + ((o / 10) | 0);
+  out[pos++] = 48 + (o % 10);
+  return pos;
 }
 
 /**
