@@ -118,4 +118,25 @@ describe('JSON answer head', () => {
       }
     });
   }
+
+  test('numbers that change by little, across lengths, are written whole (only the changed digits are rewritten)', () => {
+    const head = new JsonHead();
+    const now = Date.UTC(2026, 10, 21, 12);
+    const rate: Rate = { perSecond: 10, burst: 200 };
+    const a = admission(1000, 1500, now + 3_600_000);
+    // Tokens left and units used one request after another, down and up across 10 and 100.
+    const steps: [number, number][] = [[200, 98], [199, 99], [101, 100], [100, 101], [99, 100], [10, 99], [9, 10], [10, 9], [0, 0], [1, 1], [100, 1000], [100, 999], [7, 1001]];
+    let end = now;
+    for (const [remaining, used] of steps) {
+      const h = headersOf((res) => head.writeOk(res, { ...a, rate, decision: { remaining } } as unknown as Admission, used, end));
+      const reset = Math.ceil((a.window.endMs - end) / 1000);
+      assert.deepEqual(rateLimitOf(h)!.current, [
+        { value: 'rate', params: { r: remaining, t: Math.ceil((rate.burst - remaining) / rate.perSecond) } },
+        { value: 'monthly', params: { r: Math.max(0, 1500 - used), t: reset } },
+      ]);
+      assert.equal(h['x-allowance-used'], String(used));
+      assert.equal(h['x-allowance-reset'], String(reset));
+      end += 999;
+    }
+  });
 });

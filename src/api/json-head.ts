@@ -41,11 +41,11 @@ const widest = (width: number): number => 10 ** width - 1;
 /** Seconds a token bucket takes to fill from empty: its policy's window. */
 const refillSeconds = (rate: Rate): number => Math.ceil(rate.burst / rate.perSecond);
 
-/** The per-request numbers: tokens left (whole, within the burst), seconds until the bucket is full, units used. */
-function numbersOf(rate: Rate, remainingTokens: number, used: number): { remaining: number; reset: number; used: number } {
-  const remaining = Math.max(0, Math.min(rate.burst, Math.floor(remainingTokens)));
-  return { remaining, reset: Math.ceil((rate.burst - remaining) / rate.perSecond), used: Math.max(0, Math.floor(used)) };
-}
+// The per-request numbers: tokens left (whole, within the burst), seconds until the bucket is
+// full, units used. Three functions, not one returning an object: fill() is the hot path.
+const remainingOf = (rate: Rate, tokens: number): number => Math.max(0, Math.min(rate.burst, Math.floor(tokens)));
+const resetOf = (rate: Rate, remaining: number): number => Math.ceil((rate.burst - remaining) / rate.perSecond);
+const usedOf = (used: number): number => Math.max(0, Math.floor(used));
 
 /** Seconds to the end of the allowance window. */
 const windowSeconds = (a: Admission, nowMs: number): number => Math.max(0, Math.ceil((a.window.endMs - nowMs) / 1000));
@@ -69,14 +69,20 @@ function policyOf(rate: Rate, a: Admission | null): string {
 /** What precedes the Content-Type value in the template, for writeOk. */
 const OK_OPENING = '200 OK\r\nContent-Type: ';
 
-/** A slot: offset of its first byte, its width in digits, the largest number it holds. */
+/**
+ * A slot: offset of its first byte, its width in digits, the largest number it holds; the
+ * number in it (-1: none) and the range of numbers with as many digits (empty: none).
+ */
 interface Slot {
   at: number;
   width: number;
   max: number;
+  last: number;
+  lo: number;
+  hi: number;
 }
 
-const slot = (): Slot => ({ at: 0, width: 0, max: -1 });
+const slot = (): Slot => ({ at: 0, width: 0, max: -1, last: -1, lo: 1, hi: 0 });
 
 /**
  * The plan shape a head's constant texts were made for: the rate, and where an allowance is
@@ -163,7 +169,8 @@ export class JsonHead {
       this.texts = { policy: policyOf(rate, a), windowPolicy: a === null ? '' : windowPolicy(a), quota: a === null ? '' : String(a.quota), limit: a?.limit == null ? '' : String(a.limit) };
     }
     const t = this.texts;
-    const n = numbersOf(rate, remainingTokens, used);
+    const remaining = remainingOf(rate, remainingTokens);
+    const n = { remaining, reset: resetOf(rate, remaining), used: usedOf(used) };
     const f = this.fields;
     f.length = 0;
     const end = a === null ? '' : String(windowSeconds(a, nowMs));
@@ -179,7 +186,9 @@ export class JsonHead {
 
   /** Brings the template to the plan shape and writes the per-request numbers into it. */
   private fill(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): void {
-    const { remaining, reset, used: usedNow } = numbersOf(rate, remainingTokens, used);
+    const remaining = remainingOf(rate, remainingTokens);
+    const reset = resetOf(rate, remaining);
+    const usedNow = usedOf(used);
     const allowance = a !== null;
     const limited = allowance && a.limit !== null;
     const left = limited ? leftOf(a.limit!, usedNow) : 0;
@@ -213,6 +222,9 @@ export class JsonHead {
       s.at = text.length;
       s.width = digits + (keyed ? 2 : 0);
       s.max = widest(digits);
+      s.last = -1;
+      s.lo = 1;
+      s.hi = 0;
       text += ' '.repeat(s.width);
     };
     open(this.remaining, remainingWidth, true);
@@ -241,11 +253,32 @@ export class JsonHead {
     this.view = this.bytes.subarray(OK_OPENING.length, text.length);
   }
 
-  /** Writes v right-aligned in the slot, `key=` before it when key is given (a byte), spaces before that. */
+  /**
+   * Writes v right-aligned in the slot, `key=` before it when key is given (a byte), spaces
+   * before that. Only what changed: nothing when the slot holds v already (the window's end
+   * changes once a second), and for a number of as many digits as the one there, only the
+   * digits that differ (tokens left and units used change by one a request).
+   */
   private put(s: Slot, v: number, key: number): void {
+    const was = s.last;
+    if (v === was) return;
+    s.last = v;
     const b = this.bytes;
     const at = s.at;
     let i = at + s.width - 1;
+    if (v >= s.lo && v <= s.hi && v < 2147483648) {
+      // Same length: the digits above the lowest that differs are the same.
+      let old = was;
+      do {
+        b[i--] = 48 + (v % 10);
+        v = (v / 10) | 0;
+        old = (old / 10) | 0;
+      } while (v !== old);
+      return;
+    }
+    const digits = digitsOf(v);
+    s.lo = digits === 1 ? 0 : 10 ** (digits - 1);
+    s.hi = 10 ** digits - 1;
     if (v < 2147483648) {
       do {
         b[i--] = 48 + (v % 10);
