@@ -53,9 +53,14 @@ export class OwedTable {
     this.seen = new BigInt64Array(this.shared, 8 + 16 * SLOTS, SLOTS);
   }
 
-  /** Whether any thread owes anything now (one atomic read: the hot path's test). */
+  /**
+   * Whether any thread owes anything now: the hot path's test, so a plain read (Atomics.load
+   * is a builtin call of a hundred instructions). An aligned 32-bit read is never torn, and
+   * one a moment stale is as good as a moment older; the counts themselves are read with
+   * Atomics.
+   */
   any(): boolean {
-    return Atomics.load(this.header, 0) > 0;
+    return this.header[0] > 0;
   }
 
   /** Units owed on the counter by every thread. */
