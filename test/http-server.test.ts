@@ -13,6 +13,7 @@ import type { Service } from '../src/service.js';
 import { get, publishedDataDir, raw, responses, startTestService, until } from './helpers.js';
 import { FAMILIES, LATENCY_BOUNDS, Metrics } from '../src/http/metrics.js';
 import { RouteTable } from '../src/http/routes.js';
+import { WallClock } from '../src/http/wall-clock.js';
 import { silentLogger } from '../src/log.js';
 
 const ON_BUN = process.versions.bun !== undefined;
@@ -352,6 +353,45 @@ describe('latency of a lookup answered after its handler returned', () => {
       const le = (bound: number): number => h.cumulative[LATENCY_BOUNDS.indexOf(bound)];
       assert.equal(h.cumulative[LATENCY_BOUNDS.length], 2, 'two lookups timed, each once');
       assert.equal(le(0.05), 1, 'the deferred one took its 60 ms, the other well under 50');
+    } finally {
+      listener.close();
+    }
+  });
+});
+
+describe('the wall-clock time of a request', () => {
+  test('the monotonic reading plus an offset read again each second: a step of the system clock shows within a second', () => {
+    let wall = 1_800_000_000_000;
+    let reads = 0;
+    const clock = new WallClock(() => {
+      reads++;
+      return wall;
+    });
+    assert.equal(clock.at(5000.4), wall);
+    assert.equal(clock.at(5999.9), wall + 999);
+    assert.equal(reads, 1, 'one read of the system clock for a second of monotonic time');
+    const before = wall;
+    wall += 3_600_000; // the system clock is stepped an hour ahead
+    assert.equal(clock.at(6000.3), before + 999, 'within the second: the old offset');
+    assert.equal(clock.at(6000.4), wall, 'a second on: the new one');
+    wall -= 7_200_000; // an hour behind where it began
+    assert.equal(clock.at(7000.4), wall);
+    assert.equal(reads, 3);
+  });
+
+  test("a lookup handler's time (RouteTable.nowMs) is Date.now()'s, timed or not", async () => {
+    const { server } = await openServer('auto', { keepAliveTimeoutMs: 75_000 });
+    const app = server.app();
+    const routes = new RouteTable(app, silentLogger, new Metrics());
+    routes.get('/timed', (res) => void res.end(String(routes.nowMs())), { family: 'lookup' });
+    routes.get('/untimed', (res) => void res.end(String(routes.nowMs())));
+    const listener = await server.listen(app, '127.0.0.1', 0, false);
+    try {
+      for (const path of ['/timed', '/untimed', '/timed']) {
+        const before = Date.now();
+        const t = Number((await get(listener.port, path)).text);
+        assert.ok(t >= before - 1 && t <= Date.now() + 1, `${path}: ${t} within [${before}, now]`);
+      }
     } finally {
       listener.close();
     }

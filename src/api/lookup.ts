@@ -143,7 +143,7 @@ export class LookupApi {
     const single = new SingleLookup(this.holder, gate, metrics, head, routes);
 
     const myip = (res: HttpResponse, key: string | null, client: Client): void => {
-      const now = Date.now();
+      const now = routes.nowMs();
       const a = gate.admit(key, client, now);
       if (a === PENDING_ADMISSION) {
         const kept = new KeptClient(client);
@@ -157,7 +157,7 @@ export class LookupApi {
 
     /** GET /{ip} once routed: `parsed` says whether url[1..] is an address as it stands. */
     const byPath = (res: HttpResponse, url: string, parsed: boolean, key: string | null, client: Client): void => {
-      const now = Date.now();
+      const now = routes.nowMs();
       const a = gate.admit(key, client, now);
       if (a === PENDING_ADMISSION) {
         const kept = new KeptClient(client);

@@ -18,6 +18,7 @@ import { observed, type Ended } from './observed-response.js';
 import { FAMILIES, type Family, type Metrics } from './metrics.js';
 import { peerText } from './client.js';
 import { compressing } from './compressing-response.js';
+import { WallClock } from './wall-clock.js';
 import { negotiate } from './content-coding.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
@@ -66,6 +67,7 @@ export class RouteTable {
   private syncStart = -1;
   /** That handler has deferred its answer (answerLater): it is timed when it ends instead. */
   private answeringLater = false;
+  private readonly clock = new WallClock();
 
   constructor(
     private readonly app: HttpApp,
@@ -124,6 +126,14 @@ export class RouteTable {
     } else if (method === 'POST') app.post(pattern, h);
     else app.del(pattern, h);
     return this;
+  }
+
+  /**
+   * Milliseconds since the epoch for the request being handled: from the reading that times a
+   * synchronous lookup while its handler runs (no second clock read), else Date.now().
+   */
+  nowMs(): number {
+    return this.syncStart >= 0 ? this.clock.at(this.syncStart) : Date.now();
   }
 
   /**
