@@ -1,5 +1,6 @@
 // The instruction budget (issue #33): instructions per request of the lookup paths, per batch,
-// per build of a fixed feed with and without its exports, counted by callgrind over loadtest/instructions.ts, against
+// per build of a fixed feed with and without its exports, counted by callgrind over
+// loadtest/instructions.ts, and per keyed lookup on the whole server (served.ts), against
 // the committed counts in loadtest/instruction-budget.json. The test (instruction-budget.test)
 // fails when one grows by more than BUDGET_SLACK, so that every cost is a decision made in the
 // commit that updates the file:
@@ -18,12 +19,26 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { prepare, BUILD_RANGES, WORKLOADS, type Workload } from './instructions.js';
+import { prepare, BUILD_RANGES, KEY_FILE, PLANS_FILE, WORKLOADS } from './instructions.js';
+import { measureServed } from './served.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BUDGET_FILE = path.join(ROOT, 'loadtest/instruction-budget.json');
 const HARNESS = path.join(ROOT, 'dist/loadtest/instructions.js');
+const CLI = path.join(ROOT, 'dist/src/cli.js');
+
+/** The in-process workloads, and keyed lookups counted on the whole server (served.ts). */
+export const BUDGETED = [...WORKLOADS, 'served'] as const;
+export type Budgeted = (typeof BUDGETED)[number];
+
+/**
+ * V8 run so that the same work counts the same: one thread (TurboFan compiles on it, at the
+ * same points every run), a fixed GC schedule and seeds, and no bytecode flushing (bytecode
+ * unused for a few full collections is dropped and compiled again on its next call: where that
+ * falls would move with any change to the heap).
+ */
+const V8_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-schedule', '--no-flush-bytecode', '--random-seed=1', '--hash-seed=1'];
 
 /** How far a count may grow past its budget before the test fails. */
 export const BUDGET_SLACK = 0.02;
@@ -35,7 +50,7 @@ export const BUDGET_SLACK = 0.02;
  * it does in some runs was not found. A build's compilations are a small part of it, so one
  * stretch does.
  */
-export const PLAN: Record<Workload, { warmup: number; n: number; stretches: number; per: number; unit: string; what: string }> = {
+export const PLAN: Record<Budgeted, { warmup: number; n: number; stretches: number; per: number; unit: string; what: string }> = {
   // 25 000 warm-up requests: 2.5 s of the harness's clock (see instructions.ts).
   keyed: { warmup: 25_000, n: 2000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key' },
   keyless: { warmup: 25_000, n: 2000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} without a key (16 clients)' },
@@ -43,13 +58,15 @@ export const PLAN: Record<Workload, { warmup: number; n: number; stretches: numb
   // Per build, not per range: at this size a build's fixed costs (files, hashes, the manifest) weigh.
   build: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges` },
   exports: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export` },
+  // Least of three as for keyed: one of three stretches reads 5–10 % high (compiling, collecting).
+  served: { warmup: 20_000, n: 10_000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key, on the whole server (uWS, V8 and JavaScript), over loopback' },
 };
 
 export interface Budget {
   /** What the counts hold for: another runtime or valgrind counts differently. */
   node: string;
   valgrind: string;
-  counts: Record<Workload, number>;
+  counts: Record<Budgeted, number>;
 }
 
 export function readBudget(): Budget {
@@ -77,12 +94,13 @@ export function preparedData(): string {
 }
 
 /** Instructions per unit of the workload (each run on its own copy of the prepared data). */
-export async function measure(workload: Workload, prepared = preparedData()): Promise<number> {
+export async function measure(workload: Budgeted, prepared = preparedData()): Promise<number> {
   const p = PLAN[workload];
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ipsift-callgrind-'));
   try {
     const data = path.join(work, 'data');
     fs.cpSync(path.join(prepared, 'data'), data, { recursive: true });
+    if (workload === 'served') return await measureServed(CLI, data, path.join(data, KEY_FILE), path.join(data, PLANS_FILE), V8_FLAGS, p, work);
     const out = path.join(work, 'callgrind.out');
     await run(
       'valgrind',
@@ -93,15 +111,8 @@ export async function measure(workload: Workload, prepared = preparedData()): Pr
         '--dump-before=uv_os_getpriority',
         '--separate-threads=yes',
         process.execPath,
-        '--single-threaded',
-        '--predictable',
-        '--predictable-gc-schedule',
+        ...V8_FLAGS,
         '--expose-gc',
-        // Bytecode unused for a few full collections is dropped and compiled again on its next
-        // call: where that falls would move with any change to the heap.
-        '--no-flush-bytecode',
-        '--random-seed=1',
-        '--hash-seed=1',
         HARNESS,
         'run',
         data,
@@ -126,10 +137,10 @@ export async function measure(workload: Workload, prepared = preparedData()): Pr
 }
 
 /** Measures every workload, two at a time. */
-export async function measureAll(): Promise<Record<Workload, number>> {
+export async function measureAll(): Promise<Record<Budgeted, number>> {
   const prepared = preparedData();
-  const counts = {} as Record<Workload, number>;
-  const queue = [...WORKLOADS];
+  const counts = {} as Record<Budgeted, number>;
+  const queue = [...BUDGETED];
   await Promise.all(
     [0, 1].map(async () => {
       for (let w = queue.shift(); w; w = queue.shift()) counts[w] = await measure(w, prepared);
@@ -138,8 +149,9 @@ export async function measureAll(): Promise<Record<Workload, number>> {
   return counts;
 }
 
-export function compare(workload: Workload, count: number, budget: number): string {
+export function compare(workload: Budgeted, count: number, budget: number | undefined): string {
   const p = PLAN[workload];
+  if (budget === undefined) return `${workload}: ${count.toLocaleString('en')} instructions per ${p.unit} (${p.what}); no budget yet`;
   const change = (count / budget - 1) * 100;
   return `${workload}: ${count.toLocaleString('en')} instructions per ${p.unit} (${p.what}); budget ${budget.toLocaleString('en')}, ${change >= 0 ? '+' : ''}${change.toFixed(2)} %`;
 }
@@ -152,7 +164,7 @@ async function main(): Promise<void> {
   }
   const counts = await measureAll();
   const old = fs.existsSync(BUDGET_FILE) ? readBudget() : null;
-  for (const w of WORKLOADS) process.stdout.write((old ? compare(w, counts[w], old.counts[w]) : `${w}: ${counts[w]}`) + '\n');
+  for (const w of BUDGETED) process.stdout.write((old ? compare(w, counts[w], old.counts[w]) : `${w}: ${counts[w]}`) + '\n');
   if (process.argv.includes('--write')) {
     const budget: Budget = { node: process.version, valgrind, counts };
     fs.writeFileSync(BUDGET_FILE, JSON.stringify(budget, null, 2) + '\n');

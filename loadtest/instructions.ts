@@ -45,8 +45,8 @@ export const FEED_RANGES = 50_000;
 /** Ranges of the fixed feed the build workloads build (seed 8): small enough to export on the building thread. */
 export const BUILD_RANGES = 1_000;
 const BUILD_DATA = 'build-data';
-const KEY_FILE = 'bench-key.txt';
-const PLANS_FILE = 'bench-plans.json';
+export const KEY_FILE = 'bench-key.txt';
+export const PLANS_FILE = 'bench-plans.json';
 
 /** The fixed data: FEED_RANGES synthetic ranges built into an index, and a max-plan key. */
 export function prepare(dir: string): void {

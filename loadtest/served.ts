@@ -1,0 +1,126 @@
+// Keyed lookups counted on the whole server: `ipsift serve` on uWS under callgrind, asked over
+// loopback sockets by a client outside it. The in-process harness (instructions.ts) counts the
+// JavaScript of a request against a fake request and response, so it cannot see what uWS and
+// V8's API cost: a walk over a request's headers, two strings and a call into JavaScript per
+// header, read there as 200 instructions and here as 2 000. This count holds them.
+//
+// Only the front end's thread is counted (FRONTEND_THREADS=1 serves on the main thread), with
+// the harness's V8 flags. Each stretch is marked with callgrind_control (zero before, dump
+// after), which reaches the process through vgdb even while it waits in epoll.
+
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { prng } from '../scripts/gen-feeds.js';
+
+const run = promisify(execFile);
+
+/** Connections the client keeps, each one request at a time. */
+const CONNECTIONS = 4;
+/** How long the server may take to start under callgrind. */
+const START_TIMEOUT_MS = 120_000;
+
+/** Request bytes for a fixed mix of addresses (most IPv4, some IPv6), each with the key. */
+function requestsFor(key: string, count: number): Buffer[] {
+  const rnd = prng(13);
+  const byte = (): number => Math.floor(rnd() * 256);
+  return Array.from({ length: count }, () => {
+    const ip = rnd() < 0.8 ? `${1 + Math.floor(rnd() * 223)}.${byte()}.${byte()}.${byte()}` : `2001:db8:${Math.floor(rnd() * 65536).toString(16)}::${Math.floor(rnd() * 65536).toString(16)}`;
+    return Buffer.from(`GET /${ip} HTTP/1.1\r\nHost: ipsift.test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+  });
+}
+
+/** Sends n requests over CONNECTIONS connections, each after the last answer; every answer must be a 200. */
+async function load(port: number, requests: Buffer[], n: number): Promise<void> {
+  let next = 0;
+  const one = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      let pending: Buffer = Buffer.alloc(0);
+      const send = (): void => {
+        if (next >= n) {
+          socket.end();
+          resolve();
+        } else socket.write(requests[next++ % requests.length]);
+      };
+      socket.on('connect', send);
+      socket.on('error', reject);
+      socket.on('data', (chunk: Buffer) => {
+        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+        for (;;) {
+          const end = pending.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const head = pending.subarray(0, end).toString('latin1');
+          const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? NaN);
+          if (!head.startsWith('HTTP/1.1 200 ') || !(length >= 0)) {
+            socket.destroy();
+            return reject(new Error(`not an answer: ${head.split('\r\n')[0]}`));
+          }
+          if (pending.length < end + 4 + length) return;
+          pending = pending.subarray(end + 4 + length);
+          send();
+        }
+      });
+    });
+  await Promise.all(Array.from({ length: CONNECTIONS }, one));
+}
+
+export interface ServedPlan {
+  warmup: number;
+  n: number;
+  stretches: number;
+}
+
+/**
+ * Instructions per keyed lookup on the front end's thread of `ipsift serve` (this checkout's
+ * build) over the prepared data directory `dataDir` (its key in keyFile, its plans in
+ * plansFile): the least of `stretches` stretches of n requests after `warmup`.
+ */
+export async function measureServed(cli: string, dataDir: string, keyFile: string, plansFile: string, v8Flags: string[], plan: ServedPlan, work: string): Promise<number> {
+  const out = path.join(work, 'served.out');
+  // Valgrind names the pipes callgrind_control talks through after $HOST, which ipsift reads
+  // too (loopback here): both are given the same.
+  const env = { ...process.env, HOST: '127.0.0.1' };
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', `--callgrind-out-file=${out}`, '--separate-threads=yes', process.execPath, '--initial-old-space-size=64', ...v8Flags, cli, 'serve'],
+    {
+      env: { ...env, NODE_OPTIONS: '', DATA_DIR: dataDir, PLANS_FILE: plansFile, PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', FRONTEND_THREADS: '1', BATCH_WORKERS: '1', ACCESS_LOG: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let log = '';
+      const timer = setTimeout(() => reject(new Error(`served: not listening after ${START_TIMEOUT_MS} ms: ${log.slice(-2000)}`)), START_TIMEOUT_MS);
+      const onData = (c: Buffer): void => {
+        log += c;
+        const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.on('exit', (code) => reject(new Error(`served: exited ${code}: ${log.slice(-2000)}`)));
+    });
+    const requests = requestsFor(fs.readFileSync(keyFile, 'utf8'), 1024);
+    await load(port, requests, plan.warmup);
+    let least = Infinity;
+    for (let k = 1; k <= plan.stretches; k++) {
+      await run('callgrind_control', ['--zero', String(child.pid)], { env });
+      await load(port, requests, plan.n);
+      await run('callgrind_control', ['--dump', String(child.pid)], { env });
+      const dump = `${out}.${k}-01`; // the k-th dump, of thread 1 (the main thread: the front end)
+      const summary = /^summary: (\d+)$/m.exec(fs.existsSync(dump) ? fs.readFileSync(dump, 'utf8') : '');
+      if (!summary) throw new Error(`served: callgrind wrote no measured stretch ${k} (${dump})`);
+      least = Math.min(least, Number(summary[1]));
+    }
+    return Math.round(least / plan.n);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
