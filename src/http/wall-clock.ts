@@ -15,7 +15,7 @@ export class WallClock {
 
   /** Milliseconds since the epoch (whole) at a reading of performance.now() made just now. */
   at(monotonicMs: number): number {
-    if (monotonicMs >= this.resyncAt || monotonicMs < this.resyncAt - RESYNC_MS) {
+    if (monotonicMs >= this.resyncAt) {
       this.offset = this.wall() - monotonicMs;
       this.resyncAt = monotonicMs + RESYNC_MS;
     }

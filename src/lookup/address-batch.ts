@@ -151,9 +151,9 @@ export class AddressBatch {
     for (let j = 0; j < n6; j++) records[at6[j]] = found[j];
   }
 
-  /** Writes the normalised `ip` of entry i, whose input text was s; returns the end. */
-  writeNormalised(i: number, s: string, out: Uint8Array, pos: number): number {
-    return writeNormalisedParts(out, pos, s, 0, s.length, this.kinds[i] as AddressKind, this.groups, i * 8);
+  /** Writes the normalised `ip` of entry i; returns the end. */
+  writeNormalised(i: number, out: Uint8Array, pos: number): number {
+    return writeNormalisedParts(out, pos, this.kinds[i] as AddressKind, this.v4[i], this.groups, i * 8);
   }
 }
 

@@ -153,7 +153,7 @@ export function answerBatch(
     frame[pos++] = 34;
     frame[pos++] = 58; // :
     pos = writeAnswerOpening(frame, pos);
-    pos = batch.writeNormalised(i, inputs[i], frame, pos);
+    pos = batch.writeNormalised(i, frame, pos);
     pos = writeAnswerRest(frame, pos, index!, batch.records[i], tier);
   }
   pos += MIDDLE.copy(frame, pos);

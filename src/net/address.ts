@@ -251,20 +251,18 @@ export function writeAscii(out: Uint8Array, pos: number, s: string, start = 0, e
 }
 
 /**
- * Writes normalisedText of an address of `kind` parsed from s[start, end), whose groups are
- * groups[at..at+7], into out at pos without making a string; returns the end.
+ * Writes normalisedText of a parsed address of `kind` (its IPv4 value v4, or its groups at
+ * groups[at..at+7]) into out at pos without making a string; returns the end. IPv4 is written
+ * from its value, which a strict parse makes the same text: a loop over the input string reads
+ * its representation at every character (three times the instructions).
  */
-export function writeNormalisedParts(out: Uint8Array, pos: number, s: string, start: number, end: number, kind: AddressKind, groups: Uint16Array, at: number): number {
-  return kind === IPV4 ? writeAscii(out, pos, s, start, end) : writeIPv6Groups(out, pos, groups, at);
+export function writeNormalisedParts(out: Uint8Array, pos: number, kind: AddressKind, v4: number, groups: Uint16Array, at: number): number {
+  return kind === IPV4 ? writeIPv4(out, pos, v4) : writeIPv6Groups(out, pos, groups, at);
 }
 
-/**
- * writeNormalisedParts for the parse in p. IPv4 is written from its value, which a strict
- * parse makes the same text: a loop over the string reads its representation at every
- * character (three times the instructions).
- */
+/** writeNormalisedParts for the parse in p. */
 export function writeNormalised(out: Uint8Array, pos: number, p: ParsedAddress): number {
-  return p.kind === IPV4 ? writeIPv4(out, pos, p.v4) : writeIPv6Groups(out, pos, p.groups, 0);
+  return writeNormalisedParts(out, pos, p.kind, p.v4, p.groups, 0);
 }
 
 /** Writes the dotted-decimal text of an IPv4 value (no leading zeros) into out at pos; returns the end. */
