@@ -92,6 +92,9 @@ export function scaleKey(dataDir: string, control: ControlDbConfig = null): stri
   }
 }
 
+/** The log line of `ipsift serve` that says it is listening; its port is the first group. */
+export const LISTENING = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/;
+
 /**
  * `ipsift serve` on the bench's data: one front-end thread (per-core figures) unless env says
  * otherwise; `cpus`: on these CPUs only (taskset's list); `root`: another checkout's build.
@@ -104,7 +107,7 @@ export function startIpsift(dataDir: string, env: Record<string, string>, runtim
   return startProcess(
     cpus ? ['-c', cpus, runtime, ...args] : args,
     { DATA_DIR: dataDir, PORT: '0', ADMIN_PORT: '0', DEMO: '0', PLANS_FILE: benchPlans(), FRONTEND_THREADS: '1', ...env },
-    /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/,
+    LISTENING,
     cpus ? 'taskset' : runtime,
   );
 }

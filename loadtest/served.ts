@@ -8,19 +8,18 @@
 // the harness's V8 flags. Each stretch is marked with callgrind_control (zero before, dump
 // after), which reaches the process through vgdb even while it waits in epoll.
 
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { prng } from '../scripts/gen-feeds.js';
+import { LISTENING, startProcess } from './kit.js';
 
 const run = promisify(execFile);
 
 /** Connections the client keeps, each one request at a time. */
 const CONNECTIONS = 4;
-/** How long the server may take to start under callgrind. */
-const START_TIMEOUT_MS = 120_000;
 
 /** Request bytes for a fixed mix of addresses (most IPv4, some IPv6), each with the key. */
 function requestsFor(key: string, count: number): Buffer[] {
@@ -83,37 +82,22 @@ export async function measureServed(cli: string, dataDir: string, keyFile: strin
   // Valgrind names the pipes callgrind_control talks through after $HOST, which ipsift reads
   // too (loopback here): both are given the same.
   const env = { ...process.env, HOST: '127.0.0.1' };
-  const child = spawn(
-    'valgrind',
+  const server = await startProcess(
     ['--tool=callgrind', `--callgrind-out-file=${out}`, '--separate-threads=yes', process.execPath, '--initial-old-space-size=64', ...v8Flags, cli, 'serve'],
-    {
-      env: { ...env, NODE_OPTIONS: '', DATA_DIR: dataDir, PLANS_FILE: plansFile, PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', FRONTEND_THREADS: '1', BATCH_WORKERS: '1', ACCESS_LOG: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    { HOST: env.HOST, NODE_OPTIONS: '', DATA_DIR: dataDir, PLANS_FILE: plansFile, PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', FRONTEND_THREADS: '1', BATCH_WORKERS: '1', ACCESS_LOG: '0' },
+    LISTENING,
+    'valgrind',
   );
+  const pid = String(server.child.pid);
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let log = '';
-      const timer = setTimeout(() => reject(new Error(`served: not listening after ${START_TIMEOUT_MS} ms: ${log.slice(-2000)}`)), START_TIMEOUT_MS);
-      const onData = (c: Buffer): void => {
-        log += c;
-        const m = /"msg":"listening","url":"http:\/\/[^:]+:(\d+)"/.exec(log);
-        if (m) {
-          clearTimeout(timer);
-          resolve(Number(m[1]));
-        }
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      child.on('exit', (code) => reject(new Error(`served: exited ${code}: ${log.slice(-2000)}`)));
-    });
+    const port = server.port;
     const requests = requestsFor(fs.readFileSync(keyFile, 'utf8'), 1024);
     await load(port, requests, plan.warmup);
     let least = Infinity;
     for (let k = 1; k <= plan.stretches; k++) {
-      await run('callgrind_control', ['--zero', String(child.pid)], { env });
+      await run('callgrind_control', ['--zero', pid], { env });
       await load(port, requests, plan.n);
-      await run('callgrind_control', ['--dump', String(child.pid)], { env });
+      await run('callgrind_control', ['--dump', pid], { env });
       const dump = `${out}.${k}-01`; // the k-th dump, of thread 1 (the main thread: the front end)
       const summary = /^summary: (\d+)$/m.exec(fs.existsSync(dump) ? fs.readFileSync(dump, 'utf8') : '');
       if (!summary) throw new Error(`served: callgrind wrote no measured stretch ${k} (${dump})`);
@@ -121,6 +105,6 @@ export async function measureServed(cli: string, dataDir: string, keyFile: strin
     }
     return Math.round(least / plan.n);
   } finally {
-    child.kill('SIGKILL');
+    await server.stop();
   }
 }
