@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { prepare, BUILD_RANGES, KEY_FILE, PLANS_FILE, WORKLOADS } from './instructions.js';
+import { countOfDump } from './callgrind-dump.js';
 import { measureServed } from './served.js';
 
 const run = promisify(execFile);
@@ -62,7 +63,7 @@ export const PLAN: Record<Budgeted, { warmup: number; n: number; stretches: numb
   // Least of three as for keyed: one of three stretches reads 5–10 % high (compiling, collecting).
   served: { warmup: 20_000, n: 10_000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key, on the whole server (uWS, V8 and JavaScript), over loopback' },
   // The same requests with the caches and branches simulated: a cost in memory (more cache
-  // lines touched) shows here while the instructions barely move (served.ts).
+  // lines touched) shows here while the instructions barely move (callgrind-dump.ts).
   served_cycles: { warmup: 20_000, n: 10_000, stretches: 3, per: 1, unit: 'request', what: 'the same, caches and branches simulated', counts: 'estimated cycles' },
 };
 
@@ -131,10 +132,7 @@ export async function measure(workload: Budgeted, prepared = preparedData()): Pr
     );
     let least = Infinity;
     for (let k = 1; k <= p.stretches; k++) {
-      const dump = `${out}.${k}-01`; // the k-th dump, of thread 1 (the main thread)
-      const summary = /^summary: (\d+)$/m.exec(fs.existsSync(dump) ? fs.readFileSync(dump, 'utf8') : '');
-      if (!summary) throw new Error(`${workload}: callgrind wrote no measured stretch ${k} (${dump})`);
-      least = Math.min(least, Number(summary[1]));
+      least = Math.min(least, countOfDump(out, k, workload));
     }
     return Math.round(least / (p.n * p.per));
   } finally {

@@ -11,7 +11,7 @@
 // Instructions alone can misjudge it: against 62a69cd this checkout ran 3.5 % fewer
 // instructions a keyed lookup and served 2 % fewer a second, with 28 % more L1 data misses.
 // So the same run can also simulate the caches and the branch predictor and count estimated
-// cycles (cyclesOf), which put this checkout 0.7 % above 62a69cd, and the header walk at 8 %
+// cycles (callgrind-dump.ts), which put this checkout 0.7 % above 62a69cd, and the header walk at 8 %
 // of a keyed lookup (bench:ab: 3 % of req/s, the kernel's share of the server's time aside).
 
 import { execFile } from 'node:child_process';
@@ -20,6 +20,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { prng } from '../scripts/gen-feeds.js';
+import { countOfDump } from './callgrind-dump.js';
 import { LISTENING, startProcess } from './kit.js';
 
 const run = promisify(execFile);
@@ -76,27 +77,8 @@ export interface ServedPlan {
   warmup: number;
   n: number;
   stretches: number;
-  /** Count estimated cycles (cyclesOf) instead of instructions: callgrind simulates the caches and branches. */
+  /** Count estimated cycles (callgrind-dump.ts) instead of instructions: callgrind simulates the caches and branches. */
   cycles?: boolean;
-}
-
-/**
- * Estimated cycles of a callgrind dump's totals, as KCachegrind estimates them (an L1 miss 10
- * cycles, a last-level miss 100) plus 15 a mispredicted branch. It repeats about as well as
- * the instruction count: the simulated L1 is indexed by the offset in a page, which address
- * randomisation leaves alone, and last-level misses are about one a request.
- */
-export function cyclesOf(dump: string): number {
-  const events = /^events: (.+)$/m.exec(dump)?.[1].split(' ') ?? [];
-  const totals = /^summary: (.+)$/m.exec(dump)?.[1].split(' ').map(Number) ?? [];
-  const of = (e: string): number => {
-    const v = totals[events.indexOf(e)];
-    if (v === undefined) throw new Error(`served: the dump counts no ${e}`);
-    return v;
-  };
-  const l1 = of('I1mr') + of('D1mr') + of('D1mw');
-  const ll = of('ILmr') + of('DLmr') + of('DLmw');
-  return of('Ir') + 10 * l1 + 100 * ll + 15 * (of('Bcm') + of('Bim'));
 }
 
 /**
@@ -126,11 +108,7 @@ export async function measureServed(cli: string, dataDir: string, keyFile: strin
       await run('callgrind_control', ['--zero', pid], { env });
       await load(port, requests, plan.n);
       await run('callgrind_control', ['--dump', pid], { env });
-      const dump = `${out}.${k}-01`; // the k-th dump, of thread 1 (the main thread: the front end)
-      const text = fs.existsSync(dump) ? fs.readFileSync(dump, 'utf8') : '';
-      const summary = /^summary: (\d+)/m.exec(text);
-      if (!summary) throw new Error(`served: callgrind wrote no measured stretch ${k} (${dump})`);
-      least = Math.min(least, plan.cycles ? cyclesOf(text) : Number(summary[1]));
+      least = Math.min(least, countOfDump(out, k, 'served', plan.cycles)); // thread 1 is the front end
     }
     return Math.round(least / plan.n);
   } finally {

@@ -244,9 +244,9 @@ export function formatIPv6Words(w: ArrayLike<number>): string {
   return formatIPv6Groups(g);
 }
 
-/** Writes s[start, end) (ASCII) into out at pos; for address-sized text a loop beats a native write call. */
-export function writeAscii(out: Uint8Array, pos: number, s: string, start = 0, end = s.length): number {
-  for (let i = start; i < end; i++) out[pos++] = s.charCodeAt(i);
+/** Writes s (ASCII) into out at pos; for address-sized text a loop beats a native write call. */
+export function writeAscii(out: Uint8Array, pos: number, s: string): number {
+  for (let i = 0; i < s.length; i++) out[pos++] = s.charCodeAt(i);
   return pos;
 }
 
