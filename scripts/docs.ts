@@ -17,6 +17,7 @@ import { CONFIG_REFERENCE, type SettingHelp } from '../src/config-reference.js';
 import { HELP } from '../src/cli-help.js';
 import { LAYOUT } from '../src/data-dir.js';
 import { ERRORS, ERROR_HELP, RC, RC_HELP } from '../src/wire/errors.js';
+import { DATABASE_REFUSAL_EXAMPLES } from '../src/api/database-refusals.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import { LAYERS, drawGraph, graphOf } from './import-graph.js';
 import { loadRegistry } from '../src/feeds/registry.js';
@@ -73,6 +74,14 @@ function errorTables(): string {
     '| status | rc | when, and what to do |',
     '|---|---|---|',
     ...rc,
+    '',
+    '### What the database routes say',
+    '',
+    'Each refusal of `/api/v1/database/download`, `metadata` and `checksum` names what would fix it:',
+    '',
+    '| status | rc | message (an example) |',
+    '|---|---|---|',
+    ...DATABASE_REFUSAL_EXAMPLES.map((r) => `| ${r.status} | \`${r.rc}\` | ${cell(r.message)} |`),
   ].join('\n');
 }
 

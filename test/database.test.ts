@@ -64,11 +64,13 @@ describe('database catalogue, downloads and files', () => {
     const licensed = org('licensed');
     const expired = org('expired');
     org('unlicensed');
+    const upcoming = org('upcoming');
     org('noscope', []);
     const fenced = createOrganisation(db, plans, 'fenced', 'max');
     keys.fenced = createKey(db, { orgId: fenced.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }).secret;
     grantLicence(db, { orgId: licensed, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
     grantLicence(db, { orgId: expired, base: 'vpn', licenceType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
+    grantLicence(db, { orgId: upcoming, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() + 30 * day).toISOString(), expires: new Date(Date.now() + 400 * day).toISOString() }, BASES);
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
     svc = await startTestService({ dataDir, plansFile: file });
@@ -96,20 +98,42 @@ describe('database catalogue, downloads and files', () => {
     assert.equal(expired.json.databases.find((d: { base: string }) => d.base === 'vpn').standing, 'expired');
   });
 
+  test('each refusal a client can fix says what would fix it', async () => {
+    const ymd = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+    const cases: [string, string, number, string, string | RegExp][] = [
+      ['licensed', 'format=mmdb', 400, 'BAD_REQUEST', 'id is required: a database id such as vpn_v1 (GET /api/v1/database/list names them)'],
+      ['licensed', 'id=vpn_v1', 400, 'BAD_REQUEST', 'format is required: vpn_v1 is built as csvgz, mmdb'],
+      ['licensed', 'id=vpn_v1&format=csv', 400, 'FORMAT_NOT_BUILT', 'vpn_v1 is not built as "csv": ask for csvgz or mmdb'],
+      ['licensed', 'id=vpn_v1&format=csvgz&sample=1', 400, 'BAD_REQUEST', 'sample must be true or false, not "1"'],
+      ['licensed', 'id=vpn_v9&format=csvgz', 404, 'NOT_FOUND', 'no database "vpn_v9": GET /api/v1/database/list names the databases of this service'],
+      ['upcoming', 'id=vpn_v1&format=csvgz', 403, 'NO_LICENSE', `this organisation's licence for vpn runs from ${ymd(Date.now() + 30 * day)} to ${ymd(Date.now() + 400 * day)}: it has not begun yet`],
+    ];
+    for (const [who, query, status, rc, message] of cases) {
+      const r = await dl(who, query);
+      assert.deepEqual([r.status, r.json.rc], [status, rc], query);
+      if (typeof message === 'string') assert.equal(r.json.message, message, query);
+    }
+    const checksum = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csv', as('licensed'));
+    assert.equal(checksum.json.message, 'vpn_v1 is not built as "csv": ask for csvgz or mmdb');
+  });
+
   test('download answers each status and rc of the contract', async () => {
     const ok = await dl('licensed', 'id=vpn_v1&format=mmdb');
     assert.equal(ok.status, 302);
     assert.match(String(ok.headers.location), /\/files\/vpn_v1\/.+\/vpn_v1\.mmdb\?/);
     assert.equal(ok.text, '');
-    assert.deepEqual([(await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).status, (await dl('licensed', 'id=vpn_provider_v1&format=mmdb')).json], [400, { rc: 'FORMAT_NOT_BUILT' }]);
+    const notBuilt = await dl('licensed', 'id=vpn_provider_v1&format=mmdb');
+    assert.deepEqual([notBuilt.status, notBuilt.json], [400, { rc: 'FORMAT_NOT_BUILT', message: 'vpn_provider_v1 is not built as "mmdb": ask for csvgz' }]);
     assert.deepEqual((await dl('licensed', 'id=nope_v1&format=mmdb')).json.rc, 'NOT_FOUND');
     assert.equal((await dl('licensed', 'id=nope_v1&format=mmdb')).status, 404);
-    assert.deepEqual([(await dl('unlicensed', 'id=vpn_v1&format=csvgz')).status, (await dl('unlicensed', 'id=vpn_v1&format=csvgz')).json], [403, { rc: 'NO_LICENSE' }]);
-    assert.deepEqual((await dl('expired', 'id=vpn_v1&format=csvgz')).json, { rc: 'LICENSE_EXPIRED' });
+    const unlicensed = await dl('unlicensed', 'id=vpn_v1&format=csvgz');
+    assert.deepEqual([unlicensed.status, unlicensed.json], [403, { rc: 'NO_LICENSE', message: 'this organisation holds no licence for vpn: ask the operator for one' }]);
+    assert.equal((await dl('expired', 'id=vpn_v1&format=csvgz')).json.rc, 'LICENSE_EXPIRED');
+    assert.match((await dl('expired', 'id=vpn_v1&format=csvgz')).json.message, /^this organisation's licence for vpn ran from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d and has ended/);
     assert.equal((await dl('unlicensed', 'id=vpn_v1&format=csvgz&sample=true')).status, 302); // samples need no licence
     assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json.rc], [401, 'UNAUTHORIZED']);
     assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json.rc, 'UNAUTHORIZED');
-    assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json.rc, 'BAD_REQUEST');
+    assert.deepEqual((await dl('licensed', 'id=vpn_v1')).json, { rc: 'BAD_REQUEST', message: 'format is required: vpn_v1 is built as csvgz, mmdb' });
     // A key used from outside its allowed ranges: the database group's own 403 body.
     for (const p of ['/api/v1/database/list', '/api/v1/database/download?id=vpn_v1&format=mmdb', '/api/v1/database/downloads']) {
       const r = await get(svc.port, p, as('fenced'));
@@ -255,7 +279,7 @@ describe('database catalogue, downloads and files', () => {
     assert.equal(m.headers['cache-control'], 'private, no-cache', 'a private cache may keep it and revalidate with the ETag');
     assert.equal((await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', { ...as('licensed'), 'If-None-Match': String(m.headers.etag) })).status, 304);
     const refused = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('unlicensed'));
-    assert.deepEqual(refused.json, { rc: 'NO_LICENSE' });
+    assert.equal(refused.json.rc, 'NO_LICENSE');
     assert.equal(refused.headers['cache-control'], 'private, no-store');
     const c = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', as('licensed'));
     assert.deepEqual(Object.keys(c.json.checksums), ['md5', 'sha1', 'sha256', 'sha512']);
@@ -298,8 +322,9 @@ describe('database catalogue, downloads and files', () => {
     try {
       const ask = () => get(s.port, '/api/v1/database/download?id=vpn_v1&format=mmdb', { Authorization: `Bearer ${secret}` });
       const refused = await ask();
-      assert.deepEqual([refused.status, refused.json], [503, { rc: 'NOT_PUBLISHED' }]);
+      assert.deepEqual([refused.status, refused.json.rc], [503, 'NOT_PUBLISHED']);
       const retry = Number(refused.headers['retry-after']);
+      assert.equal(refused.json.message, `today's copy of vpn_v1 is not published yet: retry in ${retry} s`);
       assert.ok(retry >= 1 && retry <= 7201, `Retry-After ${refused.headers['retry-after']}: until the next daily run`);
       const today = runBuild({ dataDir: dir });
       await publishExports(db, new LocalStore(dir), dir, today.id);

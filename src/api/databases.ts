@@ -12,6 +12,7 @@ import type { Catalogue } from '../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../control/licences.js';
 import { readExportsManifest } from '../publish/publish.js';
 import { latestPublication } from '../control/publications.js';
+import { DATABASE_REFUSALS } from './database-refusals.js';
 import { FILES_PREFIX, gzippedPath, type LocalStore } from '../objects/local-store.js';
 import { acceptsGzip } from '../http/content-coding.js';
 import type { ObjectStore } from '../objects/object-store.js';
@@ -158,34 +159,40 @@ export class DatabaseApi {
     const format = a.query.get('format') ?? '';
     const sampleText = a.query.get('sample');
     const sample = sampleText === 'true';
-    const refuse = (e: RcError, outcome: Outcome): null => {
+    // The message may say when to come back: it is given the Retry-After it will stand beside.
+    const refuse = (e: RcError, outcome: Outcome, message: string | ((retryS: number | null) => string)): null => {
       if (record) this.record(a, id, format, sample, outcome, e.status, 0);
       const retry = e === RC.NOT_PUBLISHED ? this.retryAfterS() : null;
-      if (retry === null) rc(a, e, this.metrics);
-      else late(a.res, a.p, () => sendError(a.res, e, this.metrics, { headers: [['Retry-After', String(retry)]] }));
+      const text = typeof message === 'string' ? message : message(retry);
+      late(a.res, a.p, () => sendRc(a.res, e, text, this.metrics, retry === null ? undefined : { headers: [['Retry-After', String(retry)]] }));
       return null;
     };
-    if (id === '' || (needFormat && format === '')) return refuse(RC.BAD_REQUEST, 'bad_request');
-    // `sample` is true or false (DESIGN.md §6): a full download is never given for `sample=1`.
-    if (sampleText !== null && sampleText !== 'true' && sampleText !== 'false') return refuse(RC.BAD_REQUEST, 'bad_request');
+    const R = DATABASE_REFUSALS;
+    if (id === '') return refuse(RC.BAD_REQUEST, 'bad_request', R.idMissing());
     const entry = this.catalogue.byId.get(id);
-    if (!entry) return refuse(RC.NOT_FOUND, 'not_found');
+    if (needFormat && format === '') return refuse(RC.BAD_REQUEST, 'bad_request', R.formatMissing(id, entry?.version.formats ?? []));
+    // `sample` is true or false (DESIGN.md §6): a full download is never given for `sample=1`.
+    if (sampleText !== null && sampleText !== 'true' && sampleText !== 'false') return refuse(RC.BAD_REQUEST, 'bad_request', R.sampleMalformed(sampleText));
+    if (!entry) return refuse(RC.NOT_FOUND, 'not_found', R.unknownDatabase(id));
     const formats = needFormat ? [format] : entry.version.formats;
-    if (needFormat && !entry.version.formats.includes(format as never)) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format');
+    if (needFormat && !entry.version.formats.includes(format as never)) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format', R.formatNotBuilt(id, format, entry.version.formats));
     if (!sample) {
       const l = getLicence(this.db, a.caller.org.id, entry.base.base);
-      const standing = standingOf(l, Date.now());
-      if (standing === 'unlicensed') return refuse(RC.NO_LICENSE, 'no_license');
-      if (standing === 'expired') return refuse(RC.LICENSE_EXPIRED, 'license_expired');
+      const now = Date.now();
+      const standing = standingOf(l, now);
+      if (standing === 'unlicensed') return refuse(RC.NO_LICENSE, 'no_license', l === null ? R.noLicence(entry.base.base) : R.licenceNotBegun(entry.base.base, l.starts, l.expires));
+      if (standing === 'expired') return refuse(RC.LICENSE_EXPIRED, 'license_expired', R.licenceEnded(entry.base.base, l!.starts, l!.expires));
     }
     const pubs = formats.map((f) => latestPublication(this.db, id, f, sample));
     const today = new Date().toISOString().slice(0, 10);
+    const notPublished = (): null => refuse(RC.NOT_PUBLISHED, 'not_published', (retry) => R.notPublished(id, retry));
     if (pubs.some((p) => p === null)) {
       // Never published in this format at all: not built, unless nothing is published yet.
-      if (needFormat && latestPublication(this.db, id, entry.version.formats[0], sample) !== null) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format');
-      return refuse(RC.NOT_PUBLISHED, 'not_published');
+      const published = entry.version.formats.filter((f) => latestPublication(this.db, id, f, sample) !== null);
+      if (needFormat && published.length > 0) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format', R.formatNotBuilt(id, format, published));
+      return notPublished();
     }
-    if (entry.base.updateFreq === 'daily' && pubs.some((p) => p!.day < today)) return refuse(RC.NOT_PUBLISHED, 'not_published');
+    if (entry.base.updateFreq === 'daily' && pubs.some((p) => p!.day < today)) return notPublished();
     return { id, format, sample, entry, pubs: pubs as NonNullable<(typeof pubs)[number]>[] };
   }
 
