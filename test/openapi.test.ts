@@ -79,12 +79,14 @@ describe('the OpenAPI document against the server', () => {
   let account: string;
   let operator: string;
   let reader: string;
+  let dataDir: string;
   /** Operations called, as `METHOD path`. */
   const called = new Set<string>();
 
   before(async () => {
     const d = await publishedDataDir([{ scopes: ['db.download'] }, { scopes: ['apikeys.manage', 'db.download'] }, { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }]);
     [key, manager, fenced] = d.keys;
+    dataDir = d.dataDir;
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
     const db = openTestControlDb(d.dataDir);
     account = String(listOrganisations(db)[0].accountId);
@@ -255,6 +257,54 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/console/assets/{hash}/{file}', asset, { port: svc.adminPort });
     await call('GET', '/console/assets/{hash}/{file}', asset.replace('main.js', 'console.css'), { port: svc.adminPort });
     await call('GET', '/console/assets/{hash}/{file}', asset.replace('main.js', 'nope.js'), { port: svc.adminPort });
+  });
+
+  test('every request body the document publishes refuses a field it does not name, by name', async () => {
+    // A valid body for each documented requestBody: without the extra field it is taken
+    // (2xx); with one more field the same body is a 400 that names it. A new body with no
+    // example here fails the test.
+    const db = openTestControlDb(dataDir);
+    const orgId = listOrganisations(db)[0].id;
+    db.close();
+    const examples: Record<string, { url: string; body: Record<string, unknown> }> = {
+      'POST /batch': { url: '/batch', body: { ips: ['81.7.3.9'] } },
+      'POST /api/v1/iam/apikeys': { url: '/api/v1/iam/apikeys', body: { name: 'walk', allowed_scopes: ['db.download'] } },
+      'POST /api/v1/auth/token': { url: '/api/v1/auth/token', body: { scopes: ['db.download'], lifetime_s: 60 } },
+      'POST /admin/v1/organizations': { url: '/admin/v1/organizations', body: { name: 'Walk Org', plan: 'scale' } },
+      'POST /admin/v1/organizations/{id}': { url: `/admin/v1/organizations/${orgId}`, body: { plan: 'max' } },
+      'POST /admin/v1/organizations/{id}/keys': { url: `/admin/v1/organizations/${orgId}/keys`, body: { name: 'walk', allowed_scopes: ['db.download'] } },
+      'POST /admin/v1/organizations/{id}/licenses': { url: `/admin/v1/organizations/${orgId}/licenses`, body: { base: 'proxy', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' } },
+    };
+    const bodies: string[] = [];
+    for (const [p, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) if (METHODS.includes(method) && (op as { requestBody?: unknown }).requestBody) bodies.push(`${method.toUpperCase()} ${p}`);
+    }
+    assert.deepEqual(bodies.sort(), Object.keys(examples).sort(), 'an example for every documented request body');
+    for (const [operation, { url, body }] of Object.entries(examples)) {
+      const [method, docPath] = operation.split(' ');
+      const admin = docPath.startsWith('/admin/');
+      const o = { port: admin ? svc.adminPort : svc.port, headers: bearer(admin ? operator : manager) };
+      const taken = await call(method, docPath, url, { ...o, body: JSON.stringify(body) });
+      assert.ok(taken.status >= 200 && taken.status < 300, `${operation} takes ${JSON.stringify(body)}: ${taken.status} ${taken.text}`);
+      const refused = await call(method, docPath, url, { ...o, body: JSON.stringify({ ...body, unexpected_field: 1 }) });
+      assert.equal(refused.status, 400, `${operation} with an extra field: ${refused.text}`);
+      const message = (refused.json as { error?: string; message?: string }).error ?? (refused.json as { message?: string }).message ?? '';
+      assert.match(message, /^unknown field "unexpected_field"/, operation);
+      if (!admin && docPath !== '/batch') assert.equal((refused.json as { rc?: string }).rc, 'BAD_REQUEST', operation);
+      if (docPath === '/batch') assert.deepEqual(Object.keys(refused.json as object), ['error'], 'the lookup group answers {"error": …}');
+    }
+  });
+
+  test('the three typos of the red team: each a 400 naming the field, nothing made', async () => {
+    const key = await call('POST', '/api/v1/auth/token', '/api/v1/auth/token', { headers: bearer(manager), body: '{"allowed_scopes":["db.download"]}' });
+    assert.deepEqual([key.status, key.json.rc], [400, 'BAD_REQUEST']);
+    assert.match(key.json.message, /^unknown field "allowed_scopes": this body takes scopes, lifetime_s$/);
+    const made = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: '{"name":"k","scopes":["db.download"]}' });
+    assert.deepEqual([made.status, made.json.message], [400, 'unknown field "scopes": this body takes name, allowed_scopes, allowed_cidrs, expires']);
+    const org = await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', { port: svc.adminPort, headers: bearer(operator), body: '{"name":"Typo Org","plan":"scale","hardlimit":5}' });
+    assert.deepEqual([org.status, org.json.message], [400, 'unknown field "hardlimit": this body takes name, plan']);
+    const orgs = (await call('GET', '/admin/v1/organizations', '/admin/v1/organizations?q=Typo', { port: svc.adminPort, headers: bearer(reader) })).json;
+    assert.equal(JSON.stringify(orgs).includes('Typo Org'), false, 'no organisation was made');
   });
 
   test('describes exactly the routes both apps register, and every operation was called', () => {

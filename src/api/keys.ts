@@ -8,6 +8,8 @@
 
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC } from '../wire/errors.js';
+import { bodyProblem } from '../wire/body-schema.js';
+import { KEY_CREATE_REQUEST } from '../wire/request-bodies.js';
 import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../control/accounts.js';
 import type { Caller, KeyCache } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
@@ -129,12 +131,9 @@ export class KeysApi {
       return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
-    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as Record<string, unknown>;
-    const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-    if (typeof name !== 'string') return bad('name is required: a string of 1 to 200 characters');
-    if (cidrs !== undefined && !strings(cidrs)) return bad('allowed_cidrs must be an array of CIDR strings');
-    if (scopes !== undefined && !strings(scopes)) return bad('allowed_scopes must be an array of scope strings (db.download, apikeys.manage)');
-    if (expires !== undefined && expires !== null && typeof expires !== 'string') return bad('expires must be an ISO 8601 date-time string, or null for no expiry');
+    const problem = bodyProblem(KEY_CREATE_REQUEST, body);
+    if (problem !== null) return bad(problem);
+    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as { name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null };
     let fields: ReturnType<typeof checkKeyFields>;
     try {
       // Not given: the creator's own expiry and ranges (a token's expiry where a token creates

@@ -1,6 +1,8 @@
 // The operator's API (operator-api.ts) in the OpenAPI document: paths under /admin/v1 on the
 // admin port, and the schemas of its answers (the same documents the CLI prints with --json).
 
+import type { BodySchema } from '../wire/body-schema.js';
+import { LICENCE_GRANT_REQUEST, OPERATOR_KEY_CREATE_REQUEST, ORGANISATION_CREATE_REQUEST, ORGANISATION_UPDATE_REQUEST } from '../wire/request-bodies.js';
 import { ADMIN, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 
 const rc = (code: string, description: string): Schema => json(object({ rc: { const: code }, message: { type: 'string' } }), description);
@@ -19,7 +21,7 @@ const limit = { name: 'limit', in: 'query', required: false, description: 'Entri
 const after = (what: string): Schema => ({ name: 'after', in: 'query', required: false, description: `The next cursor of the page before (${what}); absent: the first page.`, schema: { type: 'string' } });
 const next = { type: ['string', 'null'], description: 'The cursor of the next page (pass as after), or null on the last page.' };
 
-const body = (schema: Schema): Schema => ({ required: true, content: { 'application/json': { schema } } });
+const body = (schema: BodySchema): Schema => ({ required: true, content: { 'application/json': { schema } } });
 
 /** One operation on the admin port, authenticated by an operator token. */
 function op(operationId: string, summary: string, write: boolean, responses: Record<string, Schema>, extra: Schema = {}): Schema {
@@ -110,14 +112,14 @@ export function operatorPaths(): Record<string, Schema> {
         parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }, { name: 'q', in: 'query', required: false, description: 'Only organisations whose name holds this text (any case) or whose id begins with it; 1 to 200 characters.', schema: { type: 'string', minLength: 1, maxLength: 200 } }, limit, after('an account number')],
       }),
       post: op('adminCreateOrganisation', 'Create an organisation on a plan', true, { '201': json(ref('Organisation'), 'Created.'), '400': bad }, {
-        requestBody: body(object({ name: { type: 'string' }, plan: { type: 'string' } })),
+        requestBody: body(ORGANISATION_CREATE_REQUEST),
       }),
     }),
     '/admin/v1/organizations/{id}': admin({
       get: op('adminShowOrganisation', 'An organisation with its keys', false, { '200': json(ref('OrganisationWithKeys'), 'The organisation.'), '404': notFound }, { parameters: [orgId] }),
       post: op('adminUpdateOrganisation', 'Change the plan and/or the overage limit (a number, null for none, or "default")', true, { '200': json(ref('Organisation'), 'Changed.'), '400': bad, '404': notFound }, {
         parameters: [orgId],
-        requestBody: body(object({ plan: { type: 'string' }, hard_limit: { type: ['integer', 'null', 'string'] } }, [])),
+        requestBody: body(ORGANISATION_UPDATE_REQUEST),
       }),
       delete: op('adminDeleteOrganisation', 'Delete: keys revoked and licences ended at once; history and audit kept', true, { '200': json(ref('DeletedOrganisation'), 'Deleted.'), '404': notFound }, { parameters: [orgId] }),
     }),
@@ -125,7 +127,7 @@ export function operatorPaths(): Record<string, Schema> {
       get: op('adminListKeys', "An organisation's keys (no secrets), oldest first, a page at a time", false, { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') }, next }), 'A page of keys.'), '400': bad, '404': notFound }, { parameters: [orgId, limit, after('a key id')] }),
       post: op('adminCreateKey', 'Create a key; its secret is in this answer only', true, { '201': json(ref('OperatorKey'), 'Created.'), '400': bad, '404': notFound, '409': rc('CONFLICT', 'The organisation holds MAX_KEYS_PER_ORG live keys already.') }, {
         parameters: [orgId],
-        requestBody: body(object({ name: { type: 'string' }, allowed_scopes: apiKeyFields.allowed_scopes, allowed_cidrs: apiKeyFields.allowed_cidrs, expires: apiKeyFields.expires }, ['name'])),
+        requestBody: body(OPERATOR_KEY_CREATE_REQUEST),
       }),
     }),
     '/admin/v1/keys/{id}': admin({
@@ -139,7 +141,7 @@ export function operatorPaths(): Record<string, Schema> {
       get: op('adminListLicences', "An organisation's licences", false, { '200': json(object({ licenses: { type: 'array', items: ref('Licence') } }), 'The licences.'), '404': notFound }, { parameters: [orgId] }),
       post: op('adminGrantLicence', 'Grant (or replace) a licence for a database base', true, { '201': json(ref('Licence'), 'Granted.'), '400': bad, '404': notFound }, {
         parameters: [orgId],
-        requestBody: body(object({ base: { type: 'string' }, license_type: { enum: ['evaluation', 'subscription'] }, starts: { type: 'string' }, expires: { type: 'string' }, renews_at: { type: 'string' }, notice_due_at: { type: 'string' } }, ['base', 'license_type', 'starts', 'expires'])),
+        requestBody: body(LICENCE_GRANT_REQUEST),
       }),
     }),
     '/admin/v1/organizations/{id}/licenses/{base}': admin({

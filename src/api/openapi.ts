@@ -6,6 +6,7 @@
 
 import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../model/categories.js';
 import { ERRORS, RC } from '../wire/errors.js';
+import { BATCH_REQUEST, KEY_CREATE_REQUEST, TOKEN_REQUEST } from '../wire/request-bodies.js';
 import { VERSION } from '../version.js';
 import type { Edge } from './edge.js';
 import type { RouteTable } from '../http/routes.js';
@@ -137,7 +138,7 @@ const SOURCE_STATUS = object(
 export function openApiDocument(): Schema {
   const schemas: Record<string, Schema> = {
     LookupResult: lookupResult(),
-    BatchRequest: object({ ips: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000 } }),
+    BatchRequest: { ...BATCH_REQUEST },
     BatchResponse: object({
       results: { type: 'object', additionalProperties: ref('LookupResult'), description: 'By the exact input string.' },
       errors: {
@@ -237,7 +238,10 @@ export function openApiDocument(): Schema {
         requestBody: { required: true, content: { 'application/json': { schema: ref('BatchRequest') } } },
         responses: {
           '200': json(ref('BatchResponse'), 'Per-entry results and errors (br or gzip when asked, for answers of 1 KiB or more).', quotaHeaders),
-          '400': json(errorBody(E.batchShape.message, E.batchSize.message), 'The body is not {ips: [strings]} of 1 to 1000 entries.'),
+          '400': json(
+            object({ error: { anyOf: [{ enum: [E.batchShape.message, E.batchSize.message] }, { type: 'string', pattern: '^unknown field "' }] } }),
+            'The body is not {ips: [strings]} of 1 to 1000 entries, or names a field besides ips (the message names it).',
+          ),
           '413': json(errorBody(E.bodyTooLarge.message), 'Larger than any 1000-address batch.'),
           ...lookupRefusals,
         },
@@ -272,10 +276,7 @@ export function openApiDocument(): Schema {
           required: true,
           content: {
             'application/json': {
-              schema: object(
-                { name: { type: 'string', minLength: 1 }, allowed_scopes: apiKeyFields.allowed_scopes, allowed_cidrs: apiKeyFields.allowed_cidrs, expires: apiKeyFields.expires },
-                ['name'],
-              ),
+schema: { ...KEY_CREATE_REQUEST },
             },
           },
         },
@@ -301,7 +302,7 @@ export function openApiDocument(): Schema {
         security: [{ bearer: [] }],
         requestBody: {
           required: false,
-          content: { 'application/json': { schema: object({ scopes: apiKeyFields.allowed_scopes, lifetime_s: { type: 'integer', minimum: 1, maximum: 86400, default: 900 } }, []) } },
+          content: { 'application/json': { schema: { ...TOKEN_REQUEST } } },
         },
         responses: {
           '201': json(

@@ -12,6 +12,8 @@ import { bearerToken } from '../control/auth.js';
 import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
 import type { LicenceType } from '../control/licences.js';
 import { readSmallBody } from '../http/body.js';
+import { bodyProblem, type BodySchema } from '../wire/body-schema.js';
+import { LICENCE_GRANT_REQUEST, NO_FIELDS, OPERATOR_KEY_CREATE_REQUEST, ORGANISATION_CREATE_REQUEST, ORGANISATION_UPDATE_REQUEST } from '../wire/request-bodies.js';
 import { peerText } from '../http/client.js';
 import { authorizationOf } from './gate.js';
 import type { ControlDb } from '../control/control-db.js';
@@ -92,7 +94,7 @@ export class OperatorApi {
     const { deps } = this;
     const { metrics } = edge;
     /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
-    const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work): void => {
+    const route = (method: 'get' | 'post' | 'del', pattern: string, scope: AdminScope, work: Work, schema: BodySchema = NO_FIELDS): void => {
       const arity = pattern.split('/').filter((s) => s.startsWith(':')).length;
       routes[method](
         BASE + pattern,
@@ -126,7 +128,8 @@ export class OperatorApi {
               } catch {
                 return sendRc(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
               }
-              if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendRc(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
+              const problem = bodyProblem(schema, body);
+              if (problem !== null) return sendRc(res, RC.BAD_REQUEST, problem, metrics);
               run(body as Doc);
             }),
           );
@@ -146,7 +149,7 @@ export class OperatorApi {
       }),
     );
     route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true', q.get('q'))));
-    route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201));
+    route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201), ORGANISATION_CREATE_REQUEST);
     route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
     route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
       if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
@@ -159,7 +162,7 @@ export class OperatorApi {
           return doc;
         }),
       );
-    });
+    }, ORGANISATION_UPDATE_REQUEST);
     route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
 
     route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id], q) => ok(op.pageKeys(id, limitOf(q), q.get('after'))));
@@ -173,6 +176,7 @@ export class OperatorApi {
         }),
         201,
       ),
+      OPERATOR_KEY_CREATE_REQUEST,
     );
     route('get', '/keys/:id', 'admin.read', (op, _b, [id]) => ok(op.showKey(id)));
     route('del', '/keys/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeKey(id)));
@@ -192,6 +196,7 @@ export class OperatorApi {
         }),
         201,
       ),
+      LICENCE_GRANT_REQUEST,
     );
     route('del', '/organizations/:id/licenses/:base', 'admin.write', (op, _b, [id, base]) => ok(op.revokeLicence(id, base)));
 

@@ -6,11 +6,13 @@ import { RC } from '../wire/errors.js';
 import type { KeyCache } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
 import { readSmallBody } from '../http/body.js';
-import { late, pending, sendError, sendJson } from '../http/reply.js';
+import { late, pending, sendError, sendJson, sendRc } from '../http/reply.js';
+import { bodyProblem } from '../wire/body-schema.js';
+import { TOKEN_REQUEST } from '../wire/request-bodies.js';
 import type { RouteTable } from '../http/routes.js';
 import type { Gate } from './gate.js';
 import { bearerCaller, type Edge } from './edge.js';
-import { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../control/tokens.js';
+import { DEFAULT_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../control/tokens.js';
 
 export class TokensApi {
   private edge!: Edge;
@@ -42,23 +44,21 @@ export class TokensApi {
     if (c.tokenId !== undefined) return sendError(res, RC.FORBIDDEN, this.edge.metrics);
     readSmallBody(res, p, this.routes, (text) =>
       late(res, p, () => {
+        const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.edge.metrics);
+        if (text === null) return bad('body too large');
         let body: unknown = {};
         try {
-          if (text === null) throw new Error('too large');
           if (text.trim() !== '') body = JSON.parse(text);
         } catch {
-          return sendError(res, RC.BAD_REQUEST, this.edge.metrics);
+          return bad('body must be a JSON object such as {"scopes": ["db.download"], "lifetime_s": 900}, or empty');
         }
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) return sendError(res, RC.BAD_REQUEST, this.edge.metrics);
-        const { scopes, lifetime_s: lifetime } = body as Record<string, unknown>;
-        if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === 'string'))) return sendError(res, RC.BAD_REQUEST, this.edge.metrics);
-        if (lifetime !== undefined && !(Number.isSafeInteger(lifetime) && (lifetime as number) >= 1 && (lifetime as number) <= MAX_TOKEN_LIFETIME_S)) {
-          return sendError(res, RC.BAD_REQUEST, this.edge.metrics);
-        }
-        const wanted = (scopes as string[] | undefined) ?? c.key.scopes;
+        const problem = bodyProblem(TOKEN_REQUEST, body);
+        if (problem !== null) return bad(problem);
+        const { scopes, lifetime_s: lifetime } = body as { scopes?: string[]; lifetime_s?: number };
+        const wanted = scopes ?? c.key.scopes;
         if (!wanted.every((s) => (c.key.scopes as string[]).includes(s))) return sendError(res, RC.FORBIDDEN, this.edge.metrics);
         const now = Date.now();
-        const expiresMs = Math.min(c.expiresMs, now + ((lifetime as number | undefined) ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
+        const expiresMs = Math.min(c.expiresMs, now + (lifetime ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
         const granted = c.key.scopes.filter((s) => wanted.includes(s));
         const minted = this.keys.mint(c.key, granted, expiresMs);
         if (minted === null) return sendError(res, RC.INTERNAL, this.edge.metrics);

@@ -2,7 +2,9 @@
 // exact duplicates, answer each distinct string once, keyed by the exact input string.
 // Runs on a Piscina worker; the front end runs it itself only when workers keep failing.
 
-import { ERRORS, type ApiError } from '../wire/errors.js';
+import { ERRORS, lookupBadRequest, type ApiError } from '../wire/errors.js';
+import { unknownField } from '../wire/body-schema.js';
+import { BATCH_REQUEST } from '../wire/request-bodies.js';
 import { NOT_ADDRESS, writeAscii } from '../net/address.js';
 import type { RangeIndex } from '../index/range-index.js';
 import { AddressBatch, REPEATED } from './address-batch.js';
@@ -50,6 +52,11 @@ function errorOutcome(e: ApiError): Uint8Array {
   return encodeOutcome(e.status, 0, e.body);
 }
 
+/** The 400 for a field the batch body does not take (BATCH_REQUEST names ips alone). */
+function unknownBatchField(field: string): ApiError {
+  return lookupBadRequest(`unknown field ${JSON.stringify(field.slice(0, 80))}: a batch body takes ips only, as {"ips": ["192.0.2.1"]}`);
+}
+
 /** The validated `ips` array, or the error the whole call answers. */
 export function parseBatchBody(text: string): string[] | ApiError {
   let parsed: unknown;
@@ -59,9 +66,13 @@ export function parseBatchBody(text: string): string[] | ApiError {
     return ERRORS.batchShape;
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return ERRORS.batchShape;
+  // A field besides ips is refused by name (request-bodies.ts): nothing a client sends is ignored.
   const ips = (parsed as { ips?: unknown }).ips;
   if (!Array.isArray(ips)) return ERRORS.batchShape;
   for (let i = 0; i < ips.length; i++) if (typeof ips[i] !== 'string') return ERRORS.batchShape;
+  // Past the contract's shape, a field besides ips is refused by name: nothing sent is ignored.
+  const extra = unknownField(BATCH_REQUEST, parsed);
+  if (extra !== null) return unknownBatchField(extra);
   if (ips.length < 1 || ips.length > MAX_BATCH_ADDRESSES) return ERRORS.batchSize;
   return ips as string[];
 }

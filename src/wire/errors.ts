@@ -53,6 +53,11 @@ function apiError(status: number, message: string): ApiError {
   });
 }
 
+/** A 400 of the lookup group whose message names what was wrong (a batch body's unknown field). */
+export function lookupBadRequest(message: string): ApiError {
+  return apiError(400, message);
+}
+
 export const ERRORS = Object.freeze({
   notAddress: apiError(400, 'not a valid IP address'),
   batchShape: apiError(400, 'body must be a JSON object whose ips member is an array of strings'),
