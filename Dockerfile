@@ -10,7 +10,7 @@ COPY package.json package-lock.json tsconfig.json ./
 COPY src ./src
 COPY workers ./workers
 COPY console ./console
-COPY scripts/console-assets.ts ./scripts/
+COPY scripts/console-assets.ts scripts/build.mjs ./scripts/
 # npm ci compiles the TypeScript and the console's assets (prepare); then the dev dependencies go, and every uWS binary
 # but the one for this image's system, CPU and Node ABI (about 198 MiB of other systems' and
 # runtimes'). better-sqlite3 is optional: Node 24 has node:sqlite.
@@ -32,7 +32,9 @@ COPY package.json ./
 COPY bin ./bin
 COPY config ./config
 COPY demo ./demo
-RUN mkdir -p /data && chown node:node /data
+# `ipsift` on PATH, as the compose files and docs run it (docker compose exec … ipsift org create).
+RUN mkdir -p /usr/local/bin && ln -sf /app/bin/ipsift.js /usr/local/bin/ipsift \
+    && mkdir -p /data && chown node:node /data
 VOLUME /data
 USER node
 EXPOSE 8080 8081

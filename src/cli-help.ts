@@ -40,12 +40,16 @@ REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTR
 (all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
 as 0.01), MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN. CONFIG_FILE names an optional JSON file of the same settings
 ({"PORT": 8080, "DATA_DIR": "/var/lib/ipsift"}); the environment wins where both set one.`,
-  serve: `Usage: ipsift serve
+  serve: `Usage: ipsift serve [--host <addr>] [--port <n>] [--admin-host <addr>] [--admin-port <n>] [--data-dir <dir>]
 
 Serves lookups on HOST:PORT (default 127.0.0.1:8080) and health, readiness and metrics on
 ADMIN_HOST:ADMIN_PORT (default 127.0.0.1:8081). On a data directory with no feeds and no
 builds it first imports the bundled demo feeds and builds (DEMO=0 to skip). A build that
-'ipsift build' makes serving is picked up without a restart (also on SIGHUP).`,
+'ipsift build' makes serving is picked up without a restart (also on SIGHUP).
+
+Each option sets the variable of the same name (HOST, PORT, ADMIN_HOST, ADMIN_PORT, DATA_DIR)
+for this run, over the environment and CONFIG_FILE. serve is the one command that makes the
+data directory when it is not there; every other command refuses, naming where it looked.`,
   'feed import': `Usage: ipsift feed import <file> [options]
 
 Imports a feed into DATA_DIR/feeds. Importing the same file again replaces its feed; a feed
@@ -194,3 +198,18 @@ Requests counted in the current calendar month (UTC) against the plan's quota an
 overage limit. Running servers hold small leases (at most a few hundred requests each, given
 back after a second idle), which count as used until returned.`,
 };
+
+/**
+ * The help `--help` (or -h) asks for anywhere on the line: that of the longest command named
+ * before it (`admin token --help` is admin's), or null when the line does not ask.
+ */
+export function helpFor(argv: readonly string[]): string | null {
+  const at = argv.findIndex((a) => a === '--help' || a === '-h');
+  if (at < 0 || argv.slice(0, at).includes('--')) return null;
+  const words = argv.slice(0, at).filter((a) => !a.startsWith('-'));
+  for (let n = Math.min(2, words.length); n > 0; n--) {
+    const text = HELP[words.slice(0, n).join(' ')];
+    if (text !== undefined) return text;
+  }
+  return words.length === 0 ? HELP[''] : null;
+}

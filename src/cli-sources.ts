@@ -10,6 +10,7 @@ import { loadRegistry } from './feeds/registry.js';
 import { refreshSources, type SourceReport } from './feeds/refresh.js';
 import { readSourceStates, sourceStatuses, type SourceStatus } from './feeds/source-state.js';
 import { listFeeds } from './feeds/feed-store.js';
+import { sourceStateFile } from './data-dir.js';
 import { configuredSources, refreshOptions, type RefreshRun } from './publish/source-refresher.js';
 import { buildLockHeldByParent, releaseBuildLock, takeBuildLock } from './publish/scheduler.js';
 import { runBuild } from './build/build.js';
@@ -99,10 +100,27 @@ export function statusTable(rows: readonly SourceStatus[]): string {
   return [head, ...lines, `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`].join('\n');
 }
 
+/**
+ * `sources status`: the configured sources; with none configured, the sources whose state the
+ * data directory holds (registry entries by name, so their URL and interval show), since that
+ * state is what a server started with SOURCES left behind.
+ */
 function status(values: Record<string, unknown>): void {
   const config = loadConfig(process.env);
-  const rows = sourceStatuses(configured(config), readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS);
-  print(values.json as boolean, rows, () => statusTable(rows));
+  const states = readSourceStates(config.dataDir);
+  let sources: readonly Source[] = configuredSources(config);
+  let note = '';
+  if (sources.length === 0) {
+    const held = Object.keys(states).sort();
+    if (held.length === 0) {
+      throw new UsageError(`no sources configured and none fetched into ${sourceStateFile(config.dataDir)}: set SOURCES=public or SOURCES_FILE, or point DATA_DIR at the data directory a server with sources uses`);
+    }
+    const registry = new Map(loadRegistry().map((s) => [s.name, s]));
+    sources = held.map((name) => registry.get(name) ?? ({ name } as Source));
+    note = `(SOURCES is not set: the ${held.length} sources in ${sourceStateFile(config.dataDir)})\n`;
+  }
+  const rows = sourceStatuses(sources, states, Date.now(), DEFAULT_INTERVAL_MS);
+  print(values.json as boolean, rows, () => note + statusTable(rows));
 }
 
 function list(values: Record<string, unknown>): void {

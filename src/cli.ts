@@ -3,6 +3,7 @@
 
 import { unknownProvidersLine } from './model/providers.js';
 import { explainAddress } from './build/explain.js';
+import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { runBuild } from './build/build.js';
@@ -19,7 +20,7 @@ import { UsageError, parse, print, terminalSafe } from './cli-common.js';
 import { IpsiftError } from './errors.js';
 import { accountCommand, publishBuild } from './cli-accounts.js';
 import { sourcesCommand } from './cli-sources.js';
-import { HELP } from './cli-help.js';
+import { HELP, helpFor } from './cli-help.js';
 import { RUNTIME, VERSION } from './version.js';
 
 
@@ -34,7 +35,15 @@ const DETAIL_OPTIONS: Record<string, DetailField> = {
   'providers-num': 'providers_num',
 };
 
-async function serve(): Promise<void> {
+/** serve's options, each the setting of the same name for this run (it wins over the environment). */
+const SERVE_OPTIONS: Record<string, string> = { host: 'HOST', port: 'PORT', 'admin-host': 'ADMIN_HOST', 'admin-port': 'ADMIN_PORT', 'data-dir': 'DATA_DIR' };
+
+async function serve(args: string[]): Promise<void> {
+  const { values, positionals } = parse(args, Object.fromEntries(Object.keys(SERVE_OPTIONS).map((o) => [o, { type: 'string' as const }])));
+  if (positionals.length) throw new UsageError(`serve takes no arguments, only options (${Object.keys(SERVE_OPTIONS).map((o) => `--${o}`).join(', ')}): ${positionals[0]}`);
+  if (values.json) throw new UsageError('serve has no --json: it logs JSON lines already');
+  // Into the environment itself: the daily run's children read their settings from it.
+  for (const [option, name] of Object.entries(SERVE_OPTIONS)) if (typeof values[option] === 'string') process.env[name] = values[option] as string;
   const config = loadConfig(process.env);
   const log = jsonLogger(undefined, config.logLevel);
   const service = await startService(config, log);
@@ -208,14 +217,37 @@ export function versionLine(): string {
   return `ipsift ${VERSION} (${RUNTIME}, ${process.platform}-${process.arch})`;
 }
 
+/** Commands that only read or change what a data directory holds: they never make one. */
+const NEEDS_DATA_DIR = new Set(['feed', 'build', 'builds', 'explain', 'sources', 'publish', 'org', 'key', 'usage', 'license', 'admin', 'audit']);
+/** Those of them that need it only for the control database (a PostgreSQL one lives elsewhere). */
+const CONTROL_ONLY = new Set(['org', 'key', 'usage', 'license', 'admin', 'audit']);
+
+/**
+ * Refuses a command on a data directory that is not there, saying where it looked: opening a
+ * store would otherwise make an empty one, in which a later `serve` finds no feeds and makes
+ * no demo. Only `serve` makes a data directory. `sources list` reads the shipped registry alone.
+ */
+function requireDataDir(cmd: string, sub: string | undefined): void {
+  if (!NEEDS_DATA_DIR.has(cmd) || (cmd === 'sources' && sub === 'list')) return;
+  const config = loadConfig(process.env);
+  if (CONTROL_ONLY.has(cmd) && config.controlDb !== null && config.accounting.kind === 'redis') return;
+  if (fs.existsSync(config.dataDir)) return;
+  const origin = process.env.DATA_DIR ? 'DATA_DIR' : 'the default DATA_DIR, ./data';
+  throw new ConfigError(
+    `no data directory at ${config.dataDir} (${origin}): 'ipsift serve' makes one on its first start; to use another, set DATA_DIR (DATA_DIR=/path/to/data ipsift ${cmd}${sub ? ` ${sub}` : ''} …)`,
+  );
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd = 'serve', sub, ...rest] = argv;
   structuredWarnings(jsonLogger());
   try {
+    const help = helpFor(argv);
+    if (help !== null) return print(false, null, () => help), 0;
+    requireDataDir(cmd, sub);
     switch (cmd) {
       case 'serve':
-        if (sub === '--help' || sub === '-h') return print(false, null, () => HELP.serve), 0;
-        await serve();
+        await serve(sub === undefined ? rest : [sub, ...rest]);
         return -1; // keeps running
       case 'feed':
         if (sub === 'import') feedImport(rest);

@@ -8,6 +8,8 @@ import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/feed-store.js';
 import { jsonLogger } from '../src/log.js';
 import { untilListening, type Listening } from '../scripts/listening.js';
 import { PROJECT_ROOT, get, tempDir, until, writeFile } from './helpers.js';
+import { HELP, helpFor } from '../src/cli-help.js';
+import { freePort } from '../src/startup.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -216,17 +218,81 @@ describe('ipsift command line', () => {
     assert.equal(r.stderr.trim(), `ipsift: ${file}:3: not an address, CIDR or range: "1.2.3.999"`);
   });
 
-  test('every command has --help; unknown ones are usage errors', async () => {
-    const commands = [['--help'], ['serve', '--help'], ['feed', 'import', '--help'], ['feed', 'list', '--help'], ['build', '--help'], ['builds', '--help']];
-    commands.push(['org', '--help'], ['org', 'create', '--help'], ['key', '--help'], ['key', 'revoke', '--help'], ['usage', '--help']);
-    commands.push(['feed', '--help'], ['feed', '-h'], ['license', '--help'], ['admin', '--help'], ['audit', '--help'], ['publish', '--help'], ['sources', '--help'], ['explain', '--help']);
-    for (const args of commands) {
-      const r = await cli(args);
-      assert.equal(r.code, 0, args.join(' '));
-      assert.match(r.stdout, /Usage:\s+ipsift/);
+  test('every command and sub-command has --help; unknown ones are usage errors', async () => {
+    // Every help text is reached from its own command line, wherever --help stands on it
+    // (in process: the lookup is helpFor's alone); one process shows the exit code and stdout.
+    for (const key of Object.keys(HELP)) {
+      const words = key === '' ? [] : key.split(' ');
+      for (const line of [[...words, '--help'], [...words, '-h'], [...words, 'x', '--json', '--help']]) {
+        if (line[line.length - 1] === '--help' && line.includes('x') && words.length === 0) continue;
+        assert.equal(helpFor(line), HELP[key], line.join(' '));
+      }
+      assert.match(HELP[key], /Usage:\s+ipsift|^ipsift — /, key);
     }
+    for (const line of [['admin', 'token', '--help'], ['admin', 'token', 'create', '--help'], ['key', 'revoke', '--help'], ['sources', 'status', '-h'], ['feed', 'import', 'x.csv', '--help']]) {
+      assert.ok(helpFor(line), line.join(' '));
+    }
+    assert.equal(helpFor(['frobnicate', '--help']), null, 'an unknown command stays an error');
+    assert.equal(helpFor(['feed', 'import', '--', '--help']), null, 'after -- it is an argument');
+    const r = await cli(['admin', 'token', '--help']);
+    assert.deepEqual([r.code, r.stdout], [0, HELP.admin + '\n']);
     assert.equal((await cli(['frobnicate'])).code, 2);
     assert.equal((await cli(['build'], { DATA_DIR: tempDir() })).code, 1);
+  });
+
+  test('no command but serve makes a data directory; each says where it looked and how to point it elsewhere', async () => {
+    const cwd = tempDir();
+    const inEmpty = async (args: string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> => {
+      const e: NodeJS.ProcessEnv = { ...process.env, ...env };
+      delete e.DATA_DIR;
+      const r = await run(process.execPath, [CLI, ...args], { cwd, env: e, timeout: 30_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }),
+      );
+      return r;
+    };
+    for (const args of [['admin', 'token', 'create', '--name', 'me', '--scope', 'admin.write'], ['org', 'list'], ['feed', 'list'], ['sources', 'status'], ['builds'], ['explain', '1.2.3.4']]) {
+      const r = await inEmpty(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stderr, `ipsift: no data directory at ${path.join(fs.realpathSync(cwd), 'data')} (the default DATA_DIR, ./data): 'ipsift serve' makes one on its first start; to use another, set DATA_DIR (DATA_DIR=/path/to/data ipsift ${args.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ')} …)\n`);
+      assert.deepEqual(fs.readdirSync(cwd), [], `${args.join(' ')} left nothing behind`);
+    }
+    assert.equal((await inEmpty(['sources', 'list'])).code, 0, 'the shipped registry needs no data directory');
+  });
+
+  test('serve takes the options its help names, over the environment, and refuses any other', async () => {
+    const dataDir = tempDir();
+    const [port, adminPort] = [await freePort('127.0.0.1'), await freePort('127.0.0.1')];
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--admin-port', String(adminPort), '--data-dir', dataDir], { env: { ...process.env, PORT: '1', ADMIN_PORT: '2', DEMO: '0' } });
+    try {
+      const s = await untilListening(child);
+      assert.deepEqual([s.port, s.adminPort], [port, adminPort]);
+      assert.equal((await get(adminPort, '/healthz')).status, 200);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    for (const args of [['serve', '--prot', '9999'], ['serve', 'now'], ['serve', '--port', 'x']]) {
+      const r = await cli(args, { DATA_DIR: dataDir });
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    }
+  });
+
+  test('sources status reads the state it finds when SOURCES is not set', async () => {
+    const dataDir = tempDir();
+    fs.mkdirSync(path.join(dataDir, 'sources'));
+    const at = new Date().toISOString();
+    const state = { 'tor-exits-doodad': { url: null, reason: null, etag: null, last_modified: null, attempt: 'ok', attempted_at: at, good_at: at, changed_at: at, entries: 1200, bytes: 20000, sha256: 'ab' } };
+    fs.writeFileSync(path.join(dataDir, 'sources', 'state.json'), JSON.stringify(state));
+    const r = await cli(['sources', 'status', '--json'], { DATA_DIR: dataDir, SOURCES: '' });
+    assert.equal(r.code, 0, r.stderr);
+    const rows = JSON.parse(r.stdout) as { name: string; state: string; entries: number; url: string | null }[];
+    assert.deepEqual(rows.map((x) => [x.name, x.state, x.entries]), [['tor-exits-doodad', 'ok', 1200]]);
+    assert.match(String(rows[0].url), /^https:\/\//, 'the registry entry of that name, with its URL');
+    const text = await cli(['sources', 'status'], { DATA_DIR: dataDir, SOURCES: '' });
+    assert.match(text.stdout, /^\(SOURCES is not set: the 1 sources in .*state\.json\)/);
+    const none = await cli(['sources', 'status'], { DATA_DIR: tempDir(), SOURCES: '' });
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no sources configured and none fetched into .*state\.json/);
   });
 
   test('a negative --priority is a value, as the README writes it', async () => {
@@ -245,7 +311,7 @@ describe('ipsift command line', () => {
       const r = await cli(args, env);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
-      assert.match(r.stderr, /^ipsift: DATA_DIR \/proc\/nope is not (a writable directory|usable)/);
+      assert.match(r.stderr, /^ipsift: (DATA_DIR \/proc\/nope is not (a writable directory|usable)|no data directory at \/proc\/nope)/);
     }
   });
 

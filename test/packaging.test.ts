@@ -33,6 +33,10 @@ describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false 
     // ephemeral ones, as `docker run -p` would, so it runs beside `npm start` on the same host.
     const config = loadConfig(img.env);
     assert.deepEqual([config.port, config.adminPort], img.exposed);
+    // `ipsift` is on the image's PATH (/usr/local/bin), as `docker compose exec builder ipsift …` runs it.
+    const onPath = spawnSync(path.join(img.root, 'usr/local/bin/ipsift'), ['--version'], { encoding: 'utf8', cwd: img.cwd });
+    assert.equal(onPath.status, 0, onPath.stderr);
+    assert.match(onPath.stdout, /^ipsift \d/);
     const s = await start(img, 'ephemeral');
     try {
       assert.ok(!img.exposed.includes(s.port) && !img.exposed.includes(s.adminPort), `listened on ${s.port}, ${s.adminPort}`);
