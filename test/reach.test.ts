@@ -159,6 +159,25 @@ describe("one customer's reach", () => {
     }
   });
 
+  test("a key list's cursor is one of the caller's own keys: another organisation's id is refused as an unknown one is", async () => {
+    const db = openTestControlDb(d.dataDir);
+    let foreign: string;
+    try {
+      const other = createOrganisation(db, loadPlans(d.plans), 'Cursor Other', 'max');
+      foreign = createKey(db, { orgId: other.id, name: 'theirs' }).key.id;
+    } finally {
+      db.close();
+    }
+    const unknown = await get(svc.port, '/api/v1/iam/apikeys?after=00000000-0000-0000-0000-000000000000', auth(manager));
+    const theirs = await get(svc.port, `/api/v1/iam/apikeys?after=${foreign}`, auth(manager));
+    assert.deepEqual([theirs.status, theirs.json], [400, { rc: 'BAD_REQUEST', message: "after must be the next of an earlier page of this organisation's keys" }]);
+    assert.deepEqual([unknown.status, unknown.json], [theirs.status, theirs.json], 'the same answer: no oracle for ids or creation order');
+    const admin = await get(svc.adminPort, `/admin/v1/organizations/${orgId}/keys?after=${foreign}`, auth(operator));
+    assert.deepEqual([admin.status, admin.json.rc], [400, 'BAD_REQUEST']);
+    const own = (await get(svc.port, '/api/v1/iam/apikeys?limit=1', auth(manager))).json.next;
+    if (own) assert.equal((await get(svc.port, `/api/v1/iam/apikeys?after=${own}`, auth(manager))).status, 200);
+  });
+
   test('every list is paged with one limit rule: the public key list and the admin organisation and key lists', async () => {
     const keys: string[] = [];
     let after = '';

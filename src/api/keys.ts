@@ -179,7 +179,13 @@ export class KeysApi {
     const query = new URLSearchParams(req.getQuery() ?? '');
     const limit = listLimit(query.get('limit'));
     if (limit === null) return sendRc(res, RC.BAD_REQUEST, LIMIT_RULE, this.edge.metrics);
-    const page = pageKeys(this.db, c.org.id, limit, query.get('after') ?? undefined);
+    let page: ReturnType<typeof pageKeys>;
+    try {
+      page = pageKeys(this.db, c.org.id, limit, query.get('after') ?? undefined);
+    } catch (e) {
+      if (e instanceof AccountError) return sendRc(res, RC.BAD_REQUEST, e.message, this.edge.metrics);
+      throw e;
+    }
     sendJson(res, 200, { rc: 'OK', apikeys: page.items.map(keyJson), next: page.next }, this.edge.metrics);
   }
 

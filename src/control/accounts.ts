@@ -320,14 +320,22 @@ export interface Page<T> {
 }
 
 /** An organisation's keys, oldest first, `limit` at a time after the key `after` (an id). */
+/** Why a key list's cursor was refused: one answer whether the id is unknown or another organisation's. */
+export const KEY_CURSOR_RULE = "after must be the next of an earlier page of this organisation's keys";
+
+/**
+ * A page of an organisation's keys, oldest first. The cursor must be one of the organisation's
+ * own keys (AccountError otherwise): another's would tell its creation time and order.
+ */
 export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: string): Page<ApiKey> {
   // The cursor's place, then one range of the (org_id, created_at, id) index: a page reads
   // its own rows only, however many keys the organisation holds.
   let rows: KeyRow[];
   if (after === undefined) rows = db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, id LIMIT ?').all(orgId, limit + 1) as KeyRow[];
   else {
-    const from = db.prepare('SELECT created_at FROM api_keys WHERE id = ?').get(after) as { created_at: string } | undefined;
-    rows = from === undefined ? [] : (db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?').all(orgId, from.created_at, after, limit + 1) as KeyRow[]);
+    const from = db.prepare('SELECT created_at FROM api_keys WHERE id = ? AND org_id = ?').get(after, orgId) as { created_at: string } | undefined;
+    if (from === undefined) throw new AccountError(KEY_CURSOR_RULE);
+    rows = (db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?').all(orgId, from.created_at, after, limit + 1) as KeyRow[]);
   }
   const items = rows.slice(0, limit).map(keyOf);
   return { items, next: rows.length > limit ? items[items.length - 1].id : null };

@@ -172,7 +172,13 @@ export class Operator {
   /** One page of an organisation's keys, oldest first; `after` is the last page's `next`. */
   pageKeys(orgId: string, limit: number, after: string | null): { apikeys: Record<string, unknown>[]; next: string | null } {
     this.org(orgId);
-    const page = pageKeys(this.db, orgId, limit, after ?? undefined);
+    let page: ReturnType<typeof pageKeys>;
+    try {
+      page = pageKeys(this.db, orgId, limit, after ?? undefined);
+    } catch (e) {
+      if (e instanceof AccountError) throw new OperatorError('BAD_REQUEST', e.message);
+      throw e;
+    }
     return { apikeys: page.items.map(keyJson), next: page.next };
   }
 
