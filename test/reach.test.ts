@@ -93,13 +93,57 @@ describe("one customer's reach", () => {
     for (const name of [forged, 'tab\there', 'csi\u009b2J', 'bidi\u202eevil']) {
       const r = await createKeyCall({ name });
       assert.equal(r.status, 400, JSON.stringify(name));
-      assert.match(r.json.message, /control or bidirectional/);
+      assert.match(r.json.message, /control, invisible or bidirectional/);
     }
     const org = await request(svc.adminPort, 'POST', '/admin/v1/organizations', JSON.stringify({ name: forged, plan: 'max' }), auth(operator));
     assert.deepEqual([org.status, org.json.rc], [400, 'BAD_REQUEST']);
-    assert.match(org.json.message, /control or bidirectional/);
+    assert.match(org.json.message, /control, invisible or bidirectional/);
     const long = await request(svc.adminPort, 'POST', '/admin/v1/organizations', JSON.stringify({ name: 'o'.repeat(201), plan: 'max' }), auth(operator));
     assert.match(long.json.message, /1 to 200 characters/, 'one length limit for both');
+  });
+
+  test('names that would mislead are refused or normalised: lone surrogates, invisible characters, lookalike spaces and compositions', async () => {
+    // Another organisation's manager: the keys made here leave this suite's limits alone.
+    const setup = openTestControlDb(d.dataDir);
+    let own: string;
+    try {
+      const o = createOrganisation(setup, loadPlans(d.plans), 'Names Co', 'max');
+      own = createKey(setup, { orgId: o.id, name: 'm', scopes: ['apikeys.manage'] }).secret;
+    } finally {
+      setup.close();
+    }
+    const createKeyCall = (body: unknown) => request(svc.port, 'POST', '/api/v1/iam/apikeys', typeof body === 'string' ? body : JSON.stringify(body), { ...auth(own), 'Content-Type': 'application/json' });
+    // Raw JSON text: a lone surrogate cannot be written from a JavaScript string through JSON.stringify.
+    const lone = await createKeyCall('{"name":"ab\\ud800cd"}');
+    assert.deepEqual([lone.status, lone.json.message], [400, "a key's name is not well-formed Unicode (a lone surrogate U+D800 at 2)"]);
+    const invisible: [string, string][] = [
+      ['zero\u200bwidth', 'U+200B'],
+      ['join\u200der', 'U+200D'],
+      ['\ufeffbom', 'U+FEFF'],
+      ['tag\u{e0041}ged', 'U+E0041'],
+      ['mark\u200eltr', 'U+200E'],
+      ['soft\u00adhyphen', 'U+00AD'],
+      ['filler\u3164', 'U+3164'],
+      ['private\ue000use', 'U+E000'],
+    ];
+    for (const [name, code] of invisible) {
+      const r = await createKeyCall({ name });
+      assert.equal(r.status, 400, JSON.stringify(name));
+      assert.match(r.json.message, new RegExp(`^a key's name may not hold control, invisible or bidirectional characters \\(${code.replace('+', '\\+')} at \\d+\\)$`), JSON.stringify(name));
+    }
+    // Decomposed é (e + U+0301) and a no-break space: stored composed, with a plain space, trimmed.
+    const made = await createKeyCall({ name: '  Cafe\u0301\u00a0ci ' });
+    assert.equal(made.status, 201, made.text);
+    assert.equal(made.json.name, 'Caf\u00e9 ci');
+    const org = await request(svc.adminPort, 'POST', '/admin/v1/organizations', JSON.stringify({ name: '\u3000Acme\u2003Ltd', plan: 'max' }), auth(operator));
+    assert.deepEqual([org.status, org.json.name], [201, 'Acme Ltd']);
+    const db = openTestControlDb(d.dataDir);
+    try {
+      assert.throws(() => createAdminToken(db, 'ops\u2060x', ['admin.read']), /invisible/);
+      assert.equal(createAdminToken(db, ' ops ', ['admin.read']).token.name, 'ops');
+    } finally {
+      db.close();
+    }
   });
 
   test("a name stored before the check prints escaped in the operator's terminal", async () => {

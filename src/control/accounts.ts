@@ -144,22 +144,39 @@ function checkPlan(plans: Plans, plan: string): void {
 export const MAX_NAME_LENGTH = 200;
 
 /**
- * Characters no name may hold: C0 and C1 controls and DEL (a terminal acts on them: an escape
- * sequence in a key name could clear an operator's screen or forge a line of output), line
- * and paragraph separators, and the bidirectional overrides and isolates that reorder text.
+ * Characters no name may hold, for they are not seen or act on what is: controls (C0, C1,
+ * DEL: an escape sequence in a key name could clear an operator's screen or forge a line of
+ * output), format characters (zero-width spaces and joiners, the byte-order mark, soft
+ * hyphens, bidirectional marks, overrides and isolates, tag characters: two names that look
+ * the same could differ by one), line and paragraph separators, surrogates, private-use and
+ * unassigned code points.
  */
-export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+export const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/u;
 
-/** A name as given, checked: what customers and operators name alike obeys one rule. */
+/** A lone surrogate: text that is not Unicode at all (it would be stored as U+FFFD). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+const codePoint = (c: string): string => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+
+/**
+ * A name checked and normalised: what customers and operators name alike obeys one rule.
+ * Normalised to NFC, every kind of space as U+0020, no space at either end, so that names
+ * which look the same are the same; refused when not well-formed Unicode or holding a
+ * character no one would see (UNPRINTABLE). Callers store the name this returns.
+ */
 export function checkName(what: 'an organisation' | 'a key' | 'an operator token', name: unknown): string {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_NAME_LENGTH) throw new AccountError(`${what} needs a name of 1 to ${MAX_NAME_LENGTH} characters`);
+  if (typeof name !== 'string') throw new AccountError(`${what} needs a name of 1 to ${MAX_NAME_LENGTH} characters`);
+  const lone = LONE_SURROGATE.exec(name);
+  if (lone) throw new AccountError(`${what}'s name is not well-formed Unicode (a lone surrogate ${codePoint(lone[0])} at ${lone.index})`);
   const bad = UNPRINTABLE.exec(name);
-  if (bad) throw new AccountError(`${what}'s name may not hold control or bidirectional characters (U+${bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at ${bad.index})`);
-  return name;
+  if (bad) throw new AccountError(`${what}'s name may not hold control, invisible or bidirectional characters (${codePoint(bad[0])} at ${bad.index})`);
+  const normal = name.normalize('NFC').replace(/\p{Zs}/gu, ' ').trim();
+  if (normal === '' || normal.length > MAX_NAME_LENGTH) throw new AccountError(`${what} needs a name of 1 to ${MAX_NAME_LENGTH} characters`);
+  return normal;
 }
 
-export function createOrganisation(db: ControlDb, plans: Plans, name: string, plan: string): Organisation {
-  checkName('an organisation', name);
+export function createOrganisation(db: ControlDb, plans: Plans, given: string, plan: string): Organisation {
+  const name = checkName('an organisation', given);
   checkPlan(plans, plan);
   const row = { id: randomUUID(), name, plan, hard_limit_mode: 'default', hard_limit: null, created_at: new Date().toISOString() };
   // MAX + 1 under the write lock (SQLite's, or the cluster's on PostgreSQL, whose statements
@@ -232,7 +249,7 @@ export interface NewKey {
 
 /** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
 export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes: Scope[]; cidrs: string[]; expires: string | null } {
-  checkName('a key', k.name);
+  const name = checkName('a key', k.name);
   const scopes: Scope[] = [];
   for (const s of k.scopes ?? []) {
     if (!(SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${SCOPES.join(', ')}`);
@@ -253,7 +270,7 @@ export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes
     }
     expires = new Date(t).toISOString();
   }
-  return { name: k.name, scopes, cidrs, expires };
+  return { name, scopes, cidrs, expires };
 }
 
 /** An organisation holds as many live keys as it may: one more is refused until one is revoked. */

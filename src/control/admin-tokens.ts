@@ -45,8 +45,8 @@ export function adminTokenJson(t: AdminToken): Record<string, unknown> {
 }
 
 /** Creates a token; the secret is returned here and never again. */
-export function createAdminToken(db: ControlDb, name: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
-  checkName('an operator token', name);
+export function createAdminToken(db: ControlDb, given: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
+  const name = checkName('an operator token', given);
   if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
   for (const s of scopes) if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
   // admin.write implies admin.read: an operator who may change things may read them.
