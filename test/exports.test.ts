@@ -189,6 +189,30 @@ describe('database exports', () => {
     const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
     assert.match(csv, /^2000::\/3,/m); // the CSV keeps the network whole
   });
+
+  test('a provider name a spreadsheet would evaluate opens as text: quoted, after a single quote (OWASP)', () => {
+    const dataDir = tempDir();
+    const feed = path.join(dataDir, 'names.csv');
+    const rows = ['"=HYPERLINK(""http://evil.example"",""x"")"', '@SUM(1+1)', '+1', '-1', '\uFF1Dfull', 'Plain VPN'];
+    fs.writeFileSync(feed, 'network,category,provider\n' + rows.map((p, i) => `81.7.${i}.0/24,vpn,${p}`).join('\n') + '\n');
+    importFeed({ dataDir, file: feed, name: 'names' });
+    const build = runBuild({ dataDir });
+    const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'vpn_v1.csv.gz'))).toString();
+    const line = (i: number): string => csv.split('\n').find((l) => l.startsWith(`81.7.${i}.0/24,`))!;
+    assert.equal(line(0).split(',').slice(1, 2)[0], `"'=HYPERLINK(""http://evil.example""`, line(0));
+    assert.ok(line(0).includes(`"'=HYPERLINK(""http://evil.example"",""x"")"`), line(0));
+    assert.ok(line(1).includes(`,"'@SUM(1+1)"`), line(1));
+    assert.ok(line(2).includes(`,"'+1"`), line(2));
+    assert.ok(line(3).includes(`,"'-1"`), line(3));
+    assert.ok(line(4).includes(`,"'\uFF1Dfull"`), line(4));
+    assert.ok(line(5).includes(',Plain VPN,') || line(5).endsWith(',Plain VPN'), line(5));
+    // No cell of any CSV export begins with a formula character outside quotes.
+    for (const f of fs.readdirSync(path.join(build.dir, EXPORTS_DIR)).filter((n) => n.endsWith('.csv.gz'))) {
+      const text = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, f))).toString();
+      assert.doesNotMatch(text, /(^|,)[=+@\t\uFF1D\uFF0B\uFF20]/m, f);
+    }
+    // The MMDB keeps the name as the upstream wrote it: readers are programs, not spreadsheets.
+  });
 });
 
 test('exports written on threads are byte for byte those written on the build’s own thread', () => {

@@ -11,9 +11,25 @@ const MEMBER_BYTES = 4 << 20;
 /** zlib level 3: on a 1 M-range build, files 6–13 % larger than level 4, and the build under 30 s. */
 const GZIP_LEVEL = 3;
 
-/** One CSV field (RFC 4180 quoting when needed). */
+/**
+ * Whether a spreadsheet would read a text cell as a formula: it begins with =, +, -, @, a tab
+ * or a carriage return (OWASP's CSV injection list), or with the full-width =, +, - or @ that
+ * some spreadsheets fold to those.
+ */
+export function formulaLike(v: string): boolean {
+  if (v.length === 0) return false;
+  const c = v.charCodeAt(0);
+  return c === 0x3d || c === 0x2b || c === 0x2d || c === 0x40 || c === 0x09 || c === 0x0d || c === 0xff1d || c === 0xff0b || c === 0xff0d || c === 0xff20;
+}
+
+/**
+ * One CSV field: RFC 4180 quoting when needed; a text a spreadsheet would evaluate is
+ * neutralised as OWASP describes, a ' before it and the cell quoted (`"'=HYPERLINK(…)"`), so
+ * it opens as text. Numbers are written as numbers: only upstream text can carry a formula.
+ */
 export function csvField(v: Cell): string {
   if (typeof v !== 'string') return String(v);
+  if (formulaLike(v)) return `"'${v.replace(/"/g, '""')}"`;
   return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
