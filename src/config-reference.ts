@@ -61,6 +61,11 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
   SOURCES_CONCURRENCY: { group: 'Data and builds', default: '4', meaning: 'Source fetches at once.' },
   SOURCES_MAX_BYTES: { group: 'Data and builds', default: '67108864', meaning: 'The most one source fetch may bring (a source of the registry may set less); past it the answer is refused.' },
   SOURCES_SHRINK_PCT: { group: 'Data and builds', default: '50', meaning: "A source's new copy with this share fewer entries than its last good copy is refused, and the last good copy keeps answering." },
+  SOURCES_MAX_ENTRIES: {
+    group: 'Data and builds',
+    default: '1000000',
+    meaning: "The most entries (networks) one source's copy may hold; past it the copy is refused, counted before it is parsed where the format has a line an entry, and the last good copy keeps answering. The largest public list in the registry holds about 60 000.",
+  },
   PUBLISH_AT: { group: 'Data and builds', default: '00:05', meaning: 'UTC time (`HH:MM[:SS]`) of the daily build, which serves and publishes; empty for none.' },
   INDEX_POLL_MS: { group: 'Data and builds', default: '1000', meaning: 'How often the serving build pointer is checked: the bound on a new build reaching the servers.' },
   CATALOGUE_FILE: { group: 'Database downloads', shown: '`config/catalogue.json`', meaning: 'The databases offered: ids, schema versions, formats, update frequency.' },

@@ -85,6 +85,8 @@ export interface Config {
   readonly sourcesMaxBytes: number;
   /** A source copy with this share (%) fewer entries than the last good one is refused. */
   readonly sourcesShrinkPct: number;
+  /** The most entries one source's copy may hold: past it the copy is refused before it costs memory. */
+  readonly sourcesMaxEntries: number;
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -151,6 +153,7 @@ export const DEFAULTS = Object.freeze({
   sourcesConcurrency: 4,
   sourcesMaxBytes: 64 * 1024 * 1024,
   sourcesShrinkPct: 50,
+  sourcesMaxEntries: 1_000_000,
 });
 
 export class ConfigError extends IpsiftError {
@@ -299,7 +302,7 @@ export const CONFIG_VARIABLES = [
   'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
   'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
   'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'SOURCES', 'SOURCES_MIRROR', 'SOURCES_CONCURRENCY',
-  'SOURCES_MAX_BYTES', 'SOURCES_SHRINK_PCT', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
+  'SOURCES_MAX_BYTES', 'SOURCES_SHRINK_PCT', 'SOURCES_MAX_ENTRIES', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
   'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S', 'CONTROL_DB', 'CONTROL_TIMEOUT_MS', 'CONTROL_GRACE_S',
   'MAX_KEYS_PER_ORG', 'KEY_CHANGES_PER_MIN',
 ] as const;
@@ -397,6 +400,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     sourcesConcurrency: integer('SOURCES_CONCURRENCY', get('SOURCES_CONCURRENCY') ?? String(DEFAULTS.sourcesConcurrency), 1, 64),
     sourcesMaxBytes: integer('SOURCES_MAX_BYTES', get('SOURCES_MAX_BYTES') ?? String(DEFAULTS.sourcesMaxBytes), 1024, 2 ** 32),
     sourcesShrinkPct: integer('SOURCES_SHRINK_PCT', get('SOURCES_SHRINK_PCT') ?? String(DEFAULTS.sourcesShrinkPct), 1, 100),
+    sourcesMaxEntries: integer('SOURCES_MAX_ENTRIES', get('SOURCES_MAX_ENTRIES') ?? String(DEFAULTS.sourcesMaxEntries), 1, 100_000_000),
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

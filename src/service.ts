@@ -263,6 +263,7 @@ function sourcesEnv(config: Config): Record<string, string> {
     SOURCES_CONCURRENCY: String(config.sourcesConcurrency),
     SOURCES_MAX_BYTES: String(config.sourcesMaxBytes),
     SOURCES_SHRINK_PCT: String(config.sourcesShrinkPct),
+    SOURCES_MAX_ENTRIES: String(config.sourcesMaxEntries),
   };
 }
 

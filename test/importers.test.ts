@@ -9,7 +9,8 @@ import { describe, test } from 'node:test';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listToken } from '../src/feeds/formats.js';
 import { loadSources } from '../src/feeds/sources.js';
-import { importSources } from '../src/feeds/refresh.js';
+import { importSources, refreshSources } from '../src/feeds/refresh.js';
+import { readSourceStates } from '../src/feeds/source-state.js';
 import { readFeed } from '../src/feeds/feed-store.js';
 import { SHARED_REAL, answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 
@@ -21,6 +22,36 @@ function imported(text: string, options: Record<string, unknown> = {}, name = 'f
 }
 
 describe('feed importers', () => {
+  test('a file with more entries than a source may hold is refused, before parsing where a line is an entry', () => {
+    const max = { limit: 10, setting: 'SOURCES_MAX_ENTRIES' };
+    const list = Array.from({ length: 11 }, (_, i) => `10.${i}.0.1`).join('\n') + '\n';
+    assert.throws(() => imported(list, { category: 'vpn', maxEntries: max }), (e: unknown) => {
+      assert.ok(e instanceof FeedImportError);
+      assert.match(e.message, /more than 10 entries \(11 lines\), the most one source may hold \(SOURCES_MAX_ENTRIES\): refused before it is imported; raise SOURCES_MAX_ENTRIES/);
+      return true;
+    });
+    // Blank lines are no entries; ten are taken.
+    assert.equal(imported(list.split('\n').slice(1).join('\n\n'), { category: 'vpn', maxEntries: max }).r.rows, 10);
+    const csv = 'network,category\n' + Array.from({ length: 11 }, (_, i) => `10.${i}.0.0/24,vpn`).join('\n');
+    assert.throws(() => imported(csv, { maxEntries: max }, 'f.csv'), /more than 10 entries \(11 lines\)/);
+    // A JSON format: counted as its entries are made, and never skipped as a bad line.
+    const aws = JSON.stringify({ syncToken: '1', createDate: 'x', prefixes: Array.from({ length: 11 }, (_, i) => ({ ip_prefix: `3.${i}.0.0/16`, region: 'x', service: 'EC2' })), ipv6_prefixes: [] }, null, 1);
+    assert.throws(() => imported(aws, { maxEntries: max, skipInvalid: true }, 'aws.json'), /more than 10 entries \(11 or more\)/);
+    assert.equal(imported(aws, {}, 'aws.json').r.rows, 11, 'no limit unless one is given (ipsift feed import)');
+  });
+
+  test('a source over SOURCES_MAX_ENTRIES is refused with a reason, and its last good copy keeps answering', async () => {
+    const dataDir = tempDir();
+    const list = writeFile(dataDir, 'big.txt', '10.0.0.1\n10.0.0.2\n');
+    const sources = loadSources(writeFile(dataDir, 'sources.json', JSON.stringify([{ name: 'big', path: list, format: 'list', category: 'vpn' }])));
+    const good = await refreshSources(dataDir, sources, { maxEntries: 3, all: true });
+    assert.deepEqual(good.reports.map((r) => [r.ok, r.rows]), [[true, 2]]);
+    fs.writeFileSync(list, Array.from({ length: 50 }, (_, i) => `10.1.0.${i}`).join('\n'));
+    const over = await refreshSources(dataDir, sources, { maxEntries: 3, all: true });
+    assert.deepEqual(over.reports.map((r) => [r.ok, r.rows, r.fetch]), [[true, 2, 'refused']]);
+    assert.match(readSourceStates(dataDir).big.reason ?? '', /more than 3 entries \(50 lines\).*SOURCES_MAX_ENTRIES/);
+  });
+
   test('list lines: comments, labels, ports, schemes, brackets, tabs', () => {
     const cases: [string, string][] = [
       ['81.7.3.1', '81.7.3.1'],

@@ -55,6 +55,12 @@ export interface ImportOptions {
   allowLargeBlocks?: boolean;
   /** Recorded as where the feed came from, when the file read is a download beside it. */
   sourcePath?: string;
+  /**
+   * The most entries the file may hold, and the setting to name when it holds more: refused
+   * before parsing where the format has a line an entry (a list, a CSV), else as the entries
+   * are made. A list of millions of /32s would otherwise cost gigabytes before any check.
+   */
+  maxEntries?: { limit: number; setting: string };
   /** A last check of the whole file before it replaces the feed: a reason to refuse it, or null. */
   accept?: (rows: number, skipped: number) => string | null;
 }
@@ -119,6 +125,7 @@ interface EntryContext {
   allowLargeBlocks: boolean;
   /** Provider names the registry does not know (kept as written). */
   unknownProviders: Set<string>;
+  maxEntries?: { limit: number; setting: string };
 }
 
 function makeEntry(
@@ -248,6 +255,7 @@ export function parseCsvFeed(file: string, text: string, options: ImportOptions,
         delete raw.first_seen;
         notes?.add(`first_seen left out: ${category} details have no first_seen`);
       }
+      roomFor(file, entries, ctx);
       try {
         entries.push(makeEntry(file, record.line, network, category, raw, ctx));
       } catch (e) {
@@ -275,6 +283,7 @@ function entriesOf(file: string, def: FeedFormatDef, rows: FormatRow[], options:
     );
   }
   for (const r of rows) {
+    roomFor(file, entries, ctx);
     try {
       entries.push(makeEntry(file, r.line, r.network, options.category ?? r.category ?? fallback, { ...r.details, ...options.details }, ctx));
     } catch (e) {
@@ -283,6 +292,34 @@ function entriesOf(file: string, def: FeedFormatDef, rows: FormatRow[], options:
     }
   }
   return entries;
+}
+
+/** Lines that hold anything but white space. */
+function lineCount(text: string): number {
+  let n = 0;
+  let start = 0;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== 0x20 && c !== 0x09 && c !== 0x0d) {
+        n++;
+        break;
+      }
+    }
+    start = end + 1;
+  }
+  return n;
+}
+
+function tooMany(file: string, max: { limit: number; setting: string }, found: string): FeedImportError {
+  return new FeedImportError(file, 0, `more than ${max.limit} entries (${found}), the most one source may hold (${max.setting}): refused before it is imported; raise ${max.setting} if the list is really this large`);
+}
+
+/** Refuses the file once it holds its limit of entries and has another to add (never skipped as a bad line). */
+function roomFor(file: string, entries: readonly FeedEntry[], ctx: EntryContext): void {
+  if (ctx.maxEntries && entries.length >= ctx.maxEntries.limit) throw tooMany(file, ctx.maxEntries, `${entries.length + 1} or more`);
 }
 
 export function importFeed(options: ImportOptions): ImportResult {
@@ -318,7 +355,12 @@ export function importFeed(options: ImportOptions): ImportResult {
   }
   const skipped: string[] = [];
   const notes = new Set<string>();
-  const ctx: EntryContext = { allowLargeBlocks: options.allowLargeBlocks === true, unknownProviders: new Set() };
+  const ctx: EntryContext = { allowLargeBlocks: options.allowLargeBlocks === true, unknownProviders: new Set(), maxEntries: options.maxEntries };
+  // A line an entry at most (a CSV has its header too): too many lines is too many entries.
+  if (options.maxEntries && (format === 'csv' || format === 'list')) {
+    const lines = lineCount(text) - (format === 'csv' ? 1 : 0);
+    if (lines > options.maxEntries.limit) throw tooMany(file, options.maxEntries, `${lines} lines`);
+  }
   let entries: FeedEntry[];
   if (format === 'csv') entries = parseCsvFeed(file, text, options, ctx, skipped, notes);
   else {

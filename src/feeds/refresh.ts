@@ -30,11 +30,13 @@ export interface RefreshOptions {
   growthLimit?: number;
   /** A copy with fewer than (1 - shrinkLimit) × the last good copy's entries is refused. */
   shrinkLimit?: number;
+  /** A copy with more entries is refused (SOURCES_MAX_ENTRIES), before it is parsed where it can be. */
+  maxEntries?: number;
   /** Remove the feeds of sources that were fetched before and are no longer configured. */
   prune?: boolean;
 }
 
-export const REFRESH_DEFAULTS = { concurrency: 4, timeoutMs: 60_000, maxBytes: 64 << 20, growthLimit: 5, shrinkLimit: 0.5 } as const;
+export const REFRESH_DEFAULTS = { concurrency: 4, timeoutMs: 60_000, maxBytes: 64 << 20, growthLimit: 5, shrinkLimit: 0.5, maxEntries: 1_000_000 } as const;
 
 /** How a source's attempt went: a new copy imported, nothing new, the last good copy kept, or nothing to serve. */
 export type FetchResult = 'fetched' | 'unchanged' | 'stale' | 'refused' | 'failed' | 'read';
@@ -209,6 +211,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         not: s.not,
         evidence: s.evidence,
         allowLargeBlocks: s.allowLargeBlocks,
+        maxEntries: { limit: o.maxEntries, setting: 'SOURCES_MAX_ENTRIES' },
         accept: (rows, skipped) => {
           if (lastEntries > 0 && rows < lastEntries * (1 - o.shrinkLimit)) {
             return `${rows} entries, down from ${lastEntries} in the last good copy (more than ${Math.round(o.shrinkLimit * 100)} % fewer)`;

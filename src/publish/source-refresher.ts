@@ -41,6 +41,7 @@ export function refreshOptions(config: Config): RefreshOptions {
     concurrency: config.sourcesConcurrency,
     maxBytes: config.sourcesMaxBytes,
     shrinkLimit: config.sourcesShrinkPct / 100,
+    maxEntries: config.sourcesMaxEntries,
     timeoutMs: REFRESH_DEFAULTS.timeoutMs,
     prune: true,
   };
