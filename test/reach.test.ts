@@ -102,6 +102,27 @@ describe("one customer's reach", () => {
     assert.match(long.json.message, /1 to 200 characters/, 'one length limit for both');
   });
 
+  test('KEY_CHANGES_PER_MIN is exact when two front-end threads race on one SQLite database', async () => {
+    const db = openTestControlDb(d.dataDir);
+    let racer: string;
+    let target: string;
+    try {
+      const o = createOrganisation(db, loadPlans(d.plans), 'Racing Co', 'max');
+      racer = createKey(db, { orgId: o.id, name: 'racer', scopes: ['apikeys.manage'] }).secret;
+      target = createKey(db, { orgId: o.id, name: 'target' }).key.id;
+    } finally {
+      db.close();
+    }
+    const two = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, frontendThreads: 2, keyChangesPerMinute: 60 });
+    try {
+      // New connections, all at once: the kernel spreads them over both threads.
+      const statuses = await Promise.all(Array.from({ length: 300 }, () => request(two.port, 'POST', `/api/v1/iam/apikeys/${target}/rotate`, undefined, auth(racer)).then((r) => r.status)));
+      assert.deepEqual([statuses.filter((s) => s === 200).length, statuses.filter((s) => s === 429).length], [60, 240], `statuses: ${[...new Set(statuses)].join(', ')}`);
+    } finally {
+      await two.close();
+    }
+  });
+
   test('names that would mislead are refused or normalised: lone surrogates, invisible characters, lookalike spaces and compositions', async () => {
     // Another organisation's manager: the keys made here leave this suite's limits alone.
     const setup = openTestControlDb(d.dataDir);

@@ -92,20 +92,44 @@ export class KeysApi {
   }
 
   /**
-   * A change to keys (create, rotate, revoke) by a key, refused with 429 and Retry-After when
-   * its organisation made KEY_CHANGES_PER_MIN changes in the last minute. Counted from the
-   * audit log, so the limit holds across threads and nodes sharing the control database.
+   * Seconds until the organisation may change keys again (0: now). It may make
+   * KEY_CHANGES_PER_MIN changes (create, rotate, revoke) a minute, counted from the audit log,
+   * so the limit holds across threads and nodes sharing the control database.
    */
-  private throttled(res: HttpResponse, c: Caller): boolean {
-    const n = this.limits.keyChangesPerMinute;
-    const at = nthLatestKeyChangeAt(this.db, c.org.id, n);
+  private changeWait(c: Caller): number {
+    const at = nthLatestKeyChangeAt(this.db, c.org.id, this.limits.keyChangesPerMinute);
     const now = Date.now();
-    if (at === null || at <= now - CHANGE_WINDOW_MS) return false;
-    const retry = Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));
-    sendRc(res, RC.RATE_LIMITED, `this organisation made ${n} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`, this.edge.metrics, {
+    if (at === null || at <= now - CHANGE_WINDOW_MS) return 0;
+    return Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));
+  }
+
+  private refuseChange(res: HttpResponse, retry: number): void {
+    sendRc(res, RC.RATE_LIMITED, `this organisation made ${this.limits.keyChangesPerMinute} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`, this.edge.metrics, {
       headers: [['Retry-After', String(retry)]],
     });
-    return true;
+  }
+
+  /** An early refusal, before a body is read: answered and true when the limit is reached now. */
+  private throttled(res: HttpResponse, c: Caller): boolean {
+    const retry = this.changeWait(c);
+    if (retry > 0) this.refuseChange(res, retry);
+    return retry > 0;
+  }
+
+  /**
+   * A key change and its audit entry under the control database's write lock, with the limit
+   * checked inside it: the count and the change are one transaction, so concurrent requests
+   * on any thread or node never make one change more than the limit (a check before it would
+   * let each of them through). Null once refused (answered).
+   */
+  private change<T>(res: HttpResponse, c: Caller, work: () => T): T | null {
+    let retry = 0;
+    const done = this.db.transaction(() => {
+      retry = this.changeWait(c);
+      return retry > 0 ? null : { value: work() };
+    }, true);
+    if (done === null) this.refuseChange(res, retry);
+    return done && done.value;
   }
 
   private create(res: HttpResponse, req: HttpRequest): void {
@@ -146,16 +170,21 @@ export class KeysApi {
     }
     const wanted: ApiKey = { ...c.key, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires };
     if (!holdsAtMost(wanted, c)) return sendRc(res, RC.FORBIDDEN, HANDS_ON, this.edge.metrics);
-    let made: { key: ApiKey; secret: string };
+    let made: { key: ApiKey; secret: string } | null;
     try {
-      made = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires }, this.limits.maxKeysPerOrg);
+      made = this.change(res, c, () => {
+        const m = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires }, this.limits.maxKeysPerOrg);
+        const k = m.key;
+        recordAudit(this.db, actor, 'key.create', k.orgId, k.id, { name: k.name, key_prefix: k.keyPrefix, scopes: k.scopes, allowed_cidrs: k.allowedCidrs, expires: k.expires });
+        return m;
+      });
     } catch (e) {
       if (e instanceof KeyLimitError) return sendRc(res, RC.KEY_LIMIT, e.message, this.edge.metrics);
       throw e;
     }
+    if (made === null) return;
     const { key, secret } = made;
     this.keys.invalidate();
-    recordAudit(this.db, actor, 'key.create', key.orgId, key.id, { name: key.name, key_prefix: key.keyPrefix, scopes: key.scopes, allowed_cidrs: key.allowedCidrs, expires: key.expires });
     this.log.info('api key created', { key_id: key.id, org_id: key.orgId, by_key: c.key.id });
     sendJson(
       res,
@@ -202,10 +231,14 @@ export class KeysApi {
     const own = this.ownKey(c, id);
     if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.edge.metrics);
     if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendRc(res, RC.FORBIDDEN, 'a key may revoke only keys whose scopes it holds', this.edge.metrics);
-    if (this.throttled(res, c)) return;
-    const key = revokeKey(this.db, id);
+    const actor = this.actorOf(c);
+    const key = this.change(res, c, () => {
+      const revoked = revokeKey(this.db, id);
+      if (!own.revokedAt) recordAudit(this.db, actor, 'key.revoke', own.orgId, id, { key_prefix: own.keyPrefix });
+      return revoked;
+    });
+    if (key === null) return;
     this.keys.invalidate();
-    if (!own.revokedAt) recordAudit(this.db, this.actorOf(c), 'key.revoke', own.orgId, id, { key_prefix: own.keyPrefix });
     this.log.info('api key revoked', { key_id: id, by_key: c.key.id });
     sendJson(res, 200, { rc: 'OK', ...keyJson(key) }, this.edge.metrics);
   }
@@ -219,11 +252,16 @@ export class KeysApi {
     if (own.revokedAt) return sendRc(res, RC.BAD_REQUEST, 'a revoked key cannot be rotated: create a new one', this.edge.metrics);
     // The new secret goes to the caller: it may not gain through it what it does not hold.
     if (!holdsAtMost(own, c)) return sendRc(res, RC.FORBIDDEN, `${HANDS_ON}; this key holds more`, this.edge.metrics);
-    if (this.throttled(res, c)) return;
     // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
-    const { key, secret } = rotateKey(this.db, id);
+    const actor = this.actorOf(c);
+    const rotated = this.change(res, c, () => {
+      const r = rotateKey(this.db, id);
+      recordAudit(this.db, actor, 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: r.key.keyPrefix });
+      return r;
+    });
+    if (rotated === null) return;
+    const { key, secret } = rotated;
     this.keys.invalidate();
-    recordAudit(this.db, this.actorOf(c), 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: key.keyPrefix });
     this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
     sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.edge.metrics);
   }
