@@ -1,7 +1,8 @@
 // Exactness of accounting across threads and processes, and after kill -9.
 
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { after, beforeEach, describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
@@ -20,6 +21,7 @@ import { startDelayProxy, type DelayProxy } from '../loadtest/delay-proxy.js';
 import { POSTGRES_URL, dropDatabases, freshControlDb } from './postgres-server.js';
 import { PROJECT_ROOT, get, plansFile, request, serveProcess, tempDir, until, writeFile, type ServeProcess } from './helpers.js';
 
+const run = promisify(execFile);
 const rate = { per_second: 1_000_000, burst: 1_000_000 };
 
 /** A server process with one batch worker (the tests here count, they do not load). */
@@ -384,6 +386,47 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
 });
 
 describe('accounting in Redis: the server through a Redis restart', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+  test('a node that never read a counter grants nothing of its limit while Redis is down: two nodes answer at most the room left, not the whole limit again', async (t) => {
+    // The red team's shape: spend to the limit on one node, raise the limit, stop Redis, load both.
+    const own = await startRedis();
+    const FIRST = 60;
+    const RAISED = 90;
+    const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
+    const cli = (...args: string[]): Promise<unknown> => run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans } });
+    await cli('org', 'limit', orgId, String(FIRST));
+    const env = { DATA_DIR: dataDir, PLANS_FILE: plans, ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'unseen:', REDIS_TIMEOUT_MS: '200', ACCOUNTING_GRACE_S: '60' };
+    const [seen, unseen] = await startAll([serveOne(env), serveOne(env)]);
+    const auth = { Authorization: `Bearer ${secret}` };
+    const hardLimitOn = async (node: ServeProcess): Promise<number | null> => (await get(node.port, '/api/v1/account/me', auth)).json.usage?.hard_limit ?? null;
+    try {
+      let spentOnSeen = 0;
+      for (let i = 0; i < FIRST + 10; i++) if ((await get(seen.port, `/81.7.${i % 256}.1`, auth)).status === 200) spentOnSeen++;
+      assert.equal(spentOnSeen, FIRST, 'the first node spends to the limit');
+      await cli('org', 'limit', orgId, String(RAISED));
+      for (const node of [seen, unseen]) await until(async () => (await hardLimitOn(node)) === RAISED, 10_000, 'the raised limit on every node');
+      await own.kill();
+      const answered = { seen: 0, unseen: 0 };
+      const statuses = new Set<number>();
+      // Past REDIS_TIMEOUT_MS, into the degraded mode: each node alone, then both at once.
+      const load = async (node: ServeProcess, which: 'seen' | 'unseen', n: number): Promise<void> => {
+        for (let i = 0; i < n; i++) {
+          const r = await get(node.port, `/81.7.${i % 256}.2`, auth);
+          statuses.add(r.status);
+          if (r.status === 200) answered[which]++;
+        }
+      };
+      await Promise.all([load(seen, 'seen', 150), load(unseen, 'unseen', 150)]);
+      const room = RAISED - FIRST;
+      assert.ok(answered.seen <= room, `the node that knew the counter: ${answered.seen} answered, room left ${room}`);
+      assert.equal(answered.unseen, 0, 'the node that never read the counter cannot tell the room: it grants none');
+      assert.ok(answered.seen + answered.unseen <= 2 * room, 'at most nodes x the room left, as cluster.md says');
+      t.diagnostic(`hard limit ${FIRST} spent on one node, raised to ${RAISED}, Redis stopped: ${answered.seen} answered by that node, ${answered.unseen} by the node that never read the counter (statuses ${[...statuses].join(', ')})`);
+    } finally {
+      for (const node of [seen, unseen]) node.child.kill('SIGKILL');
+      await Promise.all([stopped(seen.child), stopped(unseen.child)]);
+    }
+  });
+
   test('lookups go on while Redis is down (counted in memory, within the grace), and what they owe is written once it is back', async (t) => {
     const own = await startRedis(tempDir('ipsift-redis-'));
     const accounting: AccountingConfig = { kind: 'redis', url: own.url, prefix: 'restart:', timeoutMs: 500 };

@@ -80,6 +80,8 @@ interface Lease extends Refilling {
   fullUntilMs: number;
   /** The shared counter after this thread's last reservation (its whole lease included). */
   spentAtReserve: number;
+  /** Whether spentAtReserve came from the store: 0 before then says nothing of the counter. */
+  known: boolean;
   touchedMs: number;
 }
 
@@ -246,7 +248,7 @@ export class Meter {
   spend(counter: string, units: number, extra: number, limit: number | null, nowMs: number): number {
     let lease = this.leases.get(counter);
     if (lease === undefined) {
-      lease = { counter, left: 0, boost: 1, fullUntilMs: 0, spentAtReserve: 0, touchedMs: nowMs, sentMs: -1, retryAtMs: 0, waiters: [] };
+      lease = { counter, left: 0, boost: 1, fullUntilMs: 0, spentAtReserve: 0, known: false, touchedMs: nowMs, sentMs: -1, retryAtMs: 0, waiters: [] };
       this.leases.set(counter, lease);
     }
     lease.touchedMs = nowMs;
@@ -269,6 +271,7 @@ export class Meter {
     const given = Math.min(units, available);
     lease.left = available - given;
     lease.spentAtReserve = r.spent;
+    lease.known = true;
     return given;
   }
 
@@ -319,6 +322,7 @@ export class Meter {
         else this.recovered();
         lease.left += r.granted;
         lease.spentAtReserve = r.spent;
+        lease.known = true;
         // For the process's other threads, should they count in memory (spendOwed).
         if (limit !== null) this.table.sawSpent(lease.counter, r.spent);
         // At the limit: the requests waiting get what there is, and the next ones too for a while.
@@ -372,15 +376,20 @@ export class Meter {
   /** Degraded spend: from the lease, then from memory within the limit, owed to the store. */
   private spendOwed(lease: Lease, units: number, limit: number | null): number {
     if (!this.owed.has(lease.counter) && this.owed.size >= MAX_OWED_COUNTERS) throw new AccountingUnavailable();
-    if (lease.spentAtReserve === 0 && this.latent === null) {
+    if (!lease.known && this.latent === null) {
       // A counter this thread never reserved from (or whose lease was swept): its stored value
       // is still readable on a full disk; what is owed is counted on top of it.
       try {
         lease.spentAtReserve = this.store.spent(lease.counter);
+        lease.known = true;
       } catch {
-        // unreadable too: counted from zero, within the grace period only
+        // unreadable too: below, a limited counter is then refused
       }
     }
+    // A limit with no value of its counter known here (no thread of this process read it
+    // before the store failed): the room left cannot be told, and counting from zero would
+    // grant the whole limit again on every such node. Refused, as past the grace period.
+    if (limit !== null && !lease.known && this.table.knownSpent(lease.counter) === null) throw new AccountingUnavailable();
     const fromLease = Math.min(units, lease.left);
     lease.left -= fromLease;
     const owed = this.owed.get(lease.counter) ?? 0;

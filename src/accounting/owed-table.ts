@@ -86,11 +86,14 @@ export class OwedTable {
     if (i >= 0) Atomics.add(this.units, i, BigInt(units));
   }
 
-  /** Raises the counter's value last seen from the store to `spent` (never lowers it). */
+  /**
+   * Raises the counter's value last seen from the store to `spent` (never lowers it). Kept as
+   * spent + 1, so that 0 says no thread has seen it (a counter seen at 0 is known).
+   */
   sawSpent(counter: string, spent: number): void {
     const i = this.slot(counter, true);
     if (i < 0) return;
-    const v = BigInt(spent);
+    const v = BigInt(spent) + 1n;
     for (let was = Atomics.load(this.seen, i); was < v; ) {
       const now = Atomics.compareExchange(this.seen, i, was, v);
       if (now === was) return;
@@ -100,8 +103,14 @@ export class OwedTable {
 
   /** The highest value of the counter any thread has seen the store answer (0: none). */
   seenSpent(counter: string): number {
+    return this.knownSpent(counter) ?? 0;
+  }
+
+  /** seenSpent, or null when no thread has seen the store answer for the counter. */
+  knownSpent(counter: string): number | null {
     const i = this.slot(counter, false);
-    return i < 0 ? 0 : Number(Atomics.load(this.seen, i));
+    const v = i < 0 ? 0n : Atomics.load(this.seen, i);
+    return v === 0n ? null : Number(v) - 1;
   }
 
   /**
