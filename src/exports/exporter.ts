@@ -193,10 +193,13 @@ function spansOf(input: ExportInput, identity: Int32Array): Spans {
 
 /** What a distinct view writes: its CSV line tails and its data offset in each MMDB. */
 interface Prepared {
+  /** The record's identity (equal identities share one copy in each MMDB). */
+  id: number;
   view: RecordView;
   tails: string[];
-  offsets: number[];
-  sampleOffsets: number[];
+  /** Its data-section offset in the full MMDB, and in the sample's; -1 until a network of it is in the tree. */
+  offset: number;
+  sampleOffset: number;
 }
 
 function csvTail(cells: readonly Cell[]): string {
@@ -211,12 +214,18 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const stride = Math.max(SAMPLE_MIN_STRIDE, Math.floor(spans.count / SAMPLE_TARGET));
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
-  const mmdbOptions = { databaseType: db.mmdbType ?? `ipsift-${db.id}`, description: `${db.name}: ${db.summary}`, buildEpoch: epoch };
+  const editions = DATABASES.filter((e) => e.editionOf === db.base);
+  const mmdbOptions = (sample: boolean) => ({
+    databaseType: db.mmdbType ?? `ipsift-${db.id}`,
+    description: `${db.name}: ${db.summary}`,
+    buildEpoch: epoch,
+    editions: editions.map((e) => ({ file: path.join(dir, fileName(e.id, 'mmdb', sample)), databaseType: e.mmdbType ?? `ipsift-${e.id}`, description: `${e.name}: ${e.summary}` })),
+  });
   const csvFull = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
   const csvSample = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
   const withMmdb = db.formats.includes('mmdb');
-  const mmdbFull = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', false)), mmdbOptions) : null;
-  const mmdbSample = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', true)), mmdbOptions) : null;
+  const mmdbFull = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', false)), mmdbOptions(false)) : null;
+  const mmdbSample = withMmdb ? new MmdbWriter(path.join(dir, fileName(db.id, 'mmdb', true)), mmdbOptions(true)) : null;
   // Views of recent identities; most repeats are neighbours, and keeping every view of a
   // large database would only feed the garbage collector.
   const prepared = new Map<number, Prepared>();
@@ -235,8 +244,14 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const endWords = new Uint32Array(4);
   let current: Prepared;
   let currentSample = false;
-  const addFullV6 = (b: Uint32Array, bp: number): void => mmdbFull!.addV6(b[0], b[1], b[2], b[3], bp, current.offsets[0]);
-  const addSampleV6 = (b: Uint32Array, bp: number): void => mmdbSample!.addV6(b[0], b[1], b[2], b[3], bp, current.sampleOffsets[0]);
+  // A record is written to an MMDB's data section when its first network goes into that
+  // MMDB's tree, never before: a record none of whose networks is in the tree (IPv6 data inside
+  // the IPv4 aliases, a sample past its cap) would be data the tree does not reach, which
+  // MaxMind's Reader.Verify() refuses.
+  const fullOffset = (p: Prepared): number => (p.offset >= 0 ? p.offset : (p.offset = mmdbFull!.recordOffset(p.view.mmdb, p.id)));
+  const sampleOffset = (p: Prepared): number => (p.sampleOffset >= 0 ? p.sampleOffset : (p.sampleOffset = mmdbSample!.recordOffset(p.view.mmdb, p.id)));
+  const addFullV6 = (b: Uint32Array, bp: number): void => mmdbFull!.addV6(b[0], b[1], b[2], b[3], bp, fullOffset(current));
+  const addSampleV6 = (b: Uint32Array, bp: number): void => mmdbSample!.addV6(b[0], b[1], b[2], b[3], bp, sampleOffset(current));
   const emit = (network: string | null, v4: number, w: Uint32Array | null, prefix: number): void => {
     const p = current;
     // A range splits into one network or many: the cap holds the sample to a tenth of the
@@ -244,13 +259,13 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     if (currentSample && sampleEntries >= sampleCap) currentSample = false;
     if (currentSample) sampleEntries++;
     if (mmdbFull) {
-      if (w === null) mmdbFull.addV4(v4, prefix, p.offsets[0]);
+      if (w === null) mmdbFull.addV4(v4, prefix, fullOffset(p));
       // IPv6 data inside ::/96, ::ffff:0:0/96 or 2002::/16 stays out of the MMDB: its tree
       // answers those networks with the IPv4 data. The CSV keeps it.
       else forEachUnaliased(w, prefix, addFullV6);
     }
     if (currentSample && mmdbSample) {
-      if (w === null) mmdbSample.addV4(v4, prefix, p.sampleOffsets[0]);
+      if (w === null) mmdbSample.addV4(v4, prefix, sampleOffset(p));
       else forEachUnaliased(w, prefix, addSampleV6);
     }
     for (const tail of p.tails) {
@@ -281,13 +296,11 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     if (p === undefined) {
       const view = db.view!(detailsOf(input, r))!;
       const tails = db.csvTails ? db.csvTails(input.recordDetailIds, r * CATEGORIES.length, piece) : view.rows.map(csvTail);
-      p = { view, tails, offsets: [], sampleOffsets: [] };
-      if (mmdbFull) p.offsets.push(mmdbFull.recordOffset(view.mmdb, id));
+      p = { id, view, tails, offset: -1, sampleOffset: -1 };
       if (prepared.size >= 4096) prepared.clear();
       prepared.set(id, p);
     }
     const inSample = n % stride === stride - 1;
-    if (inSample && mmdbSample && p.sampleOffsets.length === 0) p.sampleOffsets.push(mmdbSample.recordOffset(p.view.mmdb, id));
     current = p;
     currentSample = inSample;
     if (n < spans.v4) forEachV4Cidr(spans.v4Bounds[2 * n], spans.v4Bounds[2 * n + 1], emitV4);
@@ -317,21 +330,30 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     full: { file: fileName(db.id, 'csvgz', false), bytes: csv.full.bytes, checksums: csv.full.checksums },
     sample: withSample ? { file: fileName(db.id, 'csvgz', true), bytes: csv.sample.bytes, checksums: csv.sample.checksums } : null,
   };
+  const editionArtifacts: DatabaseExport['artifacts'][] = editions.map(() => ({}));
   if (mmdbFull && mmdbSample) {
     const full = mmdbFull.finish();
     const sample = mmdbSample.finish();
-    artifacts.mmdb = {
-      full: { file: fileName(db.id, 'mmdb', false), bytes: full.bytes, checksums: full.checksums },
-      sample: withSample ? { file: fileName(db.id, 'mmdb', true), bytes: sample.bytes, checksums: sample.checksums } : null,
-    };
+    const mmdbArtifacts = (id: string, f: { bytes: number; checksums: Checksums }, s: { bytes: number; checksums: Checksums }): NonNullable<DatabaseExport['artifacts']['mmdb']> => ({
+      full: { file: fileName(id, 'mmdb', false), bytes: f.bytes, checksums: f.checksums },
+      sample: withSample ? { file: fileName(id, 'mmdb', true), bytes: s.bytes, checksums: s.checksums } : null,
+    });
+    artifacts.mmdb = mmdbArtifacts(db.id, full, sample);
+    editions.forEach((e, k) => (editionArtifacts[k].mmdb = mmdbArtifacts(e.id, full.editions[k], sample.editions[k])));
   }
   if (!withSample) {
     for (const f of ['csvgz', 'mmdb'] as const) fs.rmSync(path.join(dir, fileName(db.id, f, true)), { force: true });
+    for (const e of editions) fs.rmSync(path.join(dir, fileName(e.id, 'mmdb', true)), { force: true });
     sampleEntries = 0;
   }
   const sample: DatabaseExport['sample'] = { csvgz: withSample ? shown.slice(0, SAMPLE_ROWS_SHOWN) : [] };
   if (withMmdb) sample.mmdb = withSample ? shownMmdb.slice(0, SAMPLE_ROWS_SHOWN) : [];
-  out[db.id] = { id: db.id, updated: built.toISOString().slice(0, 10), entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
+  const updated = built.toISOString().slice(0, 10);
+  out[db.id] = { id: db.id, updated, entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
+  // An edition: the same networks and records under another database type, MMDB only.
+  editions.forEach((e, k) => {
+    out[e.id] = { id: e.id, updated, entries, sample_entries: sampleEntries, schema: e.schema, sample: { mmdb: sample.mmdb ?? [] }, artifacts: editionArtifacts[k] };
+  });
 }
 
 function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput, built: Date, out: ExportsManifest['databases']): void {
@@ -410,6 +432,8 @@ export function writeDatabases(dir: string, input: ExportInput, built: Date, dat
   makeDirectory(dir);
   const manifest: ExportsManifest = { built: built.toISOString(), databases: {}, timings_ms: {} };
   for (const db of databases) {
+    // An edition is written with the database it is an edition of.
+    if (db.editionOf !== undefined) continue;
     const t = performance.now();
     if (db.keyedBy === 'ranges') writeRangesDatabase(dir, db, input, built, manifest.databases);
     else writeProvidersDatabase(dir, db, input, built, manifest.databases);
