@@ -39,7 +39,7 @@ async function waitForPublication(dir: string): Promise<Publication | null> {
   }
 }
 
-const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'geoip2_anonymous', 'vpn_provider', 'proxy_provider'];
+const BASES = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'geoip2_anonymous', 'geoip2_anonymous_plus', 'vpn_provider', 'proxy_provider'];
 
 describe('database catalogue, downloads and files', () => {
   let svc: Service;

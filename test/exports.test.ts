@@ -45,6 +45,7 @@ function expected(db: string, a: Answer): unknown {
     case 'hosting_v1':
       return pick(['hosting', 'relay', 'tor', 'cdn'], 'categories');
     case 'geoip2_anonymous_v1':
+    case 'geoip2_anonymous_plus_v1':
       return geoip2Expected(a, present);
   }
   throw new Error(db);
@@ -138,7 +139,7 @@ describe('database exports', () => {
   });
 
   test('each CSV.gz has its schema header and one line per network; rows agree with lookups', () => {
-    for (const db of DATABASES.filter((d) => d.keyedBy === 'ranges')) {
+    for (const db of DATABASES.filter((d) => d.keyedBy === 'ranges' && d.formats.includes('csvgz'))) {
       const ex = manifest.databases[db.id];
       const text = zlib.gunzipSync(fs.readFileSync(path.join(dir, ex.artifacts.csvgz!.full.file))).toString('utf8');
       const lines = text.trimEnd().split('\n');
@@ -240,8 +241,10 @@ test('exports written on threads are byte for byte those written on the build’
   assert.deepEqual(threaded, inline);
 });
 
-describe('the GeoIP2-compatible database in MaxMind’s own readers', () => {
+describe('the GeoIP2-compatible databases in MaxMind’s own readers', () => {
   let file: string;
+  let plusFile: string;
+  let exportsDir: string;
   let index: RangeIndex;
   const probes: string[] = [];
 
@@ -252,7 +255,9 @@ describe('the GeoIP2-compatible database in MaxMind’s own readers', () => {
     importFeed({ dataDir, file: feed, name: 'synthetic' });
     const build = runBuild({ dataDir });
     const manifest = JSON.parse(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, EXPORTS_MANIFEST), 'utf8')) as ExportsManifest;
-    file = path.join(build.dir, EXPORTS_DIR, manifest.databases.geoip2_anonymous_v1.artifacts.mmdb!.full.file);
+    exportsDir = path.join(build.dir, EXPORTS_DIR);
+    file = path.join(exportsDir, manifest.databases.geoip2_anonymous_v1.artifacts.mmdb!.full.file);
+    plusFile = path.join(exportsDir, manifest.databases.geoip2_anonymous_plus_v1.artifacts.mmdb!.full.file);
     index = (await loadIndexFile(path.join(build.dir, INDEX_FILE))).index;
     const rnd = prng(5);
     const lines = fs.readFileSync(feed, 'utf8').trim().split('\n').slice(1);
@@ -268,8 +273,19 @@ describe('the GeoIP2-compatible database in MaxMind’s own readers', () => {
     return geoip2Expected(a, CATEGORIES.filter((c) => a[`is_${c}`] === true));
   };
 
+  test('each file carries exactly one of MaxMind’s database types; the two differ in their metadata alone', () => {
+    const types = [file, plusFile].map((f) => new maxmind.Reader(fs.readFileSync(f)).metadata.databaseType);
+    assert.deepEqual(types, ['GeoIP2-Anonymous-IP', 'GeoIP-Anonymous-Plus']);
+    const [a, b] = [file, plusFile].map((f) => fs.readFileSync(f));
+    const marker = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
+    assert.ok(a.subarray(0, a.lastIndexOf(marker)).equals(b.subarray(0, b.lastIndexOf(marker))), 'one tree and data section, written once');
+    assert.throws(() => Reader.openBuffer(a).anonymousPlus('81.7.3.20'), /cannot be used with the GeoIP2-Anonymous-IP database/);
+    assert.throws(() => Reader.openBuffer(b).anonymousIP('81.7.3.20'), /cannot be used with the GeoIP-Anonymous-Plus database/);
+  });
+
   test('@maxmind/geoip2-node: anonymousIP() and anonymousPlus() read every field of the mapping', () => {
     const reader = Reader.openBuffer(fs.readFileSync(file));
+    const plusReader = Reader.openBuffer(fs.readFileSync(plusFile));
     let found = 0;
     for (const ip of probes) {
       const w = want(ip);
@@ -278,7 +294,7 @@ describe('the GeoIP2-compatible database in MaxMind’s own readers', () => {
         continue;
       }
       found++;
-      const plus = reader.anonymousPlus(ip);
+      const plus = plusReader.anonymousPlus(ip);
       const flags = reader.anonymousIP(ip);
       const got = {
         is_anonymous: flags.isAnonymous,

@@ -15,6 +15,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { listOrganisations } from '../src/control/accounts.js';
 import { latestPublication } from '../src/control/publications.js';
+import { grantLicence } from '../src/control/licences.js';
+import maxmind from 'maxmind';
 import { basicCredentials, tarHeader } from '../src/api/geoipupdate.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
@@ -120,12 +122,27 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     assert.deepEqual([entries[0].dataset_id, entries[0].outcome, entries[0].http_status], ['vpn_v1', 'ok', 200]);
   });
 
+  test('the two GeoIP2-compatible editions, each of one database type, both come over geoipupdate', async () => {
+    const db = openTestControlDb(dataDir);
+    const org = listOrganisations(db)[0].id;
+    const term = { licenceType: 'evaluation' as const, starts: '2026-01-01T00:00:00Z', expires: '2099-01-01T00:00:00Z' };
+    const bases = ['ipsift', 'ipsift_extended', 'vpn', 'proxy', 'hosting', 'geoip2_anonymous', 'geoip2_anonymous_plus', 'vpn_provider', 'proxy_provider'];
+    grantLicence(db, { orgId: org, base: 'geoip2_anonymous', ...term }, bases);
+    grantLicence(db, { orgId: org, base: 'geoip2_anonymous_plus', ...term }, bases);
+    db.close();
+    const into = path.join(dir, 'editions');
+    const r = await geoipupdate({ editions: 'geoip2_anonymous_v1 geoip2_anonymous_plus_v1' }, into);
+    assert.equal(r.code, 0, r.out);
+    const types = ['geoip2_anonymous_v1', 'geoip2_anonymous_plus_v1'].map((e) => new maxmind.Reader(fs.readFileSync(path.join(into, `${e}.mmdb`))).metadata.databaseType);
+    assert.deepEqual(types, ['GeoIP2-Anonymous-IP', 'GeoIP-Anonymous-Plus']);
+  });
+
   test('a wrong account, a wrong key, a key without db.download, no licence, an unknown edition: errors it reports, and no file', async () => {
     const cases: [string, Parameters<typeof geoipupdate>[0], RegExp][] = [
       ['account', { account: accountId + 1 }, /401/],
       ['key', { key: 'isk_not_a_key' }, /401/],
       ['scope', {}, /401/],
-      ['licence', { editions: 'geoip2_anonymous_v1' }, /403.*NO_LICENSE/s],
+      ['licence', { editions: 'proxy_v1' }, /403.*NO_LICENSE/s],
       ['edition', { editions: 'nope_v1' }, /404.*NOT_FOUND/s],
     ];
     for (const [name, settings, expected] of cases) {

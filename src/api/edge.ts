@@ -4,11 +4,14 @@
 
 import type { RequestClient } from '../http/client.js';
 import type { Metrics } from '../http/metrics.js';
-import { sendError } from '../http/reply.js';
+import { sendRc } from '../http/reply.js';
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { ERRORS, RC } from '../wire/errors.js';
 import { bearerToken, type Caller } from '../control/auth.js';
 import { Gate } from './gate.js';
+
+/** Why a route that takes only a Bearer credential refused a request without one. */
+export const BEARER_REQUIRED = 'a key or token is required here as Authorization: Bearer <key> (alone: no X-Api-Key or apikey beside it)';
 
 export interface Edge {
   metrics: Metrics;
@@ -22,12 +25,14 @@ export interface Edge {
 export function bearerCaller(gate: Gate, edge: Edge, res: HttpResponse, req: HttpRequest): Caller | null {
   const secret = Gate.keyOf(req);
   if (secret === null || secret === '' || bearerToken(req.getHeader('authorization')) !== secret) {
-    sendError(res, RC.UNAUTHORIZED, edge.metrics);
+    sendRc(res, RC.UNAUTHORIZED, BEARER_REQUIRED, edge.metrics);
     return null;
   }
   const c = gate.caller(secret, edge.client.of(res, req), Date.now());
   if (c === null || !('key' in c)) {
-    sendError(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, edge.metrics);
+    // The lookup group's words for it: invalid, revoked, expired, or a source outside the ranges.
+    const why = c !== null && 'message' in c ? c.message : ERRORS.keyInvalid.message;
+    sendRc(res, c === ERRORS.sourceNotAllowed ? RC.FORBIDDEN : RC.UNAUTHORIZED, why, edge.metrics);
     return null;
   }
   return c;

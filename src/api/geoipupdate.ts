@@ -161,7 +161,7 @@ export class GeoipUpdateApi {
     const editions = new URLSearchParams(req.getQuery() ?? '').getAll('edition_id');
     const a = this.caller(res, req, editions[0] ?? '', false);
     if (a === null) return;
-    if (editions.length === 0 || editions.length > MAX_EDITIONS) return rc(a, RC.BAD_REQUEST, this.metrics);
+    if (editions.length === 0 || editions.length > MAX_EDITIONS) return rc(a, RC.BAD_REQUEST, this.metrics, `edition_id is required, 1 to ${MAX_EDITIONS} of them (GeoIP.conf's EditionIDs)`);
     const databases: { edition_id: string; md5: string; date: string }[] = [];
     for (const edition of editions) {
       a.query = new URLSearchParams({ id: edition, format: 'mmdb' });

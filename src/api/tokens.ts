@@ -41,7 +41,7 @@ export class TokensApi {
     const p = pending(res);
     const c = bearerCaller(this.gate, this.edge, res, req);
     if (!c) return;
-    if (c.tokenId !== undefined) return sendError(res, RC.FORBIDDEN, this.edge.metrics);
+    if (c.tokenId !== undefined) return sendRc(res, RC.FORBIDDEN, 'a token cannot make a token: exchange the key itself', this.edge.metrics);
     readSmallBody(res, p, this.routes, (text) =>
       late(res, p, () => {
         const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.edge.metrics);
@@ -56,7 +56,10 @@ export class TokensApi {
         if (problem !== null) return bad(problem);
         const { scopes, lifetime_s: lifetime } = body as { scopes?: string[]; lifetime_s?: number };
         const wanted = scopes ?? c.key.scopes;
-        if (!wanted.every((s) => (c.key.scopes as string[]).includes(s))) return sendError(res, RC.FORBIDDEN, this.edge.metrics);
+        const missing = wanted.filter((s) => !(c.key.scopes as string[]).includes(s));
+        if (missing.length > 0) {
+          return sendRc(res, RC.FORBIDDEN, `this key does not hold ${missing.join(', ')}: a token holds the key's scopes or fewer (${c.key.scopes.join(', ') || 'none'})`, this.edge.metrics);
+        }
         const now = Date.now();
         const expiresMs = Math.min(c.expiresMs, now + (lifetime ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
         const granted = c.key.scopes.filter((s) => wanted.includes(s));
@@ -80,7 +83,7 @@ export class TokensApi {
   private revokeToken(res: HttpResponse, req: HttpRequest): void {
     const c = bearerCaller(this.gate, this.edge, res, req);
     if (!c) return;
-    if (c.tokenId === undefined) return sendError(res, RC.BAD_REQUEST, this.edge.metrics);
+    if (c.tokenId === undefined) return sendRc(res, RC.BAD_REQUEST, 'present the token to revoke as the Bearer credential: a key is revoked with DELETE /api/v1/iam/apikeys/{id}', this.edge.metrics);
     const now = Date.now();
     // The caller's expiry is the token's, or the key's where that comes first: either way the
     // token is void from then on, and its revocation may be forgotten.

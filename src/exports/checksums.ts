@@ -9,8 +9,19 @@ export interface Checksums {
   sha512: string;
 }
 
+const ALGORITHMS = ['md5', 'sha1', 'sha256', 'sha512'] as const;
+
 export class Checksummer {
-  private readonly hashes = (['md5', 'sha1', 'sha256', 'sha512'] as const).map((a) => [a, crypto.createHash(a)] as const);
+  private readonly hashes: (readonly [(typeof ALGORITHMS)[number], crypto.Hash])[];
+
+  constructor(from?: Checksummer) {
+    this.hashes = from ? from.hashes.map(([a, h]) => [a, h.copy()] as const) : ALGORITHMS.map((a) => [a, crypto.createHash(a)] as const);
+  }
+
+  /** A checksummer that has seen what this one has, to go on with other bytes. */
+  copy(): Checksummer {
+    return new Checksummer(this);
+  }
 
   update(chunk: Uint8Array): void {
     for (const [, h] of this.hashes) h.update(chunk);

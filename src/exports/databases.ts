@@ -55,6 +55,12 @@ export interface DatabaseDef {
   providerCategories?: readonly Category[];
   /** The MMDB's database_type (default `ipsift-<id>`): what typed readers check. */
   mmdbType?: string;
+  /**
+   * The base of the database whose MMDB this one is, under its own database_type: written
+   * beside it from the same tree and data (no second export), for typed readers that test
+   * the type for equality (MaxMind's Go reader) and so can read only one type a file.
+   */
+  editionOf?: string;
 }
 
 const FIELD_TYPES: Record<DetailField, [string, string]> = {
@@ -245,16 +251,27 @@ export const DATABASES: readonly DatabaseDef[] = [
   def({
     base: 'geoip2_anonymous',
     name: 'GeoIP2 Anonymous IP compatible',
-    summary: 'Anonymizer and hosting ranges with the fields and database type of GeoIP2 Anonymous IP and GeoIP Anonymous Plus, for MaxMind readers',
+    summary: 'Anonymizer and hosting ranges with the fields and database type of GeoIP2 Anonymous IP, for MaxMind readers',
     versionSummary: 'network, the six GeoIP2 Anonymous IP flags, then anonymizer_confidence, network_last_seen and provider_name',
     formats: FORMATS,
     keyedBy: 'ranges',
     schema: { csvgz: [NETWORK, ...geoip2Columns()], mmdb: geoip2Columns() },
     dependsOn: { categories: ANONYMIZERS, presenceOnly: false },
     view: geoip2Anonymous,
-    // Typed readers check that the type contains their database's name: GeoIP2-Anonymous-IP
-    // for anonymousIP() / anonymous_ip(), GeoIP-Anonymous-Plus for anonymousPlus().
-    mmdbType: 'ipsift-GeoIP2-Anonymous-IP-GeoIP-Anonymous-Plus',
+    // Exactly MaxMind's type: the Go reader (geoip2-golang) tests it for equality, the
+    // Python, Node, Java and PHP readers for a substring. One type a file.
+    mmdbType: 'GeoIP2-Anonymous-IP',
+  }),
+  def({
+    base: 'geoip2_anonymous_plus',
+    name: 'GeoIP Anonymous Plus compatible',
+    summary: 'The GeoIP2 Anonymous IP compatible database under the database type of GeoIP Anonymous Plus, for its readers (anonymousPlus())',
+    versionSummary: 'the six GeoIP2 Anonymous IP flags, anonymizer_confidence, network_last_seen and provider_name (MMDB only: the CSV is geoip2_anonymous_v1)',
+    formats: ['mmdb'],
+    keyedBy: 'ranges',
+    schema: { mmdb: geoip2Columns() },
+    editionOf: 'geoip2_anonymous',
+    mmdbType: 'GeoIP-Anonymous-Plus',
   }),
   def({
     base: 'vpn_provider',

@@ -5,7 +5,7 @@
 // (8 bytes a node); the file is written in one pass that also computes its checksums.
 
 import fs from 'node:fs';
-import { ArtifactFile, writeFully } from './artifact-file.js';
+import { ArtifactTwins, writeFully } from './artifact-file.js';
 import type { Checksums } from './checksums.js';
 import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { MmdbEncoder, Uint, encodeStandalone, type MmdbValue } from './mmdb-data.js';
@@ -21,6 +21,8 @@ export interface MmdbOptions {
   languages?: string[];
   /** Smallest record size to use (tests exercise every layout with small databases). */
   minRecordSize?: 24 | 28 | 32;
+  /** The same tree and data written to these files too, each under its own database type and description. */
+  editions?: readonly { file: string; databaseType: string; description: string }[];
 }
 
 export interface MmdbResult {
@@ -29,6 +31,8 @@ export interface MmdbResult {
   recordSize: number;
   networks: number;
   checksums: Checksums;
+  /** Each edition's file, in the order of MmdbOptions.editions. */
+  editions: { bytes: number; checksums: Checksums }[];
 }
 
 export class MmdbWriter {
@@ -155,9 +159,12 @@ export class MmdbWriter {
     const recordSize = Math.max(fit, this.options.minRecordSize ?? 24);
     if (maxValue >= 2 ** 32) throw new Error('MMDB too large for 32-bit records');
 
-    const out = new ArtifactFile(this.file);
-    const write = (b: Buffer): void => out.write(b);
-    let written: { bytes: number; checksums: Checksums } | null = null;
+    const o = this.options;
+    const editions = o.editions ?? [];
+    // One pass over tree and data, every file written from it: only the metadata differs.
+    const outs = new ArtifactTwins([this.file, ...editions.map((e) => e.file)]);
+    const write = (b: Buffer): void => outs.write(b);
+    let written: { bytes: number; checksums: Checksums }[] | null = null;
     try {
       const nodeBytes = recordSize / 4;
       const chunkNodes = 65536;
@@ -208,25 +215,25 @@ export class MmdbWriter {
         fs.closeSync(dataFd);
       }
       write(METADATA_MARKER);
-      const o = this.options;
-      write(
+      const types = [{ databaseType: o.databaseType, description: o.description }, ...editions];
+      const metadata = types.map((t) =>
         encodeStandalone({
           binary_format_major_version: new Uint(16, 2),
           binary_format_minor_version: new Uint(16, 0),
           build_epoch: new Uint(64, BigInt(o.buildEpoch)),
-          database_type: o.databaseType,
-          description: { en: o.description },
+          database_type: t.databaseType,
+          description: { en: t.description },
           ip_version: new Uint(16, 6),
           languages: o.languages ?? ['en'],
           node_count: new Uint(32, nodeCount),
           record_size: new Uint(16, recordSize),
         }),
       );
-      written = out.close();
+      written = outs.close(metadata);
     } finally {
-      if (written === null) out.close();
+      if (written === null) outs.abandon();
       fs.rmSync(this.dataFile, { force: true });
     }
-    return { ...written, nodeCount, recordSize, networks: this.networks };
+    return { ...written[0], nodeCount, recordSize, networks: this.networks, editions: written.slice(1) };
   }
 }
