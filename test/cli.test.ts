@@ -380,9 +380,9 @@ describe('ipsift command line', () => {
     await cli(['feed', 'import', feed], env);
     await cli(['build'], env);
     const published = JSON.parse((await cli(['publish', '--json'], env)).stdout);
-    // 14 full files; samples of the four range databases holding the 30 VPN networks (ipsift,
-    // ipsift_extended, vpn, geoip2_anonymous), none of the empty ones (proxy, hosting) or the
-    // provider catalogues (one provider: too small).
-    assert.equal(published.artifacts, 22);
+    // 15 full files (geoip2_anonymous_plus among them); samples of the five range databases holding
+    // the 30 VPN networks (ipsift, ipsift_extended, vpn, geoip2_anonymous and its Plus edition),
+    // none of the empty ones (proxy, hosting) or the provider catalogues (one provider: too small).
+    assert.equal(published.artifacts, 24);
   });
 });
