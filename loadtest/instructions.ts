@@ -274,7 +274,7 @@ function builds(dir: string, exports: boolean): (n: number) => Promise<void> {
   const dataDir = path.join(dir, BUILD_DATA);
   let day = Date.parse('2026-11-02T00:00:00Z');
   return async (n) => {
-    for (let i = 0; i < n; i++) runBuild({ dataDir, exports, publish: false, now: new Date((day += 1000)) });
+    for (let i = 0; i < n; i++) runBuild({ dataDir, exports, serve: false, now: new Date((day += 1000)) });
   };
 }
 

@@ -1,5 +1,7 @@
 // The import graph of src/ by folder, and the layer rule it must keep: a folder imports only
-// folders of lower layers, so dependencies point one way and no cycle can form. The layers
+// folders of lower layers, so dependencies point one way and no cycle between folders can
+// form. Inside a folder, modules must not import each other in a circle either (file cycles:
+// shared types belong in a module both sides import). The layers
 // are written down here once; docs/contributing/architecture.md explains them, and
 // test/layers.test.ts fails when an import breaks the rule.
 //
@@ -76,15 +78,55 @@ export interface Graph {
   breaches: string[];
   /** Units found in src/ that no layer names. */
   unplaced: string[];
+  /** Circles of modules importing each other (type-only imports included), each as a path. */
+  cycles: string[];
+}
+
+/**
+ * The circles of the module graph: each strongly connected component of more than one module
+ * (or a module importing itself), as its modules in order, sorted (Tarjan's algorithm).
+ */
+export function fileCycles(imports: readonly Import[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const { from, to } of imports) next.set(from, [...(next.get(from) ?? []), to]);
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  let counter = 0;
+  const visit = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      component.push(w);
+      if (w === v) break;
+    }
+    if (component.length > 1 || (next.get(v) ?? []).includes(v)) cycles.push(component.sort());
+  };
+  for (const v of [...next.keys()].sort()) if (!index.has(v)) visit(v);
+  return cycles.sort((a, b) => a[0].localeCompare(b[0]));
 }
 
 export function graphOf(srcDir: string, layers = LAYERS): Graph {
   const rank = new Map<string, number>();
-  layers.forEach((units, i) => units.forEach((u) => rank.set(u, i)));
+  for (const [i, units] of layers.entries()) for (const u of units) rank.set(u, i);
   const arrows = new Map<string, Import[]>();
   const breaches: string[] = [];
   const unplaced = new Set<string>();
-  for (const imp of importsOf(srcDir)) {
+  const imports = importsOf(srcDir);
+  for (const imp of imports) {
     const a = unitOf(imp.from);
     const b = unitOf(imp.to);
     for (const u of [a, b]) if (!rank.has(u)) unplaced.add(u);
@@ -97,7 +139,7 @@ export function graphOf(srcDir: string, layers = LAYERS): Graph {
     if (rb > ra) breaches.push(`${imp.from} imports ${imp.to}: ${b} (layer ${rb}) is above ${a} (layer ${ra})`);
     else if (rb === ra) breaches.push(`${imp.from} imports ${imp.to}: ${a} and ${b} share layer ${ra}; one of them must move`);
   }
-  return { arrows, breaches, unplaced: [...unplaced].sort() };
+  return { arrows, breaches, unplaced: [...unplaced].sort(), cycles: fileCycles(imports).map((c) => c.join(' <-> ')) };
 }
 
 /** The folder graph as text: one line per unit, lowest layer first, with what it imports. */
@@ -124,5 +166,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   console.log(drawGraph(graph));
   for (const u of graph.unplaced) console.log(`unplaced: ${u} (add it to a layer in scripts/import-graph.ts)`);
   for (const b of graph.breaches) console.log(`breach: ${b}`);
-  process.exitCode = graph.breaches.length || graph.unplaced.length ? 1 : 0;
+  for (const c of graph.cycles) console.log(`file cycle: ${c} (move what both sides share into a module both import)`);
+  process.exitCode = graph.breaches.length || graph.unplaced.length || graph.cycles.length ? 1 : 0;
 }

@@ -13,11 +13,9 @@ import { UsageError, parse, print, printable } from './cli-common.js';
 import { HELP } from './cli-help.js';
 import { loadCatalogue } from './catalogue/catalogue.js';
 import type { LicenceType } from './control/licences.js';
-import { publishExports } from './publish/publish.js';
-import { publishIndexReplica } from './replica/index-replica.js';
+import { publishBuild } from './publish/pipeline.js';
 import { readCurrentBuildId } from './index/builds.js';
-import { openObjectStore } from './objects/open-object-store.js';
-import { loadConfig, type Config } from './config.js';
+import { loadConfig } from './config.js';
 
 
 function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
@@ -243,27 +241,6 @@ async function audit(args: string[]): Promise<void> {
   print(values.json as boolean, entries, () =>
     entries.length ? entries.map((e) => `${e.id}  ${e.at}  ${printable(e.actor)} (${printable(e.source)})  ${e.action}  ${printable(e.org_id ?? '-')}  ${printable(e.target ?? '-')}  ${printable(JSON.stringify(e.detail))}`).join('\n') : 'no audit entries',
   );
-}
-
-/** What publishing a build put in the object store. */
-export interface PublicationReport {
-  build: string;
-  artifacts: number;
-  index: Awaited<ReturnType<typeof publishIndexReplica>>;
-}
-
-/** Puts a build's database files, then its index, into the configured object store. */
-export async function publishBuild(config: Config, build: string): Promise<PublicationReport> {
-  const db = openControlDb(config.dataDir, config.controlDb);
-  try {
-    const { store } = await openObjectStore(config);
-    const n = await publishExports(db, store, config.dataDir, build);
-    // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
-    const index = await publishIndexReplica(store, config.dataDir, build);
-    return { build, artifacts: n, index };
-  } finally {
-    db.close();
-  }
 }
 
 async function publish(args: string[]): Promise<void> {

@@ -9,13 +9,9 @@ import { loadSources, intervalText, DEFAULT_INTERVAL_MS, type Source } from './f
 import { loadRegistry } from './feeds/registry.js';
 import { refreshSources, type SourceReport } from './feeds/refresh.js';
 import { readSourceStates, sourceStatuses, type SourceStatus } from './feeds/source-state.js';
-import { listFeeds } from './feeds/feed-store.js';
 import { sourceStateFile } from './data-dir.js';
-import { configuredSources, refreshOptions, type RefreshRun } from './publish/source-refresher.js';
-import { buildLockHeldByParent, releaseBuildLock, takeBuildLock } from './publish/scheduler.js';
-import { runBuild } from './build/build.js';
-import { readCurrentBuildId } from './index/builds.js';
-import { publishBuild } from './cli-accounts.js';
+import { configuredSources, refreshAndBuild, refreshOptions } from './publish/pipeline.js';
+import { releaseBuildLock, takeBuildLock } from './publish/build-lock.js';
 
 function configured(config: Config): Source[] {
   const sources = configuredSources(config);
@@ -28,27 +24,19 @@ const reportLine = (r: SourceReport): string =>
 
 const BUSY = 'another process on this data directory is building: try again when it has finished';
 
-/**
- * Runs fn holding the data directory's build lock (or under the daily run that holds it and
- * started this process), so sources are never written while a build reads them; null: busy.
- */
-async function underBuildLock<T>(dataDir: string, fn: () => Promise<T>): Promise<T | null> {
-  if (buildLockHeldByParent(dataDir)) return fn();
-  if (!takeBuildLock(dataDir)) return null;
-  try {
-    return await fn();
-  } finally {
-    releaseBuildLock(dataDir);
-  }
-}
-
 /** `sources import`: every source now, due or not (a file's, or the configured ones). */
 async function importAll(values: Record<string, unknown>): Promise<void> {
   const config = loadConfig(process.env);
   const file = values.file as string | undefined;
   const sources = file ? loadSources(file) : configured(config);
-  const reports = await underBuildLock(config.dataDir, async () => (await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: true, prune: !file })).reports);
-  if (reports === null) throw new UsageError(BUSY);
+  // Under the data directory's build lock, so sources are never written while a build reads them.
+  if (!takeBuildLock(config.dataDir)) throw new UsageError(BUSY);
+  let reports: SourceReport[];
+  try {
+    reports = (await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: true, prune: !file })).reports;
+  } finally {
+    releaseBuildLock(config.dataDir);
+  }
   print(values.json as boolean, reports, () => reports.map(reportLine).join('\n'));
 }
 
@@ -58,23 +46,8 @@ async function importAll(values: Record<string, unknown>): Promise<void> {
  */
 async function refresh(values: Record<string, unknown>): Promise<void> {
   const config = loadConfig(process.env);
-  const sources = configured(config);
-  const run = await underBuildLock(config.dataDir, async (): Promise<RefreshRun> => {
-    const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: values.all === true });
-    let build: RefreshRun['build'] = null;
-    const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
-    if (values['no-build'] !== true && (result.changed || nothingServes)) {
-      const { id } = runBuild({ dataDir: config.dataDir, publish: true });
-      const published = values.publish === true;
-      if (published) await publishBuild(config, id);
-      build = { id, published };
-    }
-    return { changed: result.changed, removed: result.removed, reports: result.reports, build };
-  });
-  if (run === null) {
-    const busy: RefreshRun = { busy: true, changed: false, removed: [], reports: [], build: null };
-    return print(values.json as boolean, busy, () => BUSY);
-  }
+  const run = await refreshAndBuild(config, configured(config), { all: values.all === true, build: values['no-build'] !== true, publish: values.publish === true });
+  if (run.busy) return print(values.json as boolean, run, () => BUSY);
   print(values.json as boolean, run, () =>
     [
       ...run.reports.map(reportLine),

@@ -6,7 +6,6 @@ import { explainAddress } from './build/explain.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
-import { runBuild } from './build/build.js';
 import { buildSummaries, listBuilds } from './index/builds.js';
 import { serveBuild } from './index/loader.js';
 import { ConfigError, loadConfig } from './config.js';
@@ -18,7 +17,8 @@ import type { DetailField } from './model/categories.js';
 import { startService } from './service.js';
 import { UsageError, parse, print, terminalSafe } from './cli-common.js';
 import { IpsiftError } from './errors.js';
-import { accountCommand, publishBuild } from './cli-accounts.js';
+import { accountCommand } from './cli-accounts.js';
+import { buildAndPublish } from './publish/pipeline.js';
 import { sourcesCommand } from './cli-sources.js';
 import { HELP, helpFor } from './cli-help.js';
 import { RUNTIME, VERSION } from './version.js';
@@ -145,10 +145,7 @@ async function build(args: string[]): Promise<void> {
   const serve = !values['no-serve'];
   const publish = serve && !values['no-publish'];
   const config = loadConfig(process.env);
-  const started = performance.now();
-  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, publish: serve });
-  const publication = publish ? await publishBuild(config, id) : null;
-  const total = Math.round(performance.now() - started);
+  const { id, dir, manifest, publication, total_ms: total } = await buildAndPublish(config, { serve, publish });
   print(values.json as boolean, { ...manifest, dir, serving: serve, publication, total_ms: total }, () => {
     const ranges = (r: Record<string, number | undefined>) =>
       Object.entries(r)

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { BatchPool } from './batch/pool.js';
 import { ConfigError, type Config } from './config.js';
 import { ensureDemo, removeDemoFeeds } from './demo.js';
-import { createAdminApp, type Lifecycle } from './api/admin.js';
+import { createAdminApp } from './api/admin.js';
+import type { Lifecycle } from './api/admin-state.js';
 import type { Metrics } from './http/metrics.js';
 import { openServer } from './http/server/open.js';
 import type { HttpServer, Listener } from './http/server/types.js';
@@ -24,7 +25,8 @@ import { loadCatalogue } from './catalogue/catalogue.js';
 import { ensureDemoPublication } from './publish/demo-publication.js';
 import { openObjectStore } from './objects/open-object-store.js';
 import { PublishScheduler } from './publish/scheduler.js';
-import { SourceRefresher, configuredSources } from './publish/source-refresher.js';
+import { SourceRefresher } from './publish/source-refresher.js';
+import { configuredSources } from './publish/pipeline.js';
 import { readSourceStates, sourceStatuses } from './feeds/source-state.js';
 import { DEFAULT_INTERVAL_MS } from './feeds/sources.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
@@ -152,13 +154,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const { store: objects } = await openObjectStore(config);
     if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
     if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
-    const childEnv = { ...process.env, ...storeEnv(config), ...sourcesEnv(config), DATA_DIR: config.dataDir, PLANS_FILE: config.plansFile, CATALOGUE_FILE: config.catalogueFile };
     // With sources, refresh builds serve all day: the daily run then asks whether today was published.
     const publishedDay = sources.length ? (): string | null => lastPublishedAt(control)?.toISOString().slice(0, 10) ?? null : undefined;
-    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, childEnv, log, config.dataDir, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null, publishedDay) : null;
+    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, config, log, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null, publishedDay) : null;
     scheduler?.start();
     if (sources.length) {
-      refresher = new SourceRefresher(sources, childEnv, config.dataDir, log, () => lastPublishedAt(control) === null);
+      refresher = new SourceRefresher(sources, config, log, () => lastPublishedAt(control) === null);
       refresher.start();
     }
 
@@ -173,13 +174,27 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };
-    const { app: admin, routes: adminRoutes, close: stopAdmin } = createAdminApp(http.server, holder, pool, metrics, log, config.dataDir, life, threads, () => lastPublishedAt(control), {
-      db: control,
-      plans,
-      bases: catalogue.bases.map((b) => b.base),
-      spent: (counter) => accounting.spent(counter) + owed.get(counter),
-      maxKeysPerOrg: config.maxKeysPerOrg,
-    }, follower ? () => follower.state : null, sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null, config.keylessTier);
+    const { app: admin, routes: adminRoutes, close: stopAdmin } = createAdminApp({
+      server: http.server,
+      holder,
+      pool,
+      metrics,
+      log,
+      dataDir: config.dataDir,
+      life,
+      threads,
+      lastPublishedAt: () => lastPublishedAt(control),
+      operator: {
+        db: control,
+        plans,
+        bases: catalogue.bases.map((b) => b.base),
+        spent: (counter) => accounting.spent(counter) + owed.get(counter),
+        maxKeysPerOrg: config.maxKeysPerOrg,
+      },
+      replica: follower ? () => follower.state : null,
+      sources: sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null,
+      keylessTier: config.keylessTier,
+    });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);
     listeners.push(adm);
@@ -252,25 +267,3 @@ function frontEndThreads(config: Config, server: HttpServer, log: Logger): numbe
   return 1;
 }
 
-/** The store settings as environment, for the scheduler's child processes. */
-/** The stores of this configuration as the scheduler's `ipsift build`/`publish` children read them. */
-/** The source settings a child process needs (a CONFIG_FILE's among them). */
-function sourcesEnv(config: Config): Record<string, string> {
-  return {
-    SOURCES: config.sources,
-    SOURCES_FILE: config.sourcesFile,
-    SOURCES_MIRROR: config.sourcesMirror,
-    SOURCES_CONCURRENCY: String(config.sourcesConcurrency),
-    SOURCES_MAX_BYTES: String(config.sourcesMaxBytes),
-    SOURCES_SHRINK_PCT: String(config.sourcesShrinkPct),
-    SOURCES_MAX_ENTRIES: String(config.sourcesMaxEntries),
-  };
-}
-
-function storeEnv(config: Config): Record<string, string> {
-  const s = config.objectStore;
-  const c = config.controlDb;
-  const control: Record<string, string> = c === null ? { CONTROL_DB: 'sqlite' } : { CONTROL_DB: c.url, CONTROL_TIMEOUT_MS: String(c.timeoutMs) };
-  if (s.kind === 'local') return { STORE: 'local', ...control };
-  return { STORE: 's3', S3_BUCKET: s.bucket, S3_PREFIX: s.prefix, S3_REGION: s.region, ...(s.endpoint ? { S3_ENDPOINT: s.endpoint } : {}), ...control };
-}

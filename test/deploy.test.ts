@@ -11,7 +11,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { openControlDb } from '../src/control/control-db.js';
 import { runBuild } from '../src/build/build.js';
-import { missedRun, PublishScheduler, releaseBuildLock, servingToday, takeBuildLock } from '../src/publish/scheduler.js';
+import { missedRun, PublishScheduler, servingToday } from '../src/publish/scheduler.js';
+import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
 import { ClusterBuildLock } from '../src/publish/cluster-lock.js';
 import { jsonLogger, silentLogger } from '../src/log.js';
 import { ensureDemo } from '../src/demo.js';
@@ -214,8 +215,8 @@ describe('one daily build per cluster (builder nodes sharing a Redis)', { skip: 
       const log = jsonLogger((l) => void lines.push(l));
       const builders = [tempDir(), tempDir()].map((dataDir) => {
         importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
-        const env = { ...process.env, DATA_DIR: dataDir, STORE: 'local', PUBLISH_AT: '' };
-        return { dataDir, scheduler: new PublishScheduler('00:05', env, log, dataDir, new ClusterBuildLock(redis.url, 'c1:')) };
+        const config = loadConfig({ DATA_DIR: dataDir, STORE: 'local', PUBLISH_AT: '' });
+        return { dataDir, scheduler: new PublishScheduler('00:05', config, log, new ClusterBuildLock(redis.url, 'c1:')) };
       });
       await Promise.all(builders.map((b) => b.scheduler.runOnce()));
       const built = builders.filter((b) => servingToday(b.dataDir));

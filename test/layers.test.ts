@@ -26,6 +26,22 @@ describe('layers', () => {
     const graph = graphOf(SRC);
     assert.deepEqual(graph.unplaced, [], 'a new folder or root module needs a place in LAYERS (scripts/import-graph.ts)');
     assert.deepEqual(graph.breaches, [], `an import points up or sideways; the graph now:\n${drawGraph(graph)}`);
+    assert.deepEqual(graph.cycles, [], 'modules that import each other in a circle: move what both sides share into a module both import');
+  });
+
+  test('a circle of modules inside one folder is caught, type-only imports included', () => {
+    const dir = tree({
+      'api/a.ts': "import { b } from './b.js';\nexport const a = b;\n",
+      'api/b.ts': "import type { C } from './c.js';\nexport const b: C = 1;\n",
+      'api/c.ts': "import { a } from './a.js';\nexport type C = typeof a;\n",
+      'api/d.ts': "import { a } from './a.js';\nexport const d = a;\n",
+      'api/self.ts': "export { self } from './self.js';\n",
+    });
+    try {
+      assert.deepEqual(graphOf(dir).cycles, ['api/a.ts <-> api/b.ts <-> api/c.ts', 'api/self.ts']);
+    } finally {
+      fs.rmSync(dir, { recursive: true });
+    }
   });
 
   test('an upward import, a sideways one, a dynamic one and a re-export are each caught', () => {

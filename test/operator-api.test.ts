@@ -293,7 +293,7 @@ describe('operator API (admin port)', () => {
 
     // A second build whose index is damaged on disk: refused with 409, the serving build unchanged.
     const serving = svc.holder.current!.buildId;
-    const damaged = runBuild({ dataDir, publish: false }).id;
+    const damaged = runBuild({ dataDir, serve: false }).id;
     const builds = (await as(read, 'GET', '/builds')).json.builds;
     assert.deepEqual(builds.map((b: { id: string; current: boolean }) => [b.id, b.current]), [[damaged, false], [serving, true]]);
     assert.equal((await as(read, 'GET', `/builds/${damaged}`)).json.id, damaged);

@@ -22,10 +22,11 @@ import { TIER_MAX } from '../src/model/projection.js';
 import { explainAddress } from '../src/build/explain.js';
 import { loadConfig } from '../src/config.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { configuredSources } from '../src/publish/source-refresher.js';
+import { configuredSources } from '../src/publish/pipeline.js';
 import { copyOf, startRealMirror, type RealMirror } from '../scripts/real-mirror.js';
 import { REAL, evidenceOf } from '../scripts/real-data.js';
-import { PublishScheduler, releaseBuildLock, takeBuildLock } from '../src/publish/scheduler.js';
+import { PublishScheduler } from '../src/publish/scheduler.js';
+import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
 import { PROJECT_ROOT, get, openTestControlDb, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -333,12 +334,12 @@ describe('the daily publication beside source refreshes', () => {
     const lines: string[] = [];
     const log = { info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
     const today = new Date().toISOString().slice(0, 10);
-    await new PublishScheduler('00:05', {}, log, dataDir, null, () => today).runOnce();
+    await new PublishScheduler('00:05', loadConfig({ DATA_DIR: dataDir }), log, null, () => today).runOnce();
     assert.deepEqual(lines, ['daily build skipped: today’s databases are published']);
     // Yesterday's publication and a refresh holding the lock: the run says it waits (a minute).
     assert.ok(takeBuildLock(dataDir));
     try {
-      const scheduler = new PublishScheduler('00:05', {}, log, dataDir, null, () => '2026-01-01');
+      const scheduler = new PublishScheduler('00:05', loadConfig({ DATA_DIR: dataDir }), log, null, () => '2026-01-01');
       await scheduler.runOnce();
       assert.equal(lines[1], 'daily build waits: another process on this data directory is building');
       // Started with a feed to build from, it catches up at once, finds the lock, and tries

@@ -18,7 +18,7 @@ function report(m: any): HTMLElement {
   return h(
     'div',
     { 'data-test': 'build-report' },
-    h('p', {}, `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.published ? 'published' : 'not published'}.`),
+    h('p', {}, `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.made_serving ? 'made serving when built' : 'built without serving'}.`),
     table(['Family', 'Ranges per category'], [['IPv4', ranges('v4')], ['IPv6', ranges('v6')]]),
     table(['Feed', 'Size', 'SHA-256'], m.feeds.map((f: any) => [f.name, bytes(f.bytes), h('code', {}, f.sha256.slice(0, 16) + '…')])),
     table(['Database', 'Entries', 'Files'], Object.entries(m.exports as Record<string, any>).map(([id, e]) => [id, count(e.entries), Object.entries(e.bytes as Record<string, number>).map(([f, b]) => `${f} ${bytes(b)}`).join(', ')])),

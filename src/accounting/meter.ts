@@ -1,4 +1,4 @@
-// Per-thread leases on the shared counters of store.ts: requests spend from memory, and a
+// Per-thread leases on the shared counters of accounting-store.ts: requests spend from memory, and a
 // thread goes to LMDB only when its lease runs out. Allowance is reserved before it is
 // spent, so no answered lookup is ever uncounted; a killed process can only over-count, by
 // what its threads' leases held unused (HELD_MAX per counter and thread). Idle leases

@@ -22,7 +22,7 @@ const { url, prefix, connectTimeoutMs } = syncData<{
 const DAY_TTL_S = 2 * 86_400;
 const MONTH_TTL_S = 25 * 31 * 86_400;
 
-// KEYS[1] counter; ARGV need, extra, limit (-1: none), ttl seconds. The rule of store.ts grantFor.
+// KEYS[1] counter; ARGV need, extra, limit (-1: none), ttl seconds. The rule of accounting-store.ts grantFor.
 const RESERVE = `
 local spent = tonumber(redis.call('GET', KEYS[1]) or '0')
 local need, extra, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -65,7 +65,7 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / perSecond * 1000) + 
 return {granted, string.format('%.17g', tokens)}`;
 
 // KEYS counters; ARGV their units, then their ttls. Adds units already answered (keyless
-// sources counted at the edge, see edge-meter.ts) to many counters in one call; returns each
+// sources counted at the edge, see edge-counts.ts) to many counters in one call; returns each
 // counter after the addition.
 const ADD = `
 local n = #KEYS

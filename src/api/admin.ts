@@ -25,50 +25,38 @@ import { RequestClient } from '../http/client.js';
 import type { Edge } from './edge.js';
 import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
+import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
 
-
-/** What readiness reports beyond the index: false once the service is shutting down. */
-export interface Lifecycle {
-  draining: boolean;
-}
-
-/** A front-end thread: listening on the public port, and serving the current build. */
-export interface ThreadState {
-  thread: number;
-  listening: boolean;
-  serving: boolean;
-}
-
-/** The front-end threads, where there are several (frontend/threads.ts). */
-export interface ThreadsView {
-  /** Threads not listening with the serving index. */
-  notReady(): number;
-  /** Each thread's state, for the console. */
-  threadStates(): ThreadState[];
-  /** Each thread's own counters. */
-  threadMetrics(): readonly Metrics[];
-}
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
 
-export function createAdminApp(
-  server: HttpServer,
-  holder: IndexHolder,
-  pool: BatchPool,
-  metrics: () => Metrics,
-  log: Logger,
-  dataDir: string,
-  life: Lifecycle = { draining: false },
-  threads: ThreadsView | null = null,
-  lastPublishedAt: () => Date | null = () => null,
-  operator: OperatorDeps | null = null,
-  replica: (() => FollowerState) | null = null,
+/** What the admin app serves from, by name; the optional parts are absent where the process has none. */
+export interface AdminAppDeps {
+  server: HttpServer;
+  holder: IndexHolder;
+  pool: BatchPool;
+  /** The public port's counters (of every front-end thread). */
+  metrics: () => Metrics;
+  log: Logger;
+  dataDir: string;
+  life?: Lifecycle;
+  /** The front-end threads, where there are several. */
+  threads?: ThreadsView | null;
+  lastPublishedAt?: () => Date | null;
+  /** The control plane: without it, no operator API, overview, builds or console. */
+  operator?: OperatorDeps | null;
+  /** A serving node's view of the store's builds. */
+  replica?: (() => FollowerState) | null;
   /** The configured sources' states (null: no sources here). */
-  sources: (() => SourceStatus[]) | null = null,
+  sources?: (() => SourceStatus[]) | null;
   /** KEYLESS_TIER, for the answers per plan. */
-  keylessTier = TIER_BASIC,
-): { app: HttpApp; routes: RouteTable; close: () => void } {
+  keylessTier?: number;
+}
+
+export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
+  const { server, holder, pool, metrics, log, dataDir, life = { draining: false }, threads = null, lastPublishedAt = () => null, operator = null, replica = null, sources = null } = deps;
+  const keylessTier = deps.keylessTier ?? TIER_BASIC;
   const app = server.app();
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);

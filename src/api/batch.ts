@@ -24,7 +24,7 @@ import type { Metrics } from '../http/metrics.js';
 import { negotiate, writeCoding } from '../http/content-coding.js';
 import { IDENTITY, type Coding } from '../wire/codings.js';
 import type { Edge } from './edge.js';
-import type { LookupShared } from './lookup.js';
+import type { LookupShared } from './lookup-shared.js';
 
 /**
  * POST /batch: admit (key, range, rate), read the body within its bounds, hand it to a

@@ -21,6 +21,7 @@ import { RouteTable } from '../http/routes.js';
 import { Cors } from '../http/cors.js';
 import { Metrics } from '../http/metrics.js';
 import { BatchApi } from './batch.js';
+import type { LookupShared } from './lookup-shared.js';
 import type { Edge } from './edge.js';
 import { OpenApiRoute } from './openapi.js';
 
@@ -31,15 +32,6 @@ export interface LookupApp {
   client: RequestClient;
   /** Where the other APIs register their routes (for 405s). */
   routes: RouteTable;
-}
-
-/** Memory the lookup apps of several threads share (each made here when absent). */
-export interface LookupShared {
-  /** This thread's counters, which the admin thread reads (Metrics). */
-  metrics?: SharedArrayBuffer;
-  /** The process's batch-body budget (BodyMemory), and this thread's slot in it. */
-  bodyMemory?: SharedArrayBuffer;
-  bodyMemorySlot?: number;
 }
 
 /** Slots for views of every length up to n, filled so the array stays packed (fast to index). */

@@ -1,4 +1,4 @@
-// The operator's API (operator-api.ts) in the OpenAPI document: paths under /admin/v1 on the
+// The operator's API (operator.ts) in the OpenAPI document: paths under /admin/v1 on the
 // admin port, and the schemas of its answers (the same documents the CLI prints with --json).
 
 import type { BodySchema } from '../wire/body-schema.js';
@@ -79,7 +79,7 @@ export function operatorSchemas(): Record<string, Schema> {
       {
         id: { type: 'string' },
         created: DATE_TIME,
-        published: { type: 'boolean' },
+        made_serving: { type: 'boolean', description: 'Whether the build was made the serving one when it was built.' },
         feeds: { type: 'array', items: object({ name: { type: 'string' }, bytes: { type: 'integer' }, sha256: { type: 'string' } }) },
         ranges: { type: 'object' },
         addresses: { type: 'object' },

@@ -12,7 +12,7 @@ import type { RouteTable } from '../http/routes.js';
 import { RUNTIME, VERSION } from '../version.js';
 import type { Edge } from './edge.js';
 import { operatorOf, operatorTokenOf } from './operator.js';
-import type { Lifecycle, ThreadState } from './admin.js';
+import type { Lifecycle, ThreadState } from './admin-state.js';
 
 export interface OverviewSources {
   holder: IndexHolder;

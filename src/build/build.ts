@@ -22,8 +22,8 @@ import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
 export interface BuildOptions {
   dataDir: string;
   now?: Date;
-  /** Make the new build the serving one (default true). */
-  publish?: boolean;
+  /** Make the new build the serving one (default true). Publishing to the store is another step (publish/publish.ts). */
+  serve?: boolean;
   /** Write the catalogue's database exports into the build (default true). */
   exports?: boolean;
   /** Write the exports on other threads (default: for builds of PARALLEL_EXPORT_RECORDS records or more). */
@@ -33,7 +33,8 @@ export interface BuildOptions {
 export interface BuildManifest {
   id: string;
   created: string;
-  published: boolean;
+  /** Whether the build was made the serving one when it was built. */
+  made_serving: boolean;
   feeds: { name: string; bytes: number; sha256: string }[];
   ranges: { v4: Partial<Record<Category, number>>; v6: Partial<Record<Category, number>> };
   /** Addresses answered in each category once overlaps are resolved, as decimal text. */
@@ -181,7 +182,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   // A failed build removes its staging directory (a full disk stays as full as it was), after
   // any export threads writing into it have stopped.
   let waitForExports: (() => ExportsManifest) | null = null;
-  const publish = options.publish ?? true;
+  const serve = options.serve ?? true;
   let manifest: BuildManifest | null = null;
   try {
     // Large builds export on other threads while this one writes the index (below).
@@ -261,11 +262,10 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       }
       lap('exports'); // for threaded exports: the wait after the index was written
     }
-    const publish = options.publish ?? true;
     manifest = {
       id,
       created: now.toISOString(),
-      published: publish,
+      made_serving: serve,
       ...facts,
       exports: exportsSummary,
       timings_ms: timings,
@@ -283,6 +283,6 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     fs.rmSync(staging, { recursive: true, force: true });
     throw e;
   }
-  if (publish) makeServing(options.dataDir, id);
+  if (serve) makeServing(options.dataDir, id);
   return { id, dir, manifest: manifest!, threadedExports: waitForExports !== null };
 }

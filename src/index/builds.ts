@@ -72,4 +72,16 @@ export function buildSummaries(dataDir: string): BuildSummary[] {
 }
 
 /** A build's manifest, as written (build/build.ts BuildManifest: feeds, ranges, exports, timings). */
-export const readManifest = (dataDir: string, id: string): unknown => JSON.parse(fs.readFileSync(path.join(buildDir(dataDir, id), MANIFEST_FILE), 'utf8'));
+/**
+ * A build's manifest as written, but for one name: builds before 2026-11-27 wrote
+ * `published` for what is `made_serving` (made the serving build when built; publishing is
+ * the upload to the store, which a manifest does not record).
+ */
+export function readManifest(dataDir: string, id: string): unknown {
+  const m = JSON.parse(fs.readFileSync(path.join(buildDir(dataDir, id), MANIFEST_FILE), 'utf8')) as Record<string, unknown>;
+  if ('published' in m && !('made_serving' in m)) {
+    const { published, ...rest } = m;
+    return { id: rest.id, created: rest.created, made_serving: published, ...rest };
+  }
+  return m;
+}

@@ -1,6 +1,7 @@
-// The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) child processes run
-// `ipsift sources import` (when SOURCES_FILE is set) and `ipsift build` (which serves and publishes), so the build's seconds of CPU never stall the event
-// loop; servers pick the new index up through CURRENT as after any build.
+// The daily build-and-publish: at PUBLISH_AT (UTC, HH:MM[:SS]) a pipeline thread
+// (pipeline-thread.ts) refreshes the due sources (when sources are configured), then builds,
+// serves and publishes, so the build's seconds of CPU never stall the event loop; servers pick
+// the new index up through CURRENT as after any build.
 //
 // Once per data directory: a run takes DATA_DIR/daily-build.lock (created exclusively, holding
 // the pid; a lock whose process is gone, or older than LOCK_STALE_MS, is taken over) and is
@@ -10,18 +11,14 @@
 // A server whose serving build predates the latest run that fell due (today's PUBLISH_AT when
 // past, else yesterday's: a server that was down over it) catches up at once.
 
-import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { buildIdDay, dayOfBuildId, readCurrentBuildId } from '../index/builds.js';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { ClusterBuildLock, LockOutcome } from './cluster-lock.js';
-import { dailyBuildLockFile } from '../data-dir.js';
 import { listFeeds } from '../feeds/feed-store.js';
-
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli.js');
+import type { Config } from '../config.js';
+import { releaseBuildLock, takeBuildLock } from './build-lock.js';
+import { onPipelineThread, type PipelineRun } from './pipeline-thread.js';
 
 /** ms from now until the next UTC time of day `at` (HH:MM or HH:MM:SS). */
 export function msUntil(at: string, nowMs: number): number {
@@ -33,64 +30,8 @@ export function msUntil(at: string, nowMs: number): number {
   return next - nowMs;
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [CLI, ...args, '--json'], { env, maxBuffer: 1 << 24 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(stderr.trim() || err.message));
-      else resolve(stdout);
-    });
-  });
-}
-
-const LOCK_STALE_MS = 6 * 3_600_000;
 /** While a build runs, NOT_PUBLISHED answers suggest retrying after this long. */
 const RUNNING_RETRY_MS = 60_000;
-
-/** Takes the data directory's build lock; false when a live process holds it. */
-export function takeBuildLock(dataDir: string, nowMs = Date.now()): boolean {
-  const file = dailyBuildLockFile(dataDir);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      fs.writeFileSync(file, JSON.stringify({ pid: process.pid, at: new Date(nowMs).toISOString() }), { flag: 'wx', mode: 0o600 });
-      return true;
-    } catch {
-      let holder: { pid?: number; at?: string } = {};
-      try {
-        holder = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof holder;
-      } catch {
-        // unreadable: treated as stale
-      }
-      let alive = false;
-      try {
-        if (typeof holder.pid === 'number') process.kill(holder.pid, 0);
-        alive = typeof holder.pid === 'number';
-      } catch (e) {
-        alive = (e as NodeJS.ErrnoException).code === 'EPERM';
-      }
-      if (alive && nowMs - Date.parse(holder.at ?? '') < LOCK_STALE_MS) return false;
-      fs.rmSync(file, { force: true });
-    }
-  }
-  return false;
-}
-
-/** Whether the process that started this one holds the lock (the daily run's own steps). */
-export function buildLockHeldByParent(dataDir: string): boolean {
-  try {
-    return (JSON.parse(fs.readFileSync(dailyBuildLockFile(dataDir), 'utf8')) as { pid?: number }).pid === process.ppid;
-  } catch {
-    return false;
-  }
-}
-
-export function releaseBuildLock(dataDir: string): void {
-  const file = dailyBuildLockFile(dataDir);
-  try {
-    if ((JSON.parse(fs.readFileSync(file, 'utf8')) as { pid?: number }).pid === process.pid) fs.rmSync(file, { force: true });
-  } catch {
-    // not ours, or gone
-  }
-}
 
 /** Whether the serving build of the data directory was made today (UTC). */
 export function servingToday(dataDir: string, nowMs = Date.now()): boolean {
@@ -113,6 +54,8 @@ const LOCK_RETRY_MS = 60_000;
 
 export class PublishScheduler {
   private timer: NodeJS.Timeout | null = null;
+  /** The pipeline thread of the run in progress, if any. */
+  private thread: PipelineRun<unknown> | null = null;
   private retrySoon = false;
   /** [running (1/0), next attempt (ms)], in shared memory: front-end threads read it too. */
   readonly state = new Float64Array(new SharedArrayBuffer(16));
@@ -130,11 +73,12 @@ export class PublishScheduler {
     this.state[1] = ms;
   }
 
+  private readonly dataDir: string;
+
   constructor(
     private readonly at: string,
-    private readonly env: NodeJS.ProcessEnv,
+    private readonly config: Config,
     private readonly log: Logger,
-    private readonly dataDir: string = env.DATA_DIR ?? '.',
     /** Builder nodes of a cluster (null: this machine's lock file only). */
     private readonly clusterLock: ClusterBuildLock | null = null,
     /**
@@ -145,6 +89,7 @@ export class PublishScheduler {
     private readonly publishedDay?: () => string | null,
   ) {
     msUntil(at, Date.now()); // validate now
+    this.dataDir = config.dataDir;
   }
 
   /** Schedules the daily run; catches up at once when the latest one due was missed. */
@@ -219,18 +164,24 @@ export class PublishScheduler {
     const t = Date.now();
     let built: string | null = null;
     try {
-      if (this.env.SOURCES || this.env.SOURCES_FILE) {
+      if (this.config.sources || this.config.sourcesFile) {
         // The sources that are due, without a build of their own: the build below is the day's.
-        const refreshed = JSON.parse(await run(['sources', 'refresh', '--no-build'], this.env)) as { reports: { name: string; ok: boolean; error?: string }[] };
+        const refresh = { all: false, build: false, publish: false, lockHeld: true };
+        const refreshing = onPipelineThread({ kind: 'refresh', config: this.config, settings: refresh });
+        this.thread = refreshing;
+        const refreshed = await refreshing.done;
         for (const r of refreshed.reports) if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, reason: r.error });
       }
-      // One command: the build, made serving, then published (its report says each step).
-      const build = JSON.parse(await run(['build'], this.env)) as { id: string; publication: { artifacts: number } };
+      // The build, made serving, then published.
+      const building = onPipelineThread({ kind: 'build', config: this.config });
+      this.thread = building;
+      const build = await building.done;
       built = build.id;
-      this.log.info('daily build published', { build: build.id, artifacts: build.publication.artifacts, ms: Date.now() - t });
+      this.log.info('daily build published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t });
     } catch (e) {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {
+      this.thread = null;
       this.running = false;
       releaseBuildLock(this.dataDir);
       // An unreleased cluster lock frees itself when it expires.
@@ -241,6 +192,8 @@ export class PublishScheduler {
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    // A run in progress ends with the server; the next start catches the day up.
+    void this.thread?.stop();
   }
 }
 

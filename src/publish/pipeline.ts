@@ -1,0 +1,130 @@
+// The build pipeline as functions with typed settings: build (and make serving), publish to
+// the object store, refresh the configured sources. The CLI, the daily scheduler and the
+// source refresher all call these; the last two on a worker thread (pipeline-worker.ts), so a
+// build's seconds of CPU never stall a server's event loop. Nothing here reads the
+// environment: the settings are the validated Config.
+
+import { ConfigError, type Config } from '../config.js';
+import { loadSources, SourcesError, type Source } from '../feeds/sources.js';
+import { loadRegistry, selectSources } from '../feeds/registry.js';
+import { openControlDb } from '../control/control-db.js';
+import { runBuild, type BuildManifest } from '../build/build.js';
+import { refreshSources, type SourceReport } from '../feeds/refresh.js';
+import { listFeeds } from '../feeds/feed-store.js';
+import { readCurrentBuildId } from '../index/builds.js';
+import { openObjectStore } from '../objects/open-object-store.js';
+import { publishIndexReplica } from '../replica/index-replica.js';
+import { publishExports } from './publish.js';
+import { REFRESH_DEFAULTS, type RefreshOptions } from '../feeds/refresh.js';
+import { releaseBuildLock, takeBuildLock } from './build-lock.js';
+
+/** What publishing a build put in the object store. */
+export interface PublicationReport {
+  build: string;
+  artifacts: number;
+  index: Awaited<ReturnType<typeof publishIndexReplica>>;
+}
+
+/** Puts a build's database files, then its index, into the configured object store. */
+export async function publishBuild(config: Config, build: string): Promise<PublicationReport> {
+  const db = openControlDb(config.dataDir, config.controlDb);
+  try {
+    const { store } = await openObjectStore(config);
+    const n = await publishExports(db, store, config.dataDir, build);
+    // The index last: followers (ROLE=serve) switch once it is there, with the exports in place.
+    const index = await publishIndexReplica(store, config.dataDir, build);
+    return { build, artifacts: n, index };
+  } finally {
+    db.close();
+  }
+}
+
+/** What `ipsift build` did: the build, whether it serves, what was published, how long it all took. */
+export interface BuildRun {
+  id: string;
+  dir: string;
+  manifest: BuildManifest;
+  serving: boolean;
+  publication: PublicationReport | null;
+  total_ms: number;
+}
+
+/** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
+export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
+  const started = performance.now();
+  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve });
+  const publication = o.serve && o.publish ? await publishBuild(config, id) : null;
+  return { id, dir, manifest, serving: o.serve, publication, total_ms: Math.round(performance.now() - started) };
+}
+
+/** The sources this configuration imports: SOURCES's picks from the registry, then SOURCES_FILE's. */
+export function configuredSources(config: Pick<Config, 'sources' | 'sourcesFile'>): Source[] {
+  // A bad SOURCES or sources file is the configuration's to fix (exit 2 from the CLI).
+  try {
+    const picked = config.sources ? selectSources(config.sources, loadRegistry()) : [];
+    const own = config.sourcesFile ? loadSources(config.sourcesFile) : [];
+    const clash = own.find((s) => picked.some((p) => p.name === s.name));
+    if (clash) throw new SourcesError(`${config.sourcesFile}: source ${clash.name} has the name of a registry source SOURCES picks; rename it, or leave the registry's out (-${clash.name})`);
+    return [...picked, ...own];
+  } catch (e) {
+    if (e instanceof SourcesError) throw new ConfigError(e.message, { cause: e });
+    throw e;
+  }
+}
+
+/** The refresh options a configuration sets. */
+export function refreshOptions(config: Config): RefreshOptions {
+  return {
+    mirror: config.sourcesMirror || undefined,
+    concurrency: config.sourcesConcurrency,
+    maxBytes: config.sourcesMaxBytes,
+    shrinkLimit: config.sourcesShrinkPct / 100,
+    maxEntries: config.sourcesMaxEntries,
+    timeoutMs: REFRESH_DEFAULTS.timeoutMs,
+    prune: true,
+  };
+}
+
+/** What one refresh run did (`ipsift sources refresh --json`). */
+export interface RefreshRun {
+  /** Another process on the data directory was building: nothing was done. */
+  busy?: boolean;
+  changed: boolean;
+  removed: string[];
+  reports: SourceReport[];
+  build: { id: string; published: boolean } | null;
+}
+
+export interface RefreshSettings {
+  /** Every source, due or not. */
+  all: boolean;
+  /** Build when a source changed (or none serves yet). */
+  build: boolean;
+  /** Publish that build too. */
+  publish: boolean;
+  /** The caller holds the data directory's build lock already (the daily run). */
+  lockHeld?: boolean;
+}
+
+/**
+ * The sources that are due (all with `all`), then a build when any changed or none serves
+ * yet, under the data directory's build lock so it never races another build; busy when
+ * another process holds the lock.
+ */
+export async function refreshAndBuild(config: Config, sources: readonly Source[], o: RefreshSettings): Promise<RefreshRun> {
+  const held = o.lockHeld === true;
+  if (!held && !takeBuildLock(config.dataDir)) return { busy: true, changed: false, removed: [], reports: [], build: null };
+  try {
+    const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: o.all });
+    let build: RefreshRun['build'] = null;
+    const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
+    if (o.build && (result.changed || nothingServes)) {
+      const { id } = runBuild({ dataDir: config.dataDir, serve: true });
+      if (o.publish) await publishBuild(config, id);
+      build = { id, published: o.publish };
+    }
+    return { changed: result.changed, removed: result.removed, reports: result.reports, build };
+  } finally {
+    if (!held) releaseBuildLock(config.dataDir);
+  }
+}
