@@ -1,5 +1,5 @@
 // The parts of docs/ that the code already knows, written from the code: the settings
-// (config-reference.ts), the commands' help (cli-help.ts), the data directory (data-dir.ts),
+// (config-reference.ts), the commands' help (cli/help.ts), the data directory (data-dir.ts),
 // the error catalogue (wire/errors.ts), the layers (import-graph.ts), the source registry
 // (config/sources/public.json) and the OpenAPI document.
 // A page marks each generated part:
@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CONFIG_REFERENCE, type SettingHelp } from '../src/config-reference.js';
-import { HELP } from '../src/cli-help.js';
+import { HELP } from '../src/cli/help.js';
 import { LAYOUT } from '../src/data-dir.js';
 import { ERRORS, ERROR_HELP, RC, RC_HELP } from '../src/wire/errors.js';
 import { DATABASE_REFUSAL_EXAMPLES } from '../src/api/database-refusals.js';

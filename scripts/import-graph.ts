@@ -27,9 +27,6 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['api', 'startup'],
   ['frontend', 'demo'],
   ['service'],
-  ['cli-common', 'cli-help'],
-  ['cli-accounts'],
-  ['cli-sources'],
   ['cli'],
 ];
 

@@ -8,7 +8,7 @@ import { NOT_IN_CATEGORY, readFeed } from '../src/feeds/feed-store.js';
 import { jsonLogger } from '../src/log.js';
 import { untilListening, type Listening } from '../scripts/listening.js';
 import { PROJECT_ROOT, get, tempDir, until, writeFile } from './helpers.js';
-import { HELP, helpFor } from '../src/cli-help.js';
+import { HELP, helpFor } from '../src/cli/help.js';
 import { freePort } from '../src/startup.js';
 
 const run = promisify(execFile);

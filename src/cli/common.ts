@@ -1,7 +1,7 @@
 // What every CLI command shares: argument parsing with --help and --json, and output.
 
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { IpsiftError } from './errors.js';
+import { IpsiftError } from '../errors.js';
 
 export class UsageError extends IpsiftError {
   constructor(message: string, options?: { cause?: unknown }) {

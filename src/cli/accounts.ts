@@ -2,20 +2,20 @@
 // Changes reach running servers within AUTH_POLL_MS (they watch the control database).
 
 import os from 'node:os';
-import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './control/admin-tokens.js';
-import { recordAudit } from './control/audit.js';
-import { LIMIT_RULE, Operator, listLimit } from './control/operator.js';
-import { openControlDb, type ControlDb } from './control/control-db.js';
-import { loadPlans, type Plans } from './model/plans.js';
-import type { AccountingStore } from './accounting/accounting-store.js';
-import { openAccountingStore } from './accounting/open-accounting-store.js';
-import { UsageError, parse, print, printable } from './cli-common.js';
-import { HELP } from './cli-help.js';
-import { loadCatalogue } from './catalogue/catalogue.js';
-import type { LicenceType } from './control/licences.js';
-import { publishBuild } from './publish/pipeline.js';
-import { readCurrentBuildId } from './index/builds.js';
-import { loadConfig } from './config.js';
+import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from '../control/admin-tokens.js';
+import { recordAudit } from '../control/audit.js';
+import { LIMIT_RULE, Operator, listLimit } from '../control/operator.js';
+import { openControlDb, type ControlDb } from '../control/control-db.js';
+import { loadPlans, type Plans } from '../model/plans.js';
+import type { AccountingStore } from '../accounting/accounting-store.js';
+import { openAccountingStore } from '../accounting/open-accounting-store.js';
+import { UsageError, parse, print, printable } from './common.js';
+import { HELP } from './help.js';
+import { loadCatalogue } from '../catalogue/catalogue.js';
+import type { LicenceType } from '../control/licences.js';
+import { publishBuild } from '../publish/pipeline.js';
+import { readCurrentBuildId } from '../index/builds.js';
+import { loadConfig } from '../config.js';
 
 
 function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {

@@ -2,16 +2,16 @@
 // own) fetched, imported, built, and seen.
 
 import fs from 'node:fs';
-import { UsageError, parse, print } from './cli-common.js';
-import { HELP } from './cli-help.js';
-import { loadConfig, type Config } from './config.js';
-import { loadSources, intervalText, DEFAULT_INTERVAL_MS, type Source } from './feeds/sources.js';
-import { loadRegistry } from './feeds/registry.js';
-import { refreshSources, type SourceReport } from './feeds/refresh.js';
-import { readSourceStates, sourceStatuses, type SourceStatus } from './feeds/source-state.js';
-import { sourceStateFile } from './data-dir.js';
-import { configuredSources, refreshAndBuild, refreshOptions } from './publish/pipeline.js';
-import { releaseBuildLock, takeBuildLock } from './publish/build-lock.js';
+import { UsageError, parse, print } from './common.js';
+import { HELP } from './help.js';
+import { loadConfig, type Config } from '../config.js';
+import { loadSources, intervalText, DEFAULT_INTERVAL_MS, type Source } from '../feeds/sources.js';
+import { loadRegistry } from '../feeds/registry.js';
+import { refreshSources, type SourceReport } from '../feeds/refresh.js';
+import { readSourceStates, sourceStatuses, type SourceStatus } from '../feeds/source-state.js';
+import { sourceStateFile } from '../data-dir.js';
+import { configuredSources, refreshAndBuild, refreshOptions } from '../publish/pipeline.js';
+import { releaseBuildLock, takeBuildLock } from '../publish/build-lock.js';
 
 function configured(config: Config): Source[] {
   const sources = configuredSources(config);

@@ -1,8 +1,8 @@
 // Every command's help, as `ipsift <command> --help` prints it: one table, so the reference
 // in docs/operators/cli.md is generated from the very text the commands print.
 
-import { EVIDENCE, EVIDENCE_KINDS } from './feeds/evidence.js';
-import { FEED_FORMATS } from './feeds/formats.js';
+import { EVIDENCE, EVIDENCE_KINDS } from '../feeds/evidence.js';
+import { FEED_FORMATS } from '../feeds/formats.js';
 
 export const HELP: Record<string, string> = {
   '': `ipsift — IP classification service
