@@ -26,6 +26,7 @@ function serve(upstreamPort: number, delayMs: number): void {
   // and one timer a direction (timers of their own could fire out of order).
   const relay = (from: net.Socket, to: net.Socket): void => {
     const queue: { chunk: Buffer; due: number }[] = [];
+    // biome-ignore lint/correctness/noUnusedVariables: read by the ??= below
     let timer: NodeJS.Timeout | null = null;
     let ended = false;
     const flush = (): void => {

@@ -30,6 +30,7 @@ const headRecord = Object.fromEntries(head);
 const headLines = head.map(([n, v]) => `${n}: ${v}`).join('\r\n');
 const nodeHead = [...head.flat(), 'Content-Length', String(body.length)];
 const listening = (p: number): boolean => process.stdout.write(`listening ${p}\n`);
+// biome-ignore lint/correctness/noUnusedVariables: a sink, so that reading the peer is not optimised away
 let peers = 0;
 const kind = process.env.HTTP_SERVER ?? 'uws';
 if (kind === 'node') {

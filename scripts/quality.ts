@@ -69,7 +69,8 @@ export function qualityOf(index: RangeIndex, dataDir: string, sources: readonly 
   const merged: [bigint, bigint][] = [];
   for (const [a, b] of servers) {
     const last = merged[merged.length - 1];
-    if (last && a <= last[1] + 1n) last[1] = b > last[1] ? b : last[1];
+    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
+    if (last && a <= last[1] + 1n) last[1] = b > last[1] ? b : last[1]; // bigints: Math.max would throw
     else merged.push([a, b]);
   }
   const inServers = (k: bigint): boolean => {

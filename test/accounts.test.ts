@@ -128,7 +128,7 @@ describe('keys, plans and accounting', () => {
 
   test('the rate limit answers 429 with an integer Retry-After and RateLimit headers', async () => {
     const codes: number[] = [];
-    let refused;
+    let refused: Awaited<ReturnType<typeof get>> | undefined;
     for (let i = 0; i < 4; i++) {
       const r = await get(svc.port, '/81.7.3.1', bearer('slow'));
       codes.push(r.status);
@@ -140,14 +140,14 @@ describe('keys, plans and accounting', () => {
     assert.deepEqual(refused.json, { error: 'rate limit exceeded' });
     assert.match(String(refused.headers['retry-after']), /^[1-9]\d*$/);
     // The refusal says which policy ran out: the bucket, no tokens left.
-    const [rate] = parseList(String(refused.headers['ratelimit']));
+    const [rate] = parseList(String(refused.headers.ratelimit));
     assert.deepEqual([rate.value, rate.params.r], ['rate', 0]);
     assert.ok(Number(rate.params.t) >= 1);
   });
 
   test('the keyless daily cap is 429 with its own message and no Retry-After', async () => {
     const codes: number[] = [];
-    let last;
+    let last: Awaited<ReturnType<typeof get>> | undefined;
     for (let i = 0; i < 5; i++) {
       last = await get(svc.port, '/81.7.3.1');
       codes.push(last.status);
@@ -161,7 +161,7 @@ describe('keys, plans and accounting', () => {
   test('the allowance stops at the hard limit: 429, no Retry-After; invalid input is not counted', async () => {
     assert.equal((await get(svc.port, '/not-an-ip', bearer('free'))).status, 400);
     const codes: number[] = [];
-    let last;
+    let last: Awaited<ReturnType<typeof get>> | undefined;
     for (let i = 0; i < 7; i++) {
       last = await get(svc.port, `/81.7.3.${i}`, bearer('free'));
       codes.push(last.status);
@@ -182,9 +182,9 @@ describe('keys, plans and accounting', () => {
           { value: 'rate', params: { q: 100000, w: 1 } },
           { value: 'monthly', params: { q: 5, w: (monthEnd - monthStart) / 1000 } },
         ]);
-        const [rate, monthly] = parseList(String(h['ratelimit']));
+        const [rate, monthly] = parseList(String(h.ratelimit));
         assert.equal(rate.value, 'rate');
-        assert.ok(Number(rate.params.r) < 100000 && Number(rate.params.t) >= 0, String(h['ratelimit']));
+        assert.ok(Number(rate.params.r) < 100000 && Number(rate.params.t) >= 0, String(h.ratelimit));
         assert.deepEqual([monthly.value, monthly.params.r, monthly.params.t], ['monthly', 3, reset]);
       }
     }
@@ -357,7 +357,7 @@ describe('keyless lookups not limited (private deployments)', () => {
     assert.equal(batch.status, 200);
     assert.deepEqual(batch.json.results, { '81.7.3.9': { ip: '81.7.3.9', is_vpn: true } });
     assert.equal(batch.json.errors.nope.status, 400);
-    assert.equal(batch.headers['ratelimit'], undefined);
+    assert.equal(batch.headers.ratelimit, undefined);
     const me = await get(svc.port, '/myip');
     assert.deepEqual([me.status, me.json.ip], [200, '127.0.0.1']);
   });

@@ -198,7 +198,7 @@ describe('database catalogue, downloads and files', () => {
     const url = `http://127.0.0.1:${svc.port}${location}`;
     const plain = await fetchBytes(url);
     assert.equal(plain.headers['content-encoding'], undefined);
-    assert.equal(plain.headers['vary'], 'Accept-Encoding');
+    assert.equal(plain.headers.vary, 'Accept-Encoding');
     const gz = { 'Accept-Encoding': 'gzip, br' };
     const packed = await fetchBytes(url, gz);
     assert.equal(packed.status, 200);
@@ -229,10 +229,10 @@ describe('database catalogue, downloads and files', () => {
     const tampered = good.replace(/sig=([^&])/, (_, c: string) => `sig=${c === 'A' ? 'B' : 'A'}`);
     const otherFile = good.replace('vpn_v1.csv.gz', 'vpn_v1.mmdb');
     const expired = good.replace(/expires=\d+/, `expires=${Math.floor(Date.now() / 1000) - 10}`);
-    const escape = `/files/../control.sqlite${url.search}`;
-    for (const p of [tampered, otherFile, expired, escape, '/files/vpn_v1/x?expires=9999999999&name=x&sig=x']) {
+    const outside = `/files/../control.sqlite${url.search}`;
+    for (const p of [tampered, otherFile, expired, outside, '/files/vpn_v1/x?expires=9999999999&name=x&sig=x']) {
       const r = await get(svc.port, p);
-      if (p === escape && svc.httpServer === 'bun') {
+      if (p === outside && svc.httpServer === 'bun') {
         // Bun.serve resolves dot segments before routing: the path is /control.sqlite, not a file route.
         assert.deepEqual([r.status, r.json], [400, { error: 'not a valid IP address' }]);
         continue;

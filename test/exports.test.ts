@@ -12,7 +12,7 @@ import maxmind from 'maxmind';
 import { AddressNotFoundError, Reader } from '@maxmind/geoip2-node';
 import { runBuild } from '../src/build/build.js';
 import { DATABASES } from '../src/exports/databases.js';
-import { type ExportsManifest } from '../src/exports/exporter.js';
+import type { ExportsManifest } from '../src/exports/exporter.js';
 import { importFeed } from '../src/feeds/import.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import type { RangeIndex } from '../src/index/range-index.js';

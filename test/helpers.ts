@@ -163,7 +163,7 @@ export function request(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown = undefined;
+        let json: unknown ;
         try {
           json = JSON.parse(text);
         } catch {

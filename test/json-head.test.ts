@@ -55,8 +55,8 @@ const admission = (quota: number, limit: number | null, endMs: number, days = 30
 
 /** The two RateLimit fields, read as Structured Field lists (which also checks their syntax). */
 function rateLimitOf(h: Record<string, string>): Record<string, Member[]> | undefined {
-  if (h['ratelimit'] === undefined && h['ratelimit-policy'] === undefined) return undefined;
-  return { policy: parseList(h['ratelimit-policy']), current: parseList(h['ratelimit']) };
+  if (h.ratelimit === undefined && h['ratelimit-policy'] === undefined) return undefined;
+  return { policy: parseList(h['ratelimit-policy']), current: parseList(h.ratelimit) };
 }
 
 describe('JSON answer head', () => {
@@ -103,7 +103,7 @@ describe('JSON answer head', () => {
           }
         }
         assert.deepEqual(rateLimitOf(h), limits);
-        delete h['ratelimit'];
+        delete h.ratelimit;
         delete h['ratelimit-policy'];
         assert.deepEqual(h, expected);
         // A 200 writes the same head through writeStatus, behind its status line.
@@ -111,7 +111,7 @@ describe('JSON answer head', () => {
           const full = { ...a, rate, decision: { remaining } } as unknown as Admission;
           const ok = headersOf((res) => head.writeOk(res, full, used, now), asFields);
           assert.deepEqual(rateLimitOf(ok), limits);
-          delete ok['ratelimit'];
+          delete ok.ratelimit;
           delete ok['ratelimit-policy'];
           assert.deepEqual(ok, { ':status': '200 OK', ...expected });
         }

@@ -216,13 +216,13 @@ describe('MMDB writer', () => {
   test('Python maxminddb (python3-maxminddb) returns exactly the source record', { skip: !hasPython && 'python3-maxminddb is not installed (.ci/run installs it)' }, () => {
     const got = pythonRead(file, probes.map((p) => p.ip));
     assert.equal(got.length, probes.length);
-    got.forEach((v, k) => assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`));
+    for (const [k, v] of got.entries()) assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`);
   });
 
   test('libmaxminddb (mmdblookup) returns exactly the source record', { skip: !hasMmdblookup && 'mmdb-bin is not installed (.ci/run installs it)' }, () => {
     const got = mmdblookupRead(file, probes.map((p) => p.ip));
     assert.equal(got.length, probes.length);
-    got.forEach((v, k) => assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`));
+    for (const [k, v] of got.entries()) assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`);
   });
 
   for (const size of [28, 32] as const) {
@@ -233,8 +233,8 @@ describe('MMDB writer', () => {
       assert.equal(reader.metadata.recordSize, size);
       for (const p of probes) assert.deepEqual(reader.get(p.ip), p.expected, p.ip);
       const some = probes.filter((_, k) => k % 20 === 0);
-      if (hasPython) pythonRead(f, probes.map((p) => p.ip)).forEach((v, k) => assert.ok(close(v, probes[k].expected), probes[k].ip));
-      if (hasMmdblookup) mmdblookupRead(f, some.map((p) => p.ip)).forEach((v, k) => assert.ok(close(v, some[k].expected), some[k].ip));
+      if (hasPython) for (const [k, v] of pythonRead(f, probes.map((p) => p.ip)).entries()) assert.ok(close(v, probes[k].expected), probes[k].ip);
+      if (hasMmdblookup) for (const [k, v] of mmdblookupRead(f, some.map((p) => p.ip)).entries()) assert.ok(close(v, some[k].expected), some[k].ip);
     });
   }
 

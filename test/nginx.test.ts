@@ -85,9 +85,9 @@ function behindNginx(setup: Setup): void {
       const r = await get(port, '/81.7.3.9', { Authorization: `Bearer ${key}` });
       assert.equal(r.status, 200);
       assert.deepEqual([r.json.ip, r.json.is_vpn, r.json.vpn.provider], ['81.7.3.9', true, 'ExampleVPN']);
-      assert.ok(r.headers['ratelimit-policy'] && r.headers['ratelimit']);
+      assert.ok(r.headers['ratelimit-policy'] && r.headers.ratelimit);
       // The shipped file does not tell clients which server, or which version, answers.
-      if (setup.forwards) assert.equal(r.headers['uwebsockets'], undefined);
+      if (setup.forwards) assert.equal(r.headers.uwebsockets, undefined);
       assert.deepEqual((await get(port, '/not-an-ip')).json, { error: 'not a valid IP address' });
       // The shipped configuration forwards the client in X-Forwarded-For; ipsift trusts nginx's
       // address. With nginx's defaults (and no trusted proxy) the client is nginx itself.

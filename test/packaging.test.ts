@@ -107,12 +107,12 @@ describe('the systemd unit and the compose file', () => {
     const settings = (from: RegExp): Record<string, string> => {
       const start = cluster.search(from);
       assert.ok(start >= 0, `${from} in the file`);
-      const block = cluster.slice(start).split(/\n(?=\S|  [a-z]+:\n)/)[0];
+      const block = cluster.slice(start).split(/\n(?=\S| {2}[a-z]+:\n)/)[0];
       return Object.fromEntries([...block.matchAll(/^\s+([A-Z0-9_]+): "([^"]*)"$/gm)].map((m) => [m[1], m[2]]));
     };
     const shared = settings(/^x-cluster:/m);
     const aws = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
-    for (const [role, from] of [['builder', /^  builder:/m], ['serve', /^  serve:/m]] as const) {
+    for (const [role, from] of [['builder', /^ {2}builder:/m], ['serve', /^ {2}serve:/m]] as const) {
       const env = { ...shared, ...settings(from) };
       for (const v of Object.keys(env)) assert.ok(known.has(v) || aws.has(v), `${role} sets ${v}`);
       const config = loadConfig(Object.fromEntries(Object.entries(env).filter(([k]) => !aws.has(k))));

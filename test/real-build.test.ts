@@ -93,7 +93,7 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
         owners.add(owner.name);
         const ip = r.family === 4 ? formatBigIPv4(BigInt(r.start)) : formatBigIPv6(BigInt(r.start));
         const a = answer(ip);
-        const given = ((a[r.category] as { provider?: string }) ?? {}).provider;
+        const given = (a[r.category] as { provider?: string })?.provider;
         assert.equal(a[`is_${r.category}`], true, `${s.rel} ${ip}`);
         assert.equal(given && providerNamed(given)?.owner, owner.owner, `${s.rel} ${ip}: ${given} for ${stated}`);
         checked++;

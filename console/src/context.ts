@@ -13,6 +13,7 @@ export interface Context {
 }
 
 /** A page: draws into `root`; may return what stops its timers when another page opens. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a page returns nothing, or what to do when it is left
 export type Page = (ctx: Context, root: HTMLElement, params: string[]) => void | (() => void);
 
 /** Runs an action, showing its failure (the API's message) instead of throwing. */

@@ -50,6 +50,7 @@ async function start(secret: string, refused: (message: string) => void): Promis
   const canWrite = me.scopes.includes('admin.write');
   const notices = h('div', { class: 'notices' });
   const main = h('main');
+  // biome-ignore lint/suspicious/noConfusingVoidType: what the page returned (Page)
   let stop: (() => void) | void;
   const ctx: Context = {
     api,

@@ -8,9 +8,9 @@
 
 import type { HttpRequest } from '../http/server/types.js';
 import { ERRORS, type ApiError } from '../wire/errors.js';
-import { KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../control/auth.js';
+import { type KeyCache, UNUSABLE_KEY, presentedKey, type Caller } from '../control/auth.js';
 import type { Plans, Rate } from '../model/plans.js';
-import { Meter, PENDING, PENDING_TOKENS, leaseExtra, type RateDecision, type Wake } from '../accounting/meter.js';
+import { type Meter, PENDING, PENDING_TOKENS, leaseExtra, type RateDecision, type Wake } from '../accounting/meter.js';
 import type { EdgeCounts } from '../accounting/edge-counts.js';
 export { PENDING } from '../accounting/meter.js';
 import { WindowClock, keyBucket, orgCounter, sourceBucket, sourceCounter, type Window } from '../accounting/windows.js';
@@ -125,7 +125,7 @@ function oneOf(joined: string): string | null {
  */
 export function queryKey(query: string | undefined): string | null | undefined {
   if (query === undefined || query === '') return undefined;
-  let key: string | undefined = undefined;
+  let key: string | undefined ;
   for (let at = 0; at < query.length; ) {
     let end = query.indexOf('&', at);
     if (end < 0) end = query.length;

@@ -28,7 +28,7 @@ import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC, type RcError } from '../wire/errors.js';
 import type { LocalStore } from '../objects/local-store.js';
 import type { RequestClient } from '../http/client.js';
-import { Gate } from './gate.js';
+import type { Gate } from './gate.js';
 import type { Metrics } from '../http/metrics.js';
 import { late, pending, sendJson, sendRc } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';

@@ -129,7 +129,7 @@ export class KeysApi {
       return retry > 0 ? null : { value: work() };
     }, true);
     if (done === null) this.refuseChange(res, retry);
-    return done && done.value;
+    return done === null ? null : done.value;
   }
 
   private create(res: HttpResponse, req: HttpRequest): void {

@@ -57,7 +57,7 @@ export function metricsText(v: MetricsView): string {
   const latency: string[] = [];
   FAMILIES.forEach((name, f) => {
     const h = m.histogram(f);
-    LATENCY_BOUNDS.forEach((le, b) => latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="${le}"} ${h.cumulative[b]}`));
+    for (const [b, le] of LATENCY_BOUNDS.entries()) latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="${le}"} ${h.cumulative[b]}`);
     const count = h.cumulative[LATENCY_BOUNDS.length];
     latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="+Inf"} ${count}`, `ipsift_request_duration_seconds_sum{family="${name}"} ${h.sum}`, `ipsift_request_duration_seconds_count{family="${name}"} ${count}`);
   });

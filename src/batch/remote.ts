@@ -7,7 +7,7 @@
 // shared memory.
 
 import type { MessagePort } from 'node:worker_threads';
-import { BatchPool, QueueFullError } from './pool.js';
+import { type BatchPool, QueueFullError } from './pool.js';
 import type { BatchTask } from './protocol.js';
 import type { BatchRunner } from './runner.js';
 import { OutputSlots } from './slots.js';

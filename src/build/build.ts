@@ -91,7 +91,7 @@ class DetailTable {
       return this.texts[a] > this.texts[b] ? -1 : this.texts[a] < this.texts[b] ? 1 : 0;
     });
     const rank = new Array<number>(this.texts.length).fill(0);
-    order.forEach((id, r) => (rank[id] = r));
+    for (const [r, id] of order.entries()) rank[id] = r;
     return rank;
   }
 }

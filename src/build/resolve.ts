@@ -13,6 +13,7 @@
 import { CATEGORIES } from '../model/categories.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: one body for number and bigint keys, which no union lets TypeScript compare
 type Key = any; // number (IPv4) or bigint (IPv6); never mixed within one call
 
 export interface RangeSet {
@@ -99,7 +100,7 @@ export function resolveOverlaps(ranges: RangeSet, one: Key): Segments {
   const out: Segments = { start: [], end: [], detail: [] };
   const heap = new PriorityHeap(ranges.priority, size, ranges.rank);
   let i = 0;
-  let p: Key = undefined;
+  let p: Key ;
   while (true) {
     if (heap.length === 0) {
       if (i >= n) break;
@@ -151,7 +152,7 @@ export function combineCategories(
   const out: Intervals = { start: [], record: [] };
   let p: Key = zero;
   while (true) {
-    let next: Key = undefined; // undefined = the end of the space
+    let next: Key ; // undefined = the end of the space
     for (let k = 0; k < c; k++) {
       const seg = perCategory[k];
       let j = at[k];

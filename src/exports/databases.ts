@@ -132,7 +132,7 @@ function geoip2Anonymous(d: RecordDetails): RecordView | null {
   const provider = detail.provider === undefined ? undefined : String(detail.provider);
   // As MaxMind's files: only the flags that are true, and no empty Plus field.
   const mmdb: Record<string, MmdbValue> = {};
-  GEOIP2_FLAGS.forEach((f, i) => flagValues[i] && (mmdb[f] = true));
+  for (const [i, f] of GEOIP2_FLAGS.entries()) if (flagValues[i]) mmdb[f] = true;
   if (confidence !== undefined) mmdb.anonymizer_confidence = confidence;
   if (lastSeen !== undefined) mmdb.network_last_seen = lastSeen;
   if (provider !== undefined) mmdb.provider_name = provider;
@@ -186,7 +186,7 @@ export const DATABASES: readonly DatabaseDef[] = [
     view: (d) => {
       if (!d.some((x) => x !== undefined)) return null;
       const mmdb: Record<string, MmdbValue> = flags(d);
-      CATEGORIES.forEach((c, k) => d[k] && (mmdb[c] = d[k]! as MmdbValue));
+      for (const [k, c] of CATEGORIES.entries()) if (d[k]) mmdb[c] = d[k]! as MmdbValue;
       return { mmdb, rows: [] };
     },
     csvTails: (ids, at, piece) => {

@@ -339,7 +339,7 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
       sample: withSample ? { file: fileName(id, 'mmdb', true), bytes: s.bytes, checksums: s.checksums } : null,
     });
     artifacts.mmdb = mmdbArtifacts(db.id, full, sample);
-    editions.forEach((e, k) => (editionArtifacts[k].mmdb = mmdbArtifacts(e.id, full.editions[k], sample.editions[k])));
+    for (const [k, e] of editions.entries()) editionArtifacts[k].mmdb = mmdbArtifacts(e.id, full.editions[k], sample.editions[k]);
   }
   if (!withSample) {
     for (const f of ['csvgz', 'mmdb'] as const) fs.rmSync(path.join(dir, fileName(db.id, f, true)), { force: true });

@@ -169,13 +169,13 @@ export class MmdbWriter {
       const nodeBytes = recordSize / 4;
       const chunkNodes = 65536;
       const chunk = Buffer.alloc(chunkNodes * nodeBytes);
-      const valueOf = (slot: number): number => (slot === 0 ? nodeCount : slot >= DATA ? nodeCount + 16 + (slot - DATA) : slot);
+      const recordValue = (slot: number): number => (slot === 0 ? nodeCount : slot >= DATA ? nodeCount + 16 + (slot - DATA) : slot);
       for (let first = 0; first < nodeCount; first += chunkNodes) {
         const n = Math.min(chunkNodes, nodeCount - first);
         for (let k = 0; k < n; k++) {
           const node = first + k;
-          const l = valueOf(this.kids[node * 2]);
-          const r = valueOf(this.kids[node * 2 + 1]);
+          const l = recordValue(this.kids[node * 2]);
+          const r = recordValue(this.kids[node * 2 + 1]);
           const o = k * nodeBytes;
           // Byte stores, not Buffer#writeUIntBE: this loop runs for every node (tens of millions).
           if (recordSize === 24) {
@@ -210,7 +210,7 @@ export class MmdbWriter {
       const dataFd = fs.openSync(this.dataFile, 'r');
       try {
         const buf = Buffer.allocUnsafe(1 << 20);
-        for (let n; (n = fs.readSync(dataFd, buf, 0, buf.length, null)) > 0; ) write(buf.subarray(0, n));
+        for (let n: number; (n = fs.readSync(dataFd, buf, 0, buf.length, null)) > 0; ) write(buf.subarray(0, n));
       } finally {
         fs.closeSync(dataFd);
       }

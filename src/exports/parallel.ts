@@ -67,7 +67,7 @@ export function shareExportInput(
 ): SharedExportInput {
   const v6Words = new Uint32Array(new SharedArrayBuffer(v6Starts.length * 16));
   const w = new Uint32Array(4);
-  v6Starts.forEach((v, i) => v6Words.set(wordsOf(v, w), i * 4));
+  for (const [i, v] of v6Starts.entries()) v6Words.set(wordsOf(v, w), i * 4);
   return {
     v4Starts: shared(Float64Array, v4Starts),
     v4Records: shared(Uint32Array, v4Records),

@@ -84,6 +84,7 @@ const CLOSE = Buffer.from('}}');
 /** Per-thread scratch: a batch is answered synchronously, start to end. */
 const scratch = new AddressBatch(MAX_BATCH_ADDRESSES);
 /** Sink for touchFragments' reads. */
+// biome-ignore lint/correctness/noUnusedVariables: written so that the reads are not optimised away
 let touched = 0;
 
 /** Per input: the ordinal (1-based) of its distinct address, NOT_LISTED, or a first non-address. */

@@ -96,7 +96,7 @@ export function flagMask(detailJson: readonly (string | undefined)[]): number {
 /** The flags piece of an answer for a tier and flag mask: `,"is_vpn":true,…`. */
 export function flagsText(tier: number, mask: number): string {
   let text = '';
-  TIER_FIELDS[tier].flags.forEach((cat, k) => (text += `,"is_${cat}":${(mask & (1 << k)) !== 0}`));
+  for (const [k, cat] of TIER_FIELDS[tier].flags.entries()) text += `,"is_${cat}":${(mask & (1 << k)) !== 0}`;
   return text;
 }
 

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ControlDb } from '../control/control-db.js';
-import { type ExportsManifest } from '../exports/exporter.js';
+import type { ExportsManifest } from '../exports/exporter.js';
 import { recordPublication } from '../control/publications.js';
 import type { ObjectStore } from '../objects/object-store.js';
 import type { Format } from '../exports/databases.js';

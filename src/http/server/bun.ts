@@ -115,7 +115,9 @@ class BunExchange extends TextResponse implements HttpResponse, HttpRequest {
   }
 
   forEach(cb: (name: string, value: string) => void): void {
-    this.req.headers.forEach((value, name) => cb(name, value));
+    this.req.headers.forEach((value, name) => {
+      cb(name, value);
+    });
   }
 
   getUrl(): string {
