@@ -10,7 +10,22 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CONNECTIONS, DIR, SECONDS, benchPlans, haveTaskset, haveWrk, median, out, prepareBuild, range, scaleKey, startIpsift, wrk, type Server } from './kit.js';
+import {
+  CONNECTIONS,
+  DIR,
+  SECONDS,
+  benchPlans,
+  haveTaskset,
+  haveWrk,
+  median,
+  out,
+  prepareBuild,
+  range,
+  scaleKey,
+  startIpsift,
+  wrk,
+  type Server,
+} from './kit.js';
 
 const other = process.argv[2];
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
@@ -35,7 +50,12 @@ for (const part of ['builds', 'feeds', 'current']) {
   if (fs.existsSync(from)) execFileSync('cp', ['-al', from, path.join(otherDir, part)]);
 }
 const otherCli = (args: string[]): Record<string, string> =>
-  JSON.parse(execFileSync(process.execPath, [path.join(path.resolve(other), 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: otherDir, PLANS_FILE: benchPlans() }, encoding: 'utf8' }));
+  JSON.parse(
+    execFileSync(process.execPath, [path.join(path.resolve(other), 'dist/src/cli.js'), ...args, '--json'], {
+      env: { ...process.env, DATA_DIR: otherDir, PLANS_FILE: benchPlans() },
+      encoding: 'utf8',
+    }),
+  );
 const otherOrg = otherCli(['org', 'create', '--name', 'bench', '--plan', 'scale']);
 const otherKey = otherCli(['key', 'create', '--org', otherOrg.id, '--name', 'bench']).key;
 const servers: [string, Server, string | undefined][] = [
@@ -43,7 +63,15 @@ const servers: [string, Server, string | undefined][] = [
   [`B (${path.resolve(other)})`, await startIpsift(otherDir, {}, process.execPath, '1', path.resolve(other)), otherKey],
 ];
 /** Alternating rounds of one wrk script on the two servers: medians, ranges and B/A. */
-async function rounds(what: string, servers: [string, Server, string | undefined][], script: string, connections: number, cpus: string | undefined, perRequest: number, unit: string): Promise<void> {
+async function rounds(
+  what: string,
+  servers: [string, Server, string | undefined][],
+  script: string,
+  connections: number,
+  cpus: string | undefined,
+  perRequest: number,
+  unit: string,
+): Promise<void> {
   const rate: number[][] = [[], []];
   const us: number[][] = [[], []];
   for (let r = 0; r < ROUNDS; r++) {
@@ -57,9 +85,14 @@ async function rounds(what: string, servers: [string, Server, string | undefined
     }
   }
   out(what);
-  for (const i of [0, 1]) out(`  ${servers[i][0]}: ${Math.round(Number(median(rate[i]))).toLocaleString('en')} ${unit} (${range(rate[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
+  for (const i of [0, 1])
+    out(
+      `  ${servers[i][0]}: ${Math.round(Number(median(rate[i]))).toLocaleString('en')} ${unit} (${range(rate[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`,
+    );
   const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
-  out(`  B/A over ${ROUNDS} rounds: ${unit} ${median(ratio(rate[0], rate[1]))} (${range(ratio(rate[0], rate[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
+  out(
+    `  B/A over ${ROUNDS} rounds: ${unit} ${median(ratio(rate[0], rate[1]))} (${range(ratio(rate[0], rate[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`,
+  );
 }
 
 /**
@@ -69,7 +102,14 @@ async function rounds(what: string, servers: [string, Server, string | undefined
  * itself, keyed, it read 1.00 (0.98–1.02) and 1.03 (1.00–1.04) on a day when alternating rounds
  * of the same servers spread from 0.76 to 1.11: steps under about 3 % it does not settle.
  */
-async function together(what: string, servers: [string, Server, string | undefined][], script: string, connections: number, cpus: string | undefined, unit: string): Promise<void> {
+async function together(
+  what: string,
+  servers: [string, Server, string | undefined][],
+  script: string,
+  connections: number,
+  cpus: string | undefined,
+  unit: string,
+): Promise<void> {
   const ratios: number[] = [];
   const shares: number[][] = [[], []];
   for (let r = 0; r < ROUNDS; r++) {
@@ -86,7 +126,15 @@ async function together(what: string, servers: [string, Server, string | undefin
 
 try {
   await rounds('keyed GET /{ip}, scale key, server on CPU 1, wrk on CPU 0', servers, 'random-get.lua', CONNECTIONS, '0', 1, 'req/s');
-  if (TOGETHER) await together('keyed GET /{ip}, scale key, servers on CPU 1, wrk on CPU 0', servers, 'random-get.lua', Math.max(1, Math.floor(CONNECTIONS / 2)), '0', 'req/s');
+  if (TOGETHER)
+    await together(
+      'keyed GET /{ip}, scale key, servers on CPU 1, wrk on CPU 0',
+      servers,
+      'random-get.lua',
+      Math.max(1, Math.floor(CONNECTIONS / 2)),
+      '0',
+      'req/s',
+    );
 } finally {
   for (const [, s] of servers) await s.stop();
 }
@@ -98,8 +146,24 @@ if (process.env.BENCH_AB_BATCH !== '0') {
   ];
   try {
     for (const [, s] of batchServers) await wrk(s, 'batch.lua', 1, BATCH_CONNECTIONS, undefined, 1); // warm the workers
-    await rounds(`POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, unpinned`, batchServers, 'batch.lua', BATCH_CONNECTIONS, undefined, 1000, 'addresses/s');
-    if (TOGETHER) await together(`POST /batch ×1000, max tier, ${Math.max(1, Math.floor(BATCH_CONNECTIONS / 2))} connections each, unpinned`, batchServers, 'batch.lua', Math.max(1, Math.floor(BATCH_CONNECTIONS / 2)), undefined, 'addresses/s');
+    await rounds(
+      `POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, unpinned`,
+      batchServers,
+      'batch.lua',
+      BATCH_CONNECTIONS,
+      undefined,
+      1000,
+      'addresses/s',
+    );
+    if (TOGETHER)
+      await together(
+        `POST /batch ×1000, max tier, ${Math.max(1, Math.floor(BATCH_CONNECTIONS / 2))} connections each, unpinned`,
+        batchServers,
+        'batch.lua',
+        Math.max(1, Math.floor(BATCH_CONNECTIONS / 2)),
+        undefined,
+        'addresses/s',
+      );
   } finally {
     for (const [, s] of batchServers) await s.stop();
   }

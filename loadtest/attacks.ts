@@ -38,7 +38,10 @@ function connections(port: number, n: number, bytes: (i: number) => string): Pro
 async function main(): Promise<void> {
   const dataDir = tempDir('ipsift-attacks-');
   const lavish = { per_second: 1_000_000, burst: 1_000_000 };
-  const plans = plansFile(dataDir, { keyless: { daily_cap: 1_000_000_000, rate: lavish }, plans: ['free', 'starter', 'scale', 'max'].map((t) => ({ key: t, tier: t, quota: 1_000_000_000, rate: lavish, hard_limit: null })) });
+  const plans = plansFile(dataDir, {
+    keyless: { daily_cap: 1_000_000_000, rate: lavish },
+    plans: ['free', 'starter', 'scale', 'max'].map((t) => ({ key: t, tier: t, quota: 1_000_000_000, rate: lavish, hard_limit: null })),
+  });
   const server = await serveProcess({ DATA_DIR: dataDir, PLANS_FILE: plans, DEMO: '1' });
   const pid = server.child.pid!;
   const port = server.port;
@@ -48,12 +51,18 @@ async function main(): Promise<void> {
     await sleep(1000);
     // 1. Batch heads declaring 512 KiB.
     const base1 = rssMib(pid);
-    const heads = await connections(port, 5000, () => `POST /batch HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${max}\r\nContent-Length: 524288\r\n\r\n{"ips":[${' '.repeat(1016)}`);
+    const heads = await connections(
+      port,
+      5000,
+      () => `POST /batch HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer ${max}\r\nContent-Length: 524288\r\n\r\n{"ips":[${' '.repeat(1016)}`,
+    );
     await sleep(2000);
     const held1 = rssMib(pid);
     for (const s of heads) s.destroy();
     await sleep(2000);
-    console.log(`batch heads: 5000 connections declaring 512 KiB, 1 KiB sent: RSS ${base1} → ${held1} MiB while held (+${held1 - base1}), ${rssMib(pid)} MiB after they closed`);
+    console.log(
+      `batch heads: 5000 connections declaring 512 KiB, 1 KiB sent: RSS ${base1} → ${held1} MiB while held (+${held1 - base1}), ${rssMib(pid)} MiB after they closed`,
+    );
 
     // 2. Distinct 60 KB unknown keys.
     const base2 = rssMib(pid);
@@ -81,10 +90,19 @@ async function main(): Promise<void> {
     // 3. Readers that never read one signed link.
     const link = await new Promise<string>((resolve, reject) => {
       http
-        .get({ host: '127.0.0.1', port, path: '/api/v1/database/download?id=ipsift_extended_v1&format=mmdb', headers: { Authorization: `Bearer ${max}` }, agent: false }, (res) => {
-          res.resume();
-          resolve(res.headers.location!);
-        })
+        .get(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/api/v1/database/download?id=ipsift_extended_v1&format=mmdb',
+            headers: { Authorization: `Bearer ${max}` },
+            agent: false,
+          },
+          (res) => {
+            res.resume();
+            resolve(res.headers.location!);
+          },
+        )
         .on('error', reject);
     });
     const base3 = rssMib(pid);
@@ -94,7 +112,9 @@ async function main(): Promise<void> {
     let slowest = 0;
     for (let i = 0; i < 20; i++) {
       const t = Date.now();
-      await new Promise<void>((resolve) => http.get({ host: '127.0.0.1', port, path: '/81.7.3.20', agent: false }, (res) => res.resume().on('end', () => resolve())).on('error', () => resolve()));
+      await new Promise<void>((resolve) =>
+        http.get({ host: '127.0.0.1', port, path: '/81.7.3.20', agent: false }, (res) => res.resume().on('end', () => resolve())).on('error', () => resolve()),
+      );
       slowest = Math.max(slowest, Date.now() - t);
       await sleep(100);
     }
@@ -102,7 +122,9 @@ async function main(): Promise<void> {
     const held3 = rssMib(pid);
     for (const s of readers) s.destroy();
     await sleep(1500);
-    console.log(`stalled readers: 3000 of one signed link: RSS ${base3} → ${held3} MiB while held (+${held3 - base3}), ${rssMib(pid)} MiB after they closed; slowest of 20 lookups meanwhile ${slowest} ms`);
+    console.log(
+      `stalled readers: 3000 of one signed link: RSS ${base3} → ${held3} MiB while held (+${held3 - base3}), ${rssMib(pid)} MiB after they closed; slowest of 20 lookups meanwhile ${slowest} ms`,
+    );
   } finally {
     server.child.kill('SIGKILL');
   }

@@ -46,9 +46,27 @@ import { lookupAll } from './lookup-all.js';
 import { benchRuntimes } from './runtimes.js';
 import { benchThreads } from './threads.js';
 import { benchSources } from './sources.js';
-import { CONNECTIONS, ROOT, prepareBuild, SECONDS, cpuSeconds, exec, haveWrk, median, out, range, scaleKey, show, startIpsift, startProcess, unlimitedKeylessPlans, wrk, type LoadResult, type Server } from './kit.js';
+import {
+  CONNECTIONS,
+  ROOT,
+  prepareBuild,
+  SECONDS,
+  cpuSeconds,
+  exec,
+  haveWrk,
+  median,
+  out,
+  range,
+  scaleKey,
+  show,
+  startIpsift,
+  startProcess,
+  unlimitedKeylessPlans,
+  wrk,
+  type LoadResult,
+  type Server,
+} from './kit.js';
 import { INDEX_FILE, buildDir } from '../src/data-dir.js';
-
 
 const RATIO_ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 8);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
@@ -124,7 +142,9 @@ async function lookupThreads(shared: SharedArrayBuffer, addresses: string[], n: 
     for (const t of threads) t.postMessage('go');
     const results = await Promise.all(done);
     const slowest = Math.max(...results.map((r) => r.ms));
-    out(`in-process lookups in batches of ${MAX_BATCH_ADDRESSES}, ${n} threads on one shared index: ${((n * rounds * addresses.length) / (slowest / 1000) / 1e6).toFixed(2)} M/s in all`);
+    out(
+      `in-process lookups in batches of ${MAX_BATCH_ADDRESSES}, ${n} threads on one shared index: ${((n * rounds * addresses.length) / (slowest / 1000) / 1e6).toFixed(2)} M/s in all`,
+    );
   } finally {
     await Promise.all(threads.map((t) => t.terminate()));
   }
@@ -184,7 +204,16 @@ async function lookups(dataDir: string): Promise<void> {
     }
     if (useWrk) {
       // The machine is shared and noisy: short runs back to back, the median of each ratio.
-      const rounds = { keyless: [] as number[], key: [] as number[], peer: [] as number[], keylessPeer: [] as number[], keyKeyless: [] as number[], unlimited: [] as number[], node: [] as number[], nodeCeiling: [] as number[] };
+      const rounds = {
+        keyless: [] as number[],
+        key: [] as number[],
+        peer: [] as number[],
+        keylessPeer: [] as number[],
+        keyKeyless: [] as number[],
+        unlimited: [] as number[],
+        node: [] as number[],
+        nodeCeiling: [] as number[],
+      };
       let errors = 0;
       for (let r = 0; r < RATIO_ROUNDS; r++) {
         const a = await wrk(fixed, 'random-get.lua', 9 + r, CONNECTIONS, undefined, 2);
@@ -233,7 +262,14 @@ async function batches(dataDir: string, server: 'uws' | 'node', useWrk: boolean)
     if (useWrk) {
       // A few connections keep both workers busy; more would only fill the queue (429s).
       await wrk(batchServer, 'batch.lua', 1, BATCH_CONNECTIONS);
-      out(show(`wrk        ipsift POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, HTTP_SERVER=${server}`, await wrk(batchServer, 'batch.lua', 2, BATCH_CONNECTIONS), 'IPs/s', 1000));
+      out(
+        show(
+          `wrk        ipsift POST /batch ×1000, max tier, ${BATCH_CONNECTIONS} connections, HTTP_SERVER=${server}`,
+          await wrk(batchServer, 'batch.lua', 2, BATCH_CONNECTIONS),
+          'IPs/s',
+          1000,
+        ),
+      );
     } else {
       const bodies = Array.from({ length: 32 }, (_, b) => JSON.stringify({ ips: randomAddresses(1000, 100 + b) }));
       let n = 0;
@@ -244,7 +280,9 @@ async function batches(dataDir: string, server: 'uws' | 'node', useWrk: boolean)
         method: 'POST',
         requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[n++ % bodies.length] }) }],
       });
-      out(`autocannon ipsift POST /batch ×1000, max tier, HTTP_SERVER=${server}: ${Math.round(r.requests.average * 1000).toLocaleString('en')} IPs/s, non-2xx ${r.non2xx}`);
+      out(
+        `autocannon ipsift POST /batch ×1000, max tier, HTTP_SERVER=${server}: ${Math.round(r.requests.average * 1000).toLocaleString('en')} IPs/s, non-2xx ${r.non2xx}`,
+      );
     }
   } finally {
     await batchServer.stop();
@@ -293,11 +331,13 @@ async function downloads(dataDir: string): Promise<void> {
     for (let round = 0; round < 3; round++) {
       const t = performance.now();
       const bytes = await new Promise<number>((resolve, reject) => {
-        nodeHttp.get(url, (res) => {
-          let n = 0;
-          res.on('data', (c: Buffer) => (n += c.length));
-          res.on('end', () => resolve(n));
-        }).on('error', reject);
+        nodeHttp
+          .get(url, (res) => {
+            let n = 0;
+            res.on('data', (c: Buffer) => (n += c.length));
+            res.on('end', () => resolve(n));
+          })
+          .on('error', reject);
       });
       if (bytes !== biggest.art.bytes) throw new Error(`downloaded ${bytes} of ${biggest.art.bytes} bytes`);
       rates.push(bytes / ((performance.now() - t) / 1000) / 1e6);
@@ -331,8 +371,13 @@ else if (process.env.BENCH_ONLY !== 'in-process') {
   await benchSources();
   // The long fuzz run and the memory attacks (#11), each in its own process.
   const here = path.dirname(fileURLToPath(import.meta.url));
-  for (const [script, args] of [['fuzz.js', ['200000']], ['attacks.js', []]] as const) {
-    const r = await exec(process.execPath, [path.join(here, script), ...args], { maxBuffer: 1 << 24 }).catch((e: { stdout?: string; message: string }) => ({ stdout: e.stdout ?? e.message }));
+  for (const [script, args] of [
+    ['fuzz.js', ['200000']],
+    ['attacks.js', []],
+  ] as const) {
+    const r = await exec(process.execPath, [path.join(here, script), ...args], { maxBuffer: 1 << 24 }).catch((e: { stdout?: string; message: string }) => ({
+      stdout: e.stdout ?? e.message,
+    }));
     for (const line of r.stdout.split('\n').filter((l) => l && !l.startsWith('{'))) out(line);
   }
 }

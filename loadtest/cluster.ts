@@ -86,7 +86,9 @@ try {
   for (const s of stores) nodes.push(await startIpsift(dataDir, { ...s.env, TRUSTED_PROXIES: '127.0.0.1/32' }, process.execPath, pinned ? '1' : undefined));
   servers.push(...nodes);
   const wrkCpu = pinned ? '0' : undefined;
-  out(`one front-end thread a server${pinned ? ' on CPU 1, wrk on CPU 0' : ''}; ${CONNECTIONS} connections; ${ROUNDS} rounds of ${SECONDS} s, each in a rotated order`);
+  out(
+    `one front-end thread a server${pinned ? ' on CPU 1, wrk on CPU 0' : ''}; ${CONNECTIONS} connections; ${ROUNDS} rounds of ${SECONDS} s, each in a rotated order`,
+  );
   out('| traffic | accounting | req/s (median, range) | p50 ms | p99 ms | server CPU µs a request | against LMDB (median, range) |');
   out('|---|---|---|---|---|---|---|');
   for (const t of traffics) {
@@ -129,8 +131,12 @@ try {
       await Promise.all(servers.splice(0).map((s) => s.stop()));
     }
   }
-  out(`nodes on one Redis${control === null ? '' : ' and one PostgreSQL'} (${os.availableParallelism()} cores here, one front-end thread a node, one wrk a node, ${CONNECTIONS} connections in all):`);
-  out(`1 node: ${Math.round(Number(median(total[0]))).toLocaleString('en')} req/s; 3 nodes: ${Math.round(Number(median(total[1]))).toLocaleString('en')} req/s; 3/1 ${median(total[1].map((x, k) => x / total[0][k]))}`);
+  out(
+    `nodes on one Redis${control === null ? '' : ' and one PostgreSQL'} (${os.availableParallelism()} cores here, one front-end thread a node, one wrk a node, ${CONNECTIONS} connections in all):`,
+  );
+  out(
+    `1 node: ${Math.round(Number(median(total[0]))).toLocaleString('en')} req/s; 3 nodes: ${Math.round(Number(median(total[1]))).toLocaleString('en')} req/s; 3/1 ${median(total[1].map((x, k) => x / total[0][k]))}`,
+  );
 } finally {
   await Promise.all(servers.map((s) => s.stop()));
   await Promise.all(stops.map((stop) => stop()));

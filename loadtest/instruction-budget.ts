@@ -61,10 +61,25 @@ export const PLAN: Record<Budgeted, { warmup: number; n: number; stretches: numb
   build: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges` },
   exports: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export` },
   // Least of three as for keyed: one of three stretches reads 5–10 % high (compiling, collecting).
-  served: { warmup: 20_000, n: 10_000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key, on the whole server (uWS, V8 and JavaScript), over loopback' },
+  served: {
+    warmup: 20_000,
+    n: 10_000,
+    stretches: 3,
+    per: 1,
+    unit: 'request',
+    what: 'GET /{ip} with a max-plan key, on the whole server (uWS, V8 and JavaScript), over loopback',
+  },
   // The same requests with the caches and branches simulated: a cost in memory (more cache
   // lines touched) shows here while the instructions barely move (callgrind-dump.ts).
-  served_cycles: { warmup: 20_000, n: 10_000, stretches: 3, per: 1, unit: 'request', what: 'the same, caches and branches simulated', counts: 'estimated cycles' },
+  served_cycles: {
+    warmup: 20_000,
+    n: 10_000,
+    stretches: 3,
+    per: 1,
+    unit: 'request',
+    what: 'the same, caches and branches simulated',
+    counts: 'estimated cycles',
+  },
 };
 
 export interface Budget {
@@ -106,7 +121,15 @@ export async function measure(workload: Budgeted, prepared = preparedData()): Pr
     const data = path.join(work, 'data');
     fs.cpSync(path.join(prepared, 'data'), data, { recursive: true });
     if (workload === 'served' || workload === 'served_cycles') {
-      return await measureServed(CLI, data, path.join(data, KEY_FILE), path.join(data, PLANS_FILE), V8_FLAGS, { ...p, cycles: workload === 'served_cycles' }, work);
+      return await measureServed(
+        CLI,
+        data,
+        path.join(data, KEY_FILE),
+        path.join(data, PLANS_FILE),
+        V8_FLAGS,
+        { ...p, cycles: workload === 'served_cycles' },
+        work,
+      );
     }
     const out = path.join(work, 'callgrind.out');
     await run(

@@ -294,7 +294,16 @@ export async function requests(dir: string, workload: Workload): Promise<(n: num
   Date.now = () => Math.floor(micros / 1000);
   performance.now = () => micros / 1000;
   if (workload === 'build' || workload === 'exports') return builds(dir, workload === 'exports');
-  const config = loadConfig({ DATA_DIR: dir, PLANS_FILE: path.join(dir, PLANS_FILE), DEMO: '0', PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '', FRONTEND_THREADS: '1', ACCESS_LOG: '0' });
+  const config = loadConfig({
+    DATA_DIR: dir,
+    PLANS_FILE: path.join(dir, PLANS_FILE),
+    DEMO: '0',
+    PORT: '0',
+    ADMIN_PORT: '0',
+    PUBLISH_AT: '',
+    FRONTEND_THREADS: '1',
+    ACCESS_LOG: '0',
+  });
   const holder = new IndexHolder(dir, silentLogger);
   await holder.reload();
   if (!holder.current) throw new Error(`no index in ${dir}: run prepare first`);

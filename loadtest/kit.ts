@@ -161,7 +161,15 @@ export async function haveWrk(): Promise<boolean> {
 }
 
 /** `cpus`: run wrk on these CPUs only (taskset's list, e.g. "0"). */
-export async function wrk(server: Server, script: string, seed: number, connections = CONNECTIONS, key?: string, seconds = SECONDS, cpus?: string): Promise<LoadResult> {
+export async function wrk(
+  server: Server,
+  script: string,
+  seed: number,
+  connections = CONNECTIONS,
+  key?: string,
+  seconds = SECONDS,
+  cpus?: string,
+): Promise<LoadResult> {
   const before = cpuSeconds(server.child.pid!);
   const t = performance.now();
   const { stdout } = await exec(cpus ? 'taskset' : 'wrk', [
@@ -196,7 +204,6 @@ export function median(xs: number[]): string {
 
 export const range = (xs: number[]): string => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 
-
 /** The bench's data directory: RANGES synthetic ranges imported once (kept by seed), built anew each run. */
 export async function prepareBuild(): Promise<string> {
   const dataDir = path.join(DIR, `data-${RANGES}`);
@@ -227,9 +234,16 @@ export async function prepareBuild(): Promise<string> {
   const exportsMs = manifest.timings_ms.exports ?? 0;
   const indexMs = Object.values(manifest.timings_ms).reduce((a, b) => a + b, 0) - exportsMs;
   const sizes = Object.entries(manifest.exports)
-    .map(([db, e]) => `${db} ${Object.entries(e.bytes).map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`).join(' ')}`)
+    .map(
+      ([db, e]) =>
+        `${db} ${Object.entries(e.bytes)
+          .map(([f, b]) => `${f} ${(b / 2 ** 20).toFixed(1)} MiB`)
+          .join(' ')}`,
+    )
     .join('; ');
-  out(`build: index ${(indexMs / 1000).toFixed(2)} s, then ${(exportsMs / 1000).toFixed(2)} s more until every export was written (large builds export on other threads while the index is written), together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`);
+  out(
+    `build: index ${(indexMs / 1000).toFixed(2)} s, then ${(exportsMs / 1000).toFixed(2)} s more until every export was written (large builds export on other threads while the index is written), together ${((indexMs + exportsMs) / 1000).toFixed(2)} s`,
+  );
   out(`exports: ${sizes}`);
   return dataDir;
 }

@@ -12,7 +12,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { EXPORTS_DIR, buildDir } from '../src/data-dir.js';
 import { readCurrentBuildId } from '../src/index/builds.js';
-import { CONNECTIONS, ROOT, haveTaskset, median, out, prepareBuild, probeAnswerFile, range, scaleKey, startIpsift, startProcess, wrk, type Server } from './kit.js';
+import {
+  CONNECTIONS,
+  ROOT,
+  haveTaskset,
+  median,
+  out,
+  prepareBuild,
+  probeAnswerFile,
+  range,
+  scaleKey,
+  startIpsift,
+  startProcess,
+  wrk,
+  type Server,
+} from './kit.js';
 
 const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 7);
 
@@ -42,13 +56,19 @@ const peer = (kind: string): Promise<Server> => node([path.join(ROOT, 'dist/load
 
 const contenders: Contender[] = [];
 const add = (name: string, short: string, server: Server): number => contenders.push({ name, short, server, rps: [], cpuUs: [], ratios: [] });
-add(`uWS, fixed ${fs.statSync(bodyFile).size}-byte body (the ceiling)`, 'fixed', await node([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', HTTP_SERVER: 'uws', BODY_FILE: bodyFile }));
+add(
+  `uWS, fixed ${fs.statSync(bodyFile).size}-byte body (the ceiling)`,
+  'fixed',
+  await node([path.join(ROOT, 'dist/loadtest/fixed-server.js')], { PORT: '0', HTTP_SERVER: 'uws', BODY_FILE: bodyFile }),
+);
 add('ipsift (uWS, keyed, accounting on LMDB)', 'ipsift', ipsift);
 add('uWS + maxmind reader', 'uWS+maxmind', await peer('uws'));
 add('fastify + maxmind reader', 'fastify+maxmind', await peer('fastify'));
 
 try {
-  out(`peers: ${ROUNDS} rounds of ${process.env.BENCH_SECONDS ?? 5} s, ${CONNECTIONS} connections, GET /{ip} over random addresses${pinned ? ', servers on CPU 1, wrk on CPU 0' : ''}`);
+  out(
+    `peers: ${ROUNDS} rounds of ${process.env.BENCH_SECONDS ?? 5} s, ${CONNECTIONS} connections, GET /{ip} over random addresses${pinned ? ', servers on CPU 1, wrk on CPU 0' : ''}`,
+  );
   for (const c of contenders) await wrk(c.server, 'random-get.lua', 1, CONNECTIONS, key, 1, wrkCpu); // warm up
   for (let round = 0; round < ROUNDS; round++) {
     const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]);

@@ -18,7 +18,13 @@ import { PROJECT_ROOT, openTestControlDb, plansFile, publishedDataDir, serveProc
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function call(port: number, method: string, p: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; body: string; ms: number }> {
+function call(
+  port: number,
+  method: string,
+  p: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; body: string; ms: number }> {
   const t = performance.now();
   return new Promise((resolve) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
@@ -50,7 +56,10 @@ async function main(): Promise<void> {
   const d = await publishedDataDir([{ scopes: ['apikeys.manage'] }]);
   const manager = { Authorization: `Bearer ${d.keys[0]}`, 'Content-Type': 'application/json' };
   const lavish = { per_second: 1_000_000, burst: 1_000_000 };
-  const plans = plansFile(d.dataDir, { keyless: { daily_cap: 1_000_000_000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 1_000_000_000, rate: lavish, hard_limit: null }] });
+  const plans = plansFile(d.dataDir, {
+    keyless: { daily_cap: 1_000_000_000, rate: lavish },
+    plans: [{ key: 'max', tier: 'max', quota: 1_000_000_000, rate: lavish, hard_limit: null }],
+  });
   const server = await serveProcess({ DATA_DIR: d.dataDir, PLANS_FILE: plans, FRONTEND_THREADS: '1' });
   const port = server.port;
   try {
@@ -100,12 +109,19 @@ async function main(): Promise<void> {
     const rates: Record<string, number[]> = { identity: [], br: [], gzip: [] };
     for (let round = 0; round < 4; round++) {
       for (const coding of Object.keys(rates)) {
-        const r = await autocannon({ url: `http://127.0.0.1:${port}/api/v1/openapi.json`, connections: 8, duration: 2, headers: coding === 'identity' ? {} : { 'Accept-Encoding': coding } });
+        const r = await autocannon({
+          url: `http://127.0.0.1:${port}/api/v1/openapi.json`,
+          connections: 8,
+          duration: 2,
+          headers: coding === 'identity' ? {} : { 'Accept-Encoding': coding },
+        });
         rates[coding].push(r.requests.average);
       }
     }
     const id = median(rates.identity);
-    console.log(`openapi.json req/s (median of 4): identity ${Math.round(id)}, br ${Math.round(median(rates.br))} (${(median(rates.br) / id).toFixed(2)}), gzip ${Math.round(median(rates.gzip))} (${(median(rates.gzip) / id).toFixed(2)})`);
+    console.log(
+      `openapi.json req/s (median of 4): identity ${Math.round(id)}, br ${Math.round(median(rates.br))} (${(median(rates.br) / id).toFixed(2)}), gzip ${Math.round(median(rates.gzip))} (${(median(rates.gzip) / id).toFixed(2)})`,
+    );
 
     // 4. A key name with terminal escapes, straight into the table as an older version allowed.
     const db2 = openTestControlDb(d.dataDir);
@@ -114,8 +130,13 @@ async function main(): Promise<void> {
     const made = createKey(db2, { orgId: other.id, name: 'placeholder' });
     db2.prepare('UPDATE api_keys SET name = ? WHERE id = ?').run('ci\u001b]0;owned\u0007\u001b[2J\nFAKE key line', made.key.id);
     db2.close();
-    const shown = execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'org', 'show', other.id], { env: { ...process.env, DATA_DIR: d.dataDir }, encoding: 'utf8' });
-    console.log(`org show of a key named with escapes: ${JSON.stringify(shown.split('\n')[1])} (control characters in the output: ${/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(shown)})`);
+    const shown = execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'org', 'show', other.id], {
+      env: { ...process.env, DATA_DIR: d.dataDir },
+      encoding: 'utf8',
+    });
+    console.log(
+      `org show of a key named with escapes: ${JSON.stringify(shown.split('\n')[1])} (control characters in the output: ${/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(shown)})`,
+    );
   } finally {
     server.child.kill('SIGKILL');
   }

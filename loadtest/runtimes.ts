@@ -130,7 +130,9 @@ export async function benchRuntimes(dataDir: string, key: string): Promise<void>
   out(
     `runtimes: ${runtimes.map((r) => r.name).join(', ')}; GET /{ip} with a scale key against the same server's fixed-body ceiling and against a fixed body with a keyed answer's head (same head), wrk, ${ROUNDS} rounds of 2 s (ceiling, same head, ipsift, ceiling), medians, ${where}; POST /batch ×1000 over ${BATCH_CONNECTIONS} connections, ${SECONDS} s, unpinned`,
   );
-  out('| runtime | server | fixed-body req/s | same head req/s | keyed GET /{ip} req/s | keyed / fixed-body | keyed / same head | server CPU µs per keyed lookup | POST /batch IPs/s |');
+  out(
+    '| runtime | server | fixed-body req/s | same head req/s | keyed GET /{ip} req/s | keyed / fixed-body | keyed / same head | server CPU µs per keyed lookup | POST /batch IPs/s |',
+  );
   out('|---|---|---|---|---|---|---|---|---|');
   for (const rt of runtimes) {
     for (const server of rt.servers) {

@@ -33,7 +33,10 @@ function requestsFor(key: string, count: number): Buffer[] {
   const rnd = prng(13);
   const byte = (): number => Math.floor(rnd() * 256);
   return Array.from({ length: count }, () => {
-    const ip = rnd() < 0.8 ? `${1 + Math.floor(rnd() * 223)}.${byte()}.${byte()}.${byte()}` : `2001:db8:${Math.floor(rnd() * 65536).toString(16)}::${Math.floor(rnd() * 65536).toString(16)}`;
+    const ip =
+      rnd() < 0.8
+        ? `${1 + Math.floor(rnd() * 223)}.${byte()}.${byte()}.${byte()}`
+        : `2001:db8:${Math.floor(rnd() * 65536).toString(16)}::${Math.floor(rnd() * 65536).toString(16)}`;
     return Buffer.from(`GET /${ip} HTTP/1.1\r\nHost: ipsift.test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
   });
 }
@@ -87,14 +90,45 @@ export interface ServedPlan {
  * (its key in keyFile, its plans in plansFile): the least of `stretches` stretches of n
  * requests after `warmup`.
  */
-export async function measureServed(cli: string, dataDir: string, keyFile: string, plansFile: string, v8Flags: string[], plan: ServedPlan, work: string): Promise<number> {
+export async function measureServed(
+  cli: string,
+  dataDir: string,
+  keyFile: string,
+  plansFile: string,
+  v8Flags: string[],
+  plan: ServedPlan,
+  work: string,
+): Promise<number> {
   const out = path.join(work, 'served.out');
   // Valgrind names the pipes callgrind_control talks through after $HOST, which ipsift reads
   // too (loopback here): both are given the same.
   const env = { ...process.env, HOST: '127.0.0.1' };
   const server = await startProcess(
-    ['--tool=callgrind', ...(plan.cycles ? ['--cache-sim=yes', '--branch-sim=yes'] : []), `--callgrind-out-file=${out}`, '--separate-threads=yes', process.execPath, '--initial-old-space-size=64', ...v8Flags, cli, 'serve'],
-    { HOST: env.HOST, NODE_OPTIONS: '', DATA_DIR: dataDir, PLANS_FILE: plansFile, PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_PORT: '0', DEMO: '0', PUBLISH_AT: '', FRONTEND_THREADS: '1', BATCH_WORKERS: '1', ACCESS_LOG: '0' },
+    [
+      '--tool=callgrind',
+      ...(plan.cycles ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
+      `--callgrind-out-file=${out}`,
+      '--separate-threads=yes',
+      process.execPath,
+      '--initial-old-space-size=64',
+      ...v8Flags,
+      cli,
+      'serve',
+    ],
+    {
+      HOST: env.HOST,
+      NODE_OPTIONS: '',
+      DATA_DIR: dataDir,
+      PLANS_FILE: plansFile,
+      PORT: '0',
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      DEMO: '0',
+      PUBLISH_AT: '',
+      FRONTEND_THREADS: '1',
+      BATCH_WORKERS: '1',
+      ACCESS_LOG: '0',
+    },
     LISTENING,
     'valgrind',
   );

@@ -21,7 +21,10 @@ interface Run {
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve, reject) => {
     const t = performance.now();
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/cli.js'), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(ROOT, 'dist/src/cli.js'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let peak = 0;

@@ -15,7 +15,9 @@ const ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 6);
 const BATCH_CONNECTIONS = Number(process.env.BENCH_BATCH_CONNECTIONS ?? 8);
 
 export function threadCounts(): number[] {
-  const given = process.env.BENCH_THREADS?.split(',').map(Number).filter((n) => n >= 1);
+  const given = process.env.BENCH_THREADS?.split(',')
+    .map(Number)
+    .filter((n) => n >= 1);
   return given?.length ? given : [...new Set([1, os.availableParallelism()])];
 }
 
@@ -77,11 +79,15 @@ export async function benchThreads(dataDir: string, key: string, counts = thread
       (pin ? `; pinned: wrk on CPU ${pin.wrk}, the server on CPU ${pin.server}` : '; taskset or a second core missing: nothing pinned') +
       '):',
   );
-  out('| FRONTEND_THREADS (= BATCH_WORKERS) | GET /{ip} with a key, req/s | server CPU per GET, µs | pinned: req/s | pinned: server CPU per GET, µs | POST /batch ×1000, IPs/s | non-2xx |');
+  out(
+    '| FRONTEND_THREADS (= BATCH_WORKERS) | GET /{ip} with a key, req/s | server CPU per GET, µs | pinned: req/s | pinned: server CPU per GET, µs | POST /batch ×1000, IPs/s | non-2xx |',
+  );
   out('|---|---|---|---|---|---|---|');
   for (const row of rows) {
     const pinnedCells = pin ? `${k(row.pinnedRps)} | ${num(row.pinnedCpuUs).toFixed(2)} (${range(row.pinnedCpuUs)})` : '– | –';
-    out(`| ${row.threads} | ${k(row.rps)} | ${num(row.cpuUs).toFixed(2)} (${range(row.cpuUs)}) | ${pinnedCells} | ${Math.round(num(row.batchIps)).toLocaleString('en')} | ${row.errors} |`);
+    out(
+      `| ${row.threads} | ${k(row.rps)} | ${num(row.cpuUs).toFixed(2)} (${range(row.cpuUs)}) | ${pinnedCells} | ${Math.round(num(row.batchIps)).toLocaleString('en')} | ${row.errors} |`,
+    );
   }
   const one = rows.find((r) => r.threads === 1);
   for (const row of one ? rows.filter((r) => r.threads > 1) : []) {

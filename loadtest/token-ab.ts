@@ -15,7 +15,11 @@ const pinned = await haveTaskset();
 const dataDir = await prepareBuild();
 const key = scaleKey(dataDir);
 const server = await startIpsift(dataDir, {}, process.execPath, pinned ? '1' : undefined);
-const r = await fetch(`http://127.0.0.1:${server.port}/api/v1/auth/token`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: JSON.stringify({ lifetime_s: 86400 }) });
+const r = await fetch(`http://127.0.0.1:${server.port}/api/v1/auth/token`, {
+  method: 'POST',
+  headers: { Authorization: `Bearer ${key}` },
+  body: JSON.stringify({ lifetime_s: 86400 }),
+});
 const token = ((await r.json()) as { token?: string }).token;
 if (r.status !== 201 || !token) throw new Error(`token exchange answered ${r.status}`);
 const names = ['key', 'token'];
@@ -36,6 +40,11 @@ try {
   await server.stop();
 }
 out(`keyed GET /{ip}, scale plan, ${ROUNDS} alternating rounds of ${SECONDS} s${pinned ? ', server on CPU 1, wrk on CPU 0' : ''}`);
-for (const i of [0, 1]) out(`${names[i]}: ${Math.round(Number(median(rps[i]))).toLocaleString('en')} req/s (${range(rps[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`);
+for (const i of [0, 1])
+  out(
+    `${names[i]}: ${Math.round(Number(median(rps[i]))).toLocaleString('en')} req/s (${range(rps[i].map((x) => x / 1000))} k), ${median(us[i])} µs server CPU per request (${range(us[i])})`,
+  );
 const ratio = (xs: number[], ys: number[]): number[] => xs.map((x, k) => ys[k] / x);
-out(`token/key: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`);
+out(
+  `token/key: req/s ${median(ratio(rps[0], rps[1]))} (${range(ratio(rps[0], rps[1]))}), CPU per request ${median(ratio(us[0], us[1]))} (${range(ratio(us[0], us[1]))})`,
+);

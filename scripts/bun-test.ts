@@ -14,7 +14,10 @@ if (process.versions.bun === undefined) {
 }
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test');
-const files = fs.readdirSync(dir).filter((f) => f.endsWith('.test.js')).sort();
+const files = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.test.js'))
+  .sort();
 const total = { pass: 0, fail: 0, skip: 0 };
 const failedFiles: string[] = [];
 /** The failed tests, each with the lines before it (its error), repeated at the end: CI shows a run's tail. */
@@ -38,7 +41,9 @@ for (const f of files) {
     if (count('fail') === 0) total.fail++;
   }
 }
-process.stdout.write(`\nbun ${process.versions.bun}: ${files.length} files in ${Math.round((Date.now() - started) / 1000)} s${failedFiles.length ? `; failed: ${failedFiles.join(', ')}` : ''}\n`);
+process.stdout.write(
+  `\nbun ${process.versions.bun}: ${files.length} files in ${Math.round((Date.now() - started) / 1000)} s${failedFiles.length ? `; failed: ${failedFiles.join(', ')}` : ''}\n`,
+);
 if (failedTests.length) process.stdout.write(`${failedTests.join('\n')}\n`);
 process.stdout.write(`${total.pass} passed, ${total.fail} failed, ${total.skip} skipped\n`);
 process.exit(total.fail > 0 ? 1 : 0);

@@ -16,7 +16,9 @@ const OUT = path.join(ROOT, 'dist/console');
 /** The files of the console: name → bytes (modules first, main.js among them). */
 function files(): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
-  for (const name of fs.readdirSync(MODULES).sort()) if (name.endsWith('.js') && fs.existsSync(path.join(ROOT, 'console/src', name.replace(/\.js$/, '.ts')))) out.set(name, fs.readFileSync(path.join(MODULES, name)));
+  for (const name of fs.readdirSync(MODULES).sort())
+    if (name.endsWith('.js') && fs.existsSync(path.join(ROOT, 'console/src', name.replace(/\.js$/, '.ts'))))
+      out.set(name, fs.readFileSync(path.join(MODULES, name)));
   out.set('console.css', fs.readFileSync(path.join(ROOT, 'console/console.css')));
   return out;
 }
@@ -30,7 +32,10 @@ export function writeConsole(): string {
   fs.rmSync(staging, { recursive: true, force: true });
   fs.mkdirSync(path.join(staging, 'assets', hash), { recursive: true });
   for (const [name, bytes] of all) fs.writeFileSync(path.join(staging, 'assets', hash, name), bytes);
-  const preloads = [...all.keys()].filter((n) => n.endsWith('.js') && n !== 'main.js').map((n) => `<link rel="modulepreload" href="/console/assets/${hash}/${n}">`).join('\n');
+  const preloads = [...all.keys()]
+    .filter((n) => n.endsWith('.js') && n !== 'main.js')
+    .map((n) => `<link rel="modulepreload" href="/console/assets/${hash}/${n}">`)
+    .join('\n');
   const page = fs.readFileSync(path.join(ROOT, 'console/index.html'), 'utf8').replaceAll('HASH', hash).replace('PRELOADS', preloads);
   fs.writeFileSync(path.join(staging, 'index.html'), page);
   fs.rmSync(OUT, { recursive: true, force: true });

@@ -63,7 +63,11 @@ export function instructions(text: string): { op: string; args: string }[] {
 function ignoreRules(): (rel: string) => boolean {
   const file = path.join(ROOT, '.dockerignore');
   const rules = fs.existsSync(file)
-    ? fs.readFileSync(file, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'))
+    ? fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith('#'))
     : [];
   const toRegex = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}(/.*)?$`);
   const compiled = rules.map((r) => ({ negate: r.startsWith('!'), re: toRegex(r.replace(/^!/, '')) }));
@@ -93,7 +97,10 @@ function argv(args: string): string[] {
 
 /** Absolute paths under the stage's root (system directories stay the host's). */
 function rerooted(text: string, root: string): string {
-  return text.replace(/(^|[\s=:])(\/(?!usr\/|bin\/|etc\/|dev\/|proc\/|tmp\/)[A-Za-z0-9._-][A-Za-z0-9._/-]*)/g, (_, pre: string, p: string) => `${pre}${root}${p}`);
+  return text.replace(
+    /(^|[\s=:])(\/(?!usr\/|bin\/|etc\/|dev\/|proc\/|tmp\/)[A-Za-z0-9._-][A-Za-z0-9._/-]*)/g,
+    (_, pre: string, p: string) => `${pre}${root}${p}`,
+  );
 }
 
 /** Builds every stage; returns how the final one would run. */
@@ -145,7 +152,12 @@ export function build(workRoot: string, log: (line: string) => void = () => {}):
         // No image user on this machine: ownership is the one step that cannot be replayed.
         const cmd = rerooted(args, stage.root).replace(/chown\s+\S+\s+\S+/g, 'true');
         log(`RUN ${args}`);
-        const r = spawnSync('/bin/sh', ['-c', cmd], { cwd: inRoot('.'), env: { ...process.env, ...stage.env }, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+        const r = spawnSync('/bin/sh', ['-c', cmd], {
+          cwd: inRoot('.'),
+          env: { ...process.env, ...stage.env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          encoding: 'utf8',
+        });
         if (r.status !== 0) throw new Error(`RUN ${args}: exit ${r.status}\n${r.stdout}\n${r.stderr}`);
         break;
       }
@@ -193,7 +205,8 @@ export function platformMatches(image: string): string | null {
   const known = IMAGES.find((i) => i.re.test(image));
   if (!known) return `the image is ${image}, which this check does not know`;
   const here = process.versions.bun ? `Bun ${process.versions.bun}` : `Node ${process.versions.node}`;
-  if (process.versions.bun || process.versions.node.split('.')[0] !== known.node) return `this runtime is ${here}, the image's is Node ${known.node} (run it in ${known.where})`;
+  if (process.versions.bun || process.versions.node.split('.')[0] !== known.node)
+    return `this runtime is ${here}, the image's is Node ${known.node} (run it in ${known.where})`;
   const glibc = (process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime;
   if (glibc !== known.glibc) return `glibc here is ${glibc}, the image's is ${known.glibc} (run it in ${known.where})`;
   return null;

@@ -39,9 +39,7 @@ function configTables(): string {
     rows.push(`| \`${name}\` | ${cell(shown)} | ${cell(s.meaning)} |`);
     groups.set(s.group, rows);
   }
-  return [...groups]
-    .map(([group, rows]) => `### ${group}\n\n| variable | default | meaning |\n|---|---|---|\n${rows.join('\n')}`)
-    .join('\n\n');
+  return [...groups].map(([group, rows]) => `### ${group}\n\n| variable | default | meaning |\n|---|---|---|\n${rows.join('\n')}`).join('\n\n');
 }
 
 function cliReference(): string {
@@ -69,7 +67,7 @@ function errorTables(): string {
     '',
     '### Databases and keys: `{"rc": code}`',
     '',
-    'Answers past the contract\'s bare code carry a `message` beside `rc` saying what was wrong.',
+    "Answers past the contract's bare code carry a `message` beside `rc` saying what was wrong.",
     '',
     '| status | rc | when, and what to do |',
     '|---|---|---|',

@@ -15,7 +15,18 @@ import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../src/net/address.js'
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatBigIPv4, formatBigIPv6 } from '../src/net/network.js';
 
-export const PUBLIC_RESOLVERS = ['8.8.8.8', '8.8.4.4', '1.1.1.1', '1.0.0.1', '9.9.9.9', '149.112.112.112', '208.67.222.222', '2001:4860:4860::8888', '2606:4700:4700::1111', '2620:fe::fe'];
+export const PUBLIC_RESOLVERS = [
+  '8.8.8.8',
+  '8.8.4.4',
+  '1.1.1.1',
+  '1.0.0.1',
+  '9.9.9.9',
+  '149.112.112.112',
+  '208.67.222.222',
+  '2001:4860:4860::8888',
+  '2606:4700:4700::1111',
+  '2620:fe::fe',
+];
 const OWNER_SAMPLE = 3000;
 
 export interface QualitySource {
@@ -70,7 +81,8 @@ export function qualityOf(index: RangeIndex, dataDir: string, sources: readonly 
   for (const [a, b] of servers) {
     const last = merged[merged.length - 1];
     // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
-    if (last && a <= last[1] + 1n) last[1] = b > last[1] ? b : last[1]; // bigints: Math.max would throw
+    if (last && a <= last[1] + 1n)
+      last[1] = b > last[1] ? b : last[1]; // bigints: Math.max would throw
     else merged.push([a, b]);
   }
   const inServers = (k: bigint): boolean => {
@@ -89,7 +101,7 @@ export function qualityOf(index: RangeIndex, dataDir: string, sources: readonly 
   for (let tries = 0; owner.sampled < OWNER_SAMPLE && owners.length > 0 && tries < OWNER_SAMPLE * 20; tries++) {
     const r = owners[Math.floor(random() * owners.length)];
     const size = BigInt(r.end) - BigInt(r.start) + 1n;
-    const at = BigInt(r.start) + ((BigInt(Math.floor(random() * 2 ** 31)) << 31n) | BigInt(Math.floor(random() * 2 ** 31))) % size;
+    const at = BigInt(r.start) + (((BigInt(Math.floor(random() * 2 ** 31)) << 31n) | BigInt(Math.floor(random() * 2 ** 31))) % size);
     if (inServers(keyOf(r.family, at))) continue;
     const ip = textOf(r.family, at);
     if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS || (r.family === 4 ? isBogonV4(parsed.v4) : isBogonV6(parsed.w))) continue;
@@ -114,6 +126,11 @@ export function qualityLines(q: Quality): string[] {
     'quality (computed from the imported files):',
     `  VPN server lists answered is_vpn with their provider: ${q.providers.map((p) => `${p.provider} ${p.answered}/${p.listed}`).join(', ')}`,
     `  held out, cloud and CDN owners' own space outside every VPN server list: ${q.ownerSpace.vpn} of ${q.ownerSpace.sampled} random addresses answer is_vpn (${pct(q.ownerSpace.vpn, q.ownerSpace.sampled)})${q.ownerSpace.examples.length ? `, e.g. ${q.ownerSpace.examples.join('; ')}` : ''}`,
-    `  public resolvers answering is_vpn: ${q.resolvers.filter((r) => r.is_vpn).map((r) => r.ip).join(', ') || 'none'} (of ${q.resolvers.length})`,
+    `  public resolvers answering is_vpn: ${
+      q.resolvers
+        .filter((r) => r.is_vpn)
+        .map((r) => r.ip)
+        .join(', ') || 'none'
+    } (of ${q.resolvers.length})`,
   ];
 }

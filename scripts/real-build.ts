@@ -40,7 +40,9 @@ for (const [k, r] of reports.entries()) {
 out(`imported ${rows} rows, ${rejects} rejected lines, in ${(importMs / 1000).toFixed(1)} s`);
 const t = performance.now();
 const { manifest, dir } = runBuild({ dataDir });
-out(`build: ${((performance.now() - t) / 1000).toFixed(1)} s, index ${(manifest.index.bytes / 2 ** 20).toFixed(1)} MiB, ${manifest.index.v4} IPv4 + ${manifest.index.v6} IPv6 intervals, ${manifest.index.records} records`);
+out(
+  `build: ${((performance.now() - t) / 1000).toFixed(1)} s, index ${(manifest.index.bytes / 2 ** 20).toFixed(1)} MiB, ${manifest.index.v4} IPv4 + ${manifest.index.v6} IPv6 intervals, ${manifest.index.records} records`,
+);
 out(`ranges IPv4: ${JSON.stringify(manifest.ranges.v4)}`);
 out(`ranges IPv6: ${JSON.stringify(manifest.ranges.v6)}`);
 out(`addresses IPv4: ${JSON.stringify(manifest.addresses.v4)}`);

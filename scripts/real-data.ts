@@ -62,7 +62,12 @@ export function walk(dir: string): string[] {
  * and the owners' plain lists and geofeeds. Formats that name their provider (aws, google,
  * cloud-json …) keep theirs: an option would override it.
  */
-const PATH_NAMES_PROVIDER = [/^vpn\//, /MISP__misp-warninglists\/lists\/(?!vpn-)/, /lord-alfred__ipranges\//, /femueller__cloud-ip-ranges\/(digitalocean|linode|akamai|cloudflare)/];
+const PATH_NAMES_PROVIDER = [
+  /^vpn\//,
+  /MISP__misp-warninglists\/lists\/(?!vpn-)/,
+  /lord-alfred__ipranges\//,
+  /femueller__cloud-ip-ranges\/(digitalocean|linode|akamai|cloudflare)/,
+];
 
 /** The registry name of the provider a file's path names (mullvad.txt → Mullvad), if any. */
 export function providerOf(file: string): string | undefined {
@@ -83,12 +88,17 @@ export function providerOf(file: string): string | undefined {
 function feedName(i: number, rel: string): string {
   const parts = rel.split(path.sep);
   parts[1] = parts[1].split('__')[0];
-  const slug = parts.join('-').toLowerCase().replace(/[^a-z0-9._-]+/g, '-');
+  const slug = parts
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-');
   return `${String(i).padStart(3, '0')}-${slug}`.slice(0, 64);
 }
 
 /** Imports every real data file into dataDir (see the header); returns the per-source reports. */
-export async function importRealData(dataDir: string): Promise<{ sources: (Source & { rel: string; evidence: EvidenceKind })[]; reports: SourceReport[]; left: string[] }> {
+export async function importRealData(
+  dataDir: string,
+): Promise<{ sources: (Source & { rel: string; evidence: EvidenceKind })[]; reports: SourceReport[]; left: string[] }> {
   const files = walk(REAL).filter((f) => !f.startsWith(path.join(REAL, 'bogon')) && f !== path.join(REAL, 'README.md'));
   const left = files.filter((f) => NOT_ADDRESSES.some((re) => re.test(f)));
   const sources = files

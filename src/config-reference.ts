@@ -22,12 +22,14 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
   HTTP_SERVER: {
     group: 'Serving',
     default: 'auto',
-    meaning: '`uws` (uWebSockets.js, the fastest, where its native binary loads), `bun` (`Bun.serve`, on Bun), `node` (`node:http`, any runtime, answers HTTP/1.0), or `auto`: Bun.serve on Bun, else uWS where it loads, else node.',
+    meaning:
+      '`uws` (uWebSockets.js, the fastest, where its native binary loads), `bun` (`Bun.serve`, on Bun), `node` (`node:http`, any runtime, answers HTTP/1.0), or `auto`: Bun.serve on Bun, else uWS where it loads, else node.',
   },
   FRONTEND_THREADS: {
     group: 'Serving',
     shown: 'cores',
-    meaning: 'Threads answering PORT, each with the whole lookup app, all on the one port. Where the server cannot share a port between threads (`node:http` before Node 22.12) the default is 1 and more is refused.',
+    meaning:
+      'Threads answering PORT, each with the whole lookup app, all on the one port. Where the server cannot share a port between threads (`node:http` before Node 22.12) the default is 1 and more is refused.',
   },
   BATCH_WORKERS: { group: 'Serving', shown: 'cores', meaning: 'Workers answering `POST /batch` (1–256), one pool for every front-end thread.' },
   BATCH_QUEUE: { group: 'Serving', default: '64', meaning: 'Batches that may wait for a worker; one more is 429 with `Retry-After: 1`.' },
@@ -40,61 +42,139 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
   BODY_TIMEOUT_S: { group: 'Serving', default: '30', meaning: 'A request body must arrive within this many seconds, or the connection closes.' },
   KEEP_ALIVE_TIMEOUT_S: { group: 'Serving', default: '75', meaning: 'How long an idle keep-alive connection stays open (`node`; uWS fixes its own at 10 s).' },
   SHUTDOWN_GRACE_S: { group: 'Serving', default: '30', meaning: 'On SIGTERM or SIGINT, how long batches and downloads in flight may take to finish.' },
-  TRUSTED_PROXIES: { group: 'Serving', shown: 'none', meaning: "Comma-separated networks whose forwarding headers (`X-Forwarded-For`, `Forwarded`) are believed for the client's address." },
+  TRUSTED_PROXIES: {
+    group: 'Serving',
+    shown: 'none',
+    meaning: "Comma-separated networks whose forwarding headers (`X-Forwarded-For`, `Forwarded`) are believed for the client's address.",
+  },
   PUBLIC_URL: {
     group: 'Serving',
     shown: 'none',
-    meaning: "`http(s)://host[:port][/prefix]` that absolute links (a download's `Location`) are built from; without it links are relative, or absolute from a trusted proxy's forwarding headers.",
+    meaning:
+      "`http(s)://host[:port][/prefix]` that absolute links (a download's `Location`) are built from; without it links are relative, or absolute from a trusted proxy's forwarding headers.",
   },
   CORS_ORIGINS: { group: 'Serving', shown: 'none', meaning: 'Browser origins allowed to call the public port: `*`, or comma-separated origins.' },
-  KEYLESS_TIER: { group: 'Serving', default: 'basic', meaning: 'Fields of keyless answers: `basic`, or `starter`, `scale`, `max` for private deployments and benchmarks.' },
+  KEYLESS_TIER: {
+    group: 'Serving',
+    default: 'basic',
+    meaning: 'Fields of keyless answers: `basic`, or `starter`, `scale`, `max` for private deployments and benchmarks.',
+  },
   KEYLESS_IPV6_PREFIX: { group: 'Serving', default: '64', meaning: 'Keyless IPv6 clients are counted per network of this prefix length.' },
-  DATA_DIR: { group: 'Data and builds', default: './data', meaning: 'Where feeds, builds, the control database and the counters live (see data-directory.md).' },
+  DATA_DIR: {
+    group: 'Data and builds',
+    default: './data',
+    meaning: 'Where feeds, builds, the control database and the counters live (see data-directory.md).',
+  },
   DEMO: { group: 'Data and builds', default: 'true', meaning: 'Import and build the bundled demo feeds on a data directory with no feeds and no builds.' },
   SOURCES: {
     group: 'Data and builds',
     shown: 'none',
-    meaning: 'Sources of the shipped registry to fetch, each on its own interval, with a new build whenever one changes: `public` for all, registry names, `-name` to leave one out (`public,-nordvpn`).',
+    meaning:
+      'Sources of the shipped registry to fetch, each on its own interval, with a new build whenever one changes: `public` for all, registry names, `-name` to leave one out (`public,-nordvpn`).',
   },
-  SOURCES_FILE: { group: 'Data and builds', shown: 'none', meaning: "A sources file of your own, fetched and imported beside SOURCES's (`ipsift sources refresh`)." },
-  SOURCES_MIRROR: { group: 'Data and builds', shown: 'none', meaning: 'Fetch every source URL `https://HOST/PATH` as `<SOURCES_MIRROR>/HOST/PATH` (query kept): an internal mirror for air-gapped sites.' },
+  SOURCES_FILE: {
+    group: 'Data and builds',
+    shown: 'none',
+    meaning: "A sources file of your own, fetched and imported beside SOURCES's (`ipsift sources refresh`).",
+  },
+  SOURCES_MIRROR: {
+    group: 'Data and builds',
+    shown: 'none',
+    meaning: 'Fetch every source URL `https://HOST/PATH` as `<SOURCES_MIRROR>/HOST/PATH` (query kept): an internal mirror for air-gapped sites.',
+  },
   SOURCES_CONCURRENCY: { group: 'Data and builds', default: '4', meaning: 'Source fetches at once.' },
-  SOURCES_MAX_BYTES: { group: 'Data and builds', default: '67108864', meaning: 'The most one source fetch may bring (a source of the registry may set less); past it the answer is refused.' },
-  SOURCES_SHRINK_PCT: { group: 'Data and builds', default: '50', meaning: "A source's new copy with this share fewer entries than its last good copy is refused, and the last good copy keeps answering." },
+  SOURCES_MAX_BYTES: {
+    group: 'Data and builds',
+    default: '67108864',
+    meaning: 'The most one source fetch may bring (a source of the registry may set less); past it the answer is refused.',
+  },
+  SOURCES_SHRINK_PCT: {
+    group: 'Data and builds',
+    default: '50',
+    meaning: "A source's new copy with this share fewer entries than its last good copy is refused, and the last good copy keeps answering.",
+  },
   SOURCES_MAX_ENTRIES: {
     group: 'Data and builds',
     default: '1000000',
-    meaning: "The most entries (networks) one source's copy may hold; past it the copy is refused, counted before it is parsed where the format has a line an entry, and the last good copy keeps answering. The largest public list in the registry holds about 60 000.",
+    meaning:
+      "The most entries (networks) one source's copy may hold; past it the copy is refused, counted before it is parsed where the format has a line an entry, and the last good copy keeps answering. The largest public list in the registry holds about 60 000.",
   },
-  PUBLISH_AT: { group: 'Data and builds', default: '00:05', meaning: 'UTC time (`HH:MM[:SS]`) of the daily build, which serves and publishes; empty for none.' },
-  INDEX_POLL_MS: { group: 'Data and builds', default: '1000', meaning: 'How often the serving build pointer is checked: the bound on a new build reaching the servers.' },
-  CATALOGUE_FILE: { group: 'Database downloads', shown: '`config/catalogue.json`', meaning: 'The databases offered: ids, schema versions, formats, update frequency.' },
-  STORE: { group: 'Database downloads', default: 'local', meaning: 'Where published databases go: `local` (in DATA_DIR, served under `/files/` by signed links) or `s3`.' },
-  S3_BUCKET: { group: 'Database downloads', shown: 'none', meaning: 'The bucket of `STORE=s3` (credentials from the AWS SDK\'s usual sources).' },
+  PUBLISH_AT: {
+    group: 'Data and builds',
+    default: '00:05',
+    meaning: 'UTC time (`HH:MM[:SS]`) of the daily build, which serves and publishes; empty for none.',
+  },
+  INDEX_POLL_MS: {
+    group: 'Data and builds',
+    default: '1000',
+    meaning: 'How often the serving build pointer is checked: the bound on a new build reaching the servers.',
+  },
+  CATALOGUE_FILE: {
+    group: 'Database downloads',
+    shown: '`config/catalogue.json`',
+    meaning: 'The databases offered: ids, schema versions, formats, update frequency.',
+  },
+  STORE: {
+    group: 'Database downloads',
+    default: 'local',
+    meaning: 'Where published databases go: `local` (in DATA_DIR, served under `/files/` by signed links) or `s3`.',
+  },
+  S3_BUCKET: { group: 'Database downloads', shown: 'none', meaning: "The bucket of `STORE=s3` (credentials from the AWS SDK's usual sources)." },
   S3_PREFIX: { group: 'Database downloads', shown: 'empty', meaning: 'A prefix for every key ipsift writes to the bucket.' },
-  S3_REGION: { group: 'Database downloads', default: 'us-east-1', meaning: 'The bucket\'s region.' },
-  S3_ENDPOINT: { group: 'Database downloads', shown: 'AWS', meaning: 'An S3-compatible server\'s URL; selects path-style addressing.' },
-  PLANS_FILE: { group: 'Accounts and limits', shown: '`config/plans.json`', meaning: 'Plans (tier, quota, rate, default overage limit) and the keyless limits.' },
-  ACCOUNTING_GRACE_S: { group: 'Accounts and limits', default: '300', meaning: 'How long lookups are answered, counted in memory, while the accounting store refuses writes.' },
+  S3_REGION: { group: 'Database downloads', default: 'us-east-1', meaning: "The bucket's region." },
+  S3_ENDPOINT: { group: 'Database downloads', shown: 'AWS', meaning: "An S3-compatible server's URL; selects path-style addressing." },
+  PLANS_FILE: {
+    group: 'Accounts and limits',
+    shown: '`config/plans.json`',
+    meaning: 'Plans (tier, quota, rate, default overage limit) and the keyless limits.',
+  },
+  ACCOUNTING_GRACE_S: {
+    group: 'Accounts and limits',
+    default: '300',
+    meaning: 'How long lookups are answered, counted in memory, while the accounting store refuses writes.',
+  },
   MAX_KEYS_PER_ORG: { group: 'Accounts and limits', default: '1000', meaning: 'The most live keys an organisation may hold; one more is 409 `KEY_LIMIT`.' },
   KEY_CHANGES_PER_MIN: {
     group: 'Accounts and limits',
     default: '60',
-    meaning: "Key creations, rotations and revocations an organisation's keys may make a minute, counted from the audit log (across threads and nodes); past it 429 `RATE_LIMITED`.",
+    meaning:
+      "Key creations, rotations and revocations an organisation's keys may make a minute, counted from the audit log (across threads and nodes); past it 429 `RATE_LIMITED`.",
   },
-  ROLE: { group: 'Cluster', default: 'all', meaning: '`all`: one node that imports, builds, publishes and serves; `serve`: a serving node that follows the builds published to the object store (needs `STORE=s3`).' },
+  ROLE: {
+    group: 'Cluster',
+    default: 'all',
+    meaning:
+      '`all`: one node that imports, builds, publishes and serves; `serve`: a serving node that follows the builds published to the object store (needs `STORE=s3`).',
+  },
   REPLICA_POLL_S: { group: 'Cluster', default: '30', meaning: "How often a serving node reads the store's pointer for a new build." },
-  ACCOUNTING: { group: 'Cluster', default: 'lmdb', meaning: 'Where the shared counters live: `lmdb` (in DATA_DIR, one machine) or `redis` (every node of a cluster).' },
-  REDIS_URL: { group: 'Cluster', default: 'redis://127.0.0.1:6379', meaning: 'The Redis of `ACCOUNTING=redis` (`rediss://` for TLS; user, password and database in the URL).' },
+  ACCOUNTING: {
+    group: 'Cluster',
+    default: 'lmdb',
+    meaning: 'Where the shared counters live: `lmdb` (in DATA_DIR, one machine) or `redis` (every node of a cluster).',
+  },
+  REDIS_URL: {
+    group: 'Cluster',
+    default: 'redis://127.0.0.1:6379',
+    meaning: 'The Redis of `ACCOUNTING=redis` (`rediss://` for TLS; user, password and database in the URL).',
+  },
   REDIS_PREFIX: { group: 'Cluster', default: 'ipsift:', meaning: 'The prefix of every key ipsift writes to Redis.' },
-  REDIS_TIMEOUT_MS: { group: 'Cluster', default: '100', meaning: 'How long a counter call may go unanswered before accounting counts as unavailable (and a lookup on a counter with a limit stops waiting for it).' },
+  REDIS_TIMEOUT_MS: {
+    group: 'Cluster',
+    default: '100',
+    meaning: 'How long a counter call may go unanswered before accounting counts as unavailable (and a lookup on a counter with a limit stops waiting for it).',
+  },
   CONTROL_DB: {
     group: 'Cluster',
     default: 'sqlite',
-    meaning: 'Where organisations, keys, licences, publications and history live: `sqlite` (in DATA_DIR) or `postgres://user[:password]@host[:port]/db` (every node of a cluster, and the CLI).',
+    meaning:
+      'Where organisations, keys, licences, publications and history live: `sqlite` (in DATA_DIR) or `postgres://user[:password]@host[:port]/db` (every node of a cluster, and the CLI).',
   },
   CONTROL_TIMEOUT_MS: { group: 'Cluster', default: '1000', meaning: 'How long a PostgreSQL query waits before the control database counts as unavailable.' },
-  CONTROL_GRACE_S: { group: 'Cluster', default: '300', meaning: 'How long keys already resolved keep working while the control database is unreachable (the rest answers 503 with `Retry-After`).' },
+  CONTROL_GRACE_S: {
+    group: 'Cluster',
+    default: '300',
+    meaning: 'How long keys already resolved keep working while the control database is unreachable (the rest answers 503 with `Retry-After`).',
+  },
   LOG_LEVEL: { group: 'Logs', default: 'info', meaning: 'The least severe log lines written: `info`, `warn` or `error`.' },
   ACCESS_LOG: { group: 'Logs', default: 'off', meaning: 'A JSON line per request (`on`), per sampled request (a share such as `0.01`), or none (`off`).' },
 };

@@ -176,7 +176,8 @@ function role(text: string, store: string): 'all' | 'serve' {
   if (text !== 'all' && text !== 'serve') throw new ConfigError(`ROLE must be all or serve, got ${JSON.stringify(text)}`);
   // A serving node follows what the builder published to a store they share; a local store
   // is the node's own directory, where nothing is ever published.
-  if (text === 'serve' && store !== 's3') throw new ConfigError('ROLE=serve follows the builds a builder publishes to the object store: set STORE=s3 (the builder\'s bucket)');
+  if (text === 'serve' && store !== 's3')
+    throw new ConfigError("ROLE=serve follows the builds a builder publishes to the object store: set STORE=s3 (the builder's bucket)");
   return text;
 }
 
@@ -192,7 +193,8 @@ function accountingConfig(get: (name: ConfigVariable) => string | undefined): Ac
 function controlDbConfig(get: (name: ConfigVariable) => string | undefined): ControlDbConfig {
   const url = get('CONTROL_DB');
   if (url === undefined || url === '' || url === 'sqlite') return null;
-  if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError('CONTROL_DB must be sqlite (the data directory\'s file) or postgres://[user[:password]@]host[:port]/database');
+  if (!/^postgres(ql)?:\/\//.test(url))
+    throw new ConfigError("CONTROL_DB must be sqlite (the data directory's file) or postgres://[user[:password]@]host[:port]/database");
   return { url, timeoutMs: integer('CONTROL_TIMEOUT_MS', get('CONTROL_TIMEOUT_MS') ?? '1000', 1, 60_000) };
 }
 
@@ -240,7 +242,9 @@ function publicUrl(text: string): string {
   try {
     u = new URL(text);
   } catch {
-    throw new ConfigError(`PUBLIC_URL must be an absolute http(s) URL such as https://ip.example.com or https://example.com/ipsift, got ${JSON.stringify(text)}`);
+    throw new ConfigError(
+      `PUBLIC_URL must be an absolute http(s) URL such as https://ip.example.com or https://example.com/ipsift, got ${JSON.stringify(text)}`,
+    );
   }
   if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password) {
     throw new ConfigError(`PUBLIC_URL must be http(s)://host[:port][/path] with no query, fragment or credentials, got ${JSON.stringify(text)}`);
@@ -253,12 +257,14 @@ export const SERVER_CHOICES = ['auto', 'uws', 'bun', 'node'] as const;
 export type ServerChoice = (typeof SERVER_CHOICES)[number];
 
 function httpServer(text: string): ServerChoice {
-  if (!(SERVER_CHOICES as readonly string[]).includes(text)) throw new ConfigError(`HTTP_SERVER must be one of ${SERVER_CHOICES.join(', ')}, got ${JSON.stringify(text)}`);
+  if (!(SERVER_CHOICES as readonly string[]).includes(text))
+    throw new ConfigError(`HTTP_SERVER must be one of ${SERVER_CHOICES.join(', ')}, got ${JSON.stringify(text)}`);
   return text as ServerChoice;
 }
 
 function publishAt(text: string): string {
-  if (text !== '' && !/^([01]\d|2[0-3]):([0-5]\d)(:[0-5]\d)?$/.test(text)) throw new ConfigError(`PUBLISH_AT must be HH:MM or HH:MM:SS (UTC) or empty, got ${JSON.stringify(text)}`);
+  if (text !== '' && !/^([01]\d|2[0-3]):([0-5]\d)(:[0-5]\d)?$/.test(text))
+    throw new ConfigError(`PUBLISH_AT must be HH:MM or HH:MM:SS (UTC) or empty, got ${JSON.stringify(text)}`);
   return text;
 }
 
@@ -271,9 +277,13 @@ function integer(name: string, text: string, min: number, max: number): number {
 
 /** SOURCES: comma-separated `public`, registry names and `-name`s (the names are checked against the registry where it is read). */
 function sourcesSpec(text: string): string {
-  const tokens = text.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const tokens = text
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   const bad = tokens.find((t) => !/^-?[a-z0-9][a-z0-9._-]{0,63}$/.test(t));
-  if (bad !== undefined) throw new ConfigError(`SOURCES must list public, registry names and -name to leave one out (public,-nordvpn), got ${JSON.stringify(bad)}`);
+  if (bad !== undefined)
+    throw new ConfigError(`SOURCES must list public, registry names and -name to leave one out (public,-nordvpn), got ${JSON.stringify(bad)}`);
   return tokens.join(',');
 }
 
@@ -297,14 +307,56 @@ function flag(name: string, text: string): boolean {
 
 /** Every variable the configuration reads: the environment's names, and a config file's keys. */
 export const CONFIG_VARIABLES = [
-  'HOST', 'PORT', 'ADMIN_HOST', 'ADMIN_PORT', 'DATA_DIR', 'FRONTEND_THREADS', 'BATCH_WORKERS', 'BATCH_QUEUE',
-  'MAX_BATCH_BODY_BYTES', 'BATCH_BODY_MEMORY_MIB', 'BODY_TIMEOUT_S', 'KEYLESS_IPV6_PREFIX', 'ACCOUNTING_GRACE_S',
-  'SHUTDOWN_GRACE_S', 'TRUSTED_PROXIES', 'KEYLESS_TIER', 'HTTP_SERVER', 'KEEP_ALIVE_TIMEOUT_S', 'DEMO', 'INDEX_POLL_MS',
-  'PLANS_FILE', 'CATALOGUE_FILE', 'PUBLISH_AT', 'PUBLIC_URL', 'CORS_ORIGINS', 'LOG_LEVEL', 'ACCESS_LOG', 'STORE',
-  'S3_BUCKET', 'S3_PREFIX', 'S3_REGION', 'S3_ENDPOINT', 'SOURCES_FILE', 'SOURCES', 'SOURCES_MIRROR', 'SOURCES_CONCURRENCY',
-  'SOURCES_MAX_BYTES', 'SOURCES_SHRINK_PCT', 'SOURCES_MAX_ENTRIES', 'ACCOUNTING', 'REDIS_URL', 'REDIS_PREFIX',
-  'REDIS_TIMEOUT_MS', 'ROLE', 'REPLICA_POLL_S', 'CONTROL_DB', 'CONTROL_TIMEOUT_MS', 'CONTROL_GRACE_S',
-  'MAX_KEYS_PER_ORG', 'KEY_CHANGES_PER_MIN',
+  'HOST',
+  'PORT',
+  'ADMIN_HOST',
+  'ADMIN_PORT',
+  'DATA_DIR',
+  'FRONTEND_THREADS',
+  'BATCH_WORKERS',
+  'BATCH_QUEUE',
+  'MAX_BATCH_BODY_BYTES',
+  'BATCH_BODY_MEMORY_MIB',
+  'BODY_TIMEOUT_S',
+  'KEYLESS_IPV6_PREFIX',
+  'ACCOUNTING_GRACE_S',
+  'SHUTDOWN_GRACE_S',
+  'TRUSTED_PROXIES',
+  'KEYLESS_TIER',
+  'HTTP_SERVER',
+  'KEEP_ALIVE_TIMEOUT_S',
+  'DEMO',
+  'INDEX_POLL_MS',
+  'PLANS_FILE',
+  'CATALOGUE_FILE',
+  'PUBLISH_AT',
+  'PUBLIC_URL',
+  'CORS_ORIGINS',
+  'LOG_LEVEL',
+  'ACCESS_LOG',
+  'STORE',
+  'S3_BUCKET',
+  'S3_PREFIX',
+  'S3_REGION',
+  'S3_ENDPOINT',
+  'SOURCES_FILE',
+  'SOURCES',
+  'SOURCES_MIRROR',
+  'SOURCES_CONCURRENCY',
+  'SOURCES_MAX_BYTES',
+  'SOURCES_SHRINK_PCT',
+  'SOURCES_MAX_ENTRIES',
+  'ACCOUNTING',
+  'REDIS_URL',
+  'REDIS_PREFIX',
+  'REDIS_TIMEOUT_MS',
+  'ROLE',
+  'REPLICA_POLL_S',
+  'CONTROL_DB',
+  'CONTROL_TIMEOUT_MS',
+  'CONTROL_GRACE_S',
+  'MAX_KEYS_PER_ORG',
+  'KEY_CHANGES_PER_MIN',
 ] as const;
 export type ConfigVariable = (typeof CONFIG_VARIABLES)[number];
 
@@ -324,7 +376,9 @@ function fileSettings(file: string): Partial<Record<ConfigVariable, string>> {
   const out: Partial<Record<ConfigVariable, string>> = {};
   for (const [key, value] of Object.entries(doc)) {
     if (!(CONFIG_VARIABLES as readonly string[]).includes(key)) {
-      throw new ConfigError(`CONFIG_FILE ${file}: unknown setting ${JSON.stringify(key)} (settings are the environment's names: ${CONFIG_VARIABLES.join(', ')})`);
+      throw new ConfigError(
+        `CONFIG_FILE ${file}: unknown setting ${JSON.stringify(key)} (settings are the environment's names: ${CONFIG_VARIABLES.join(', ')})`,
+      );
     }
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
       throw new ConfigError(`CONFIG_FILE ${file}: ${key} must be a string, number or boolean`);

@@ -27,13 +27,28 @@ export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir
 
 /** What an operator finds in DATA_DIR: each entry, and what it is for. */
 export const LAYOUT: readonly { path: string; what: string }[] = [
-  { path: 'feeds/<name>.feed', what: 'Imported feeds, normalised: one range per line with its category and details. `ipsift feed import` and `ipsift sources` write them.' },
+  {
+    path: 'feeds/<name>.feed',
+    what: 'Imported feeds, normalised: one range per line with its category and details. `ipsift feed import` and `ipsift sources` write them.',
+  },
   { path: 'sources/<name>', what: 'The last good copy of each fetched source: what answers while a fetch fails or an upstream sends bad data.' },
-  { path: 'sources/state.json', what: 'Per source: its validators (ETag, Last-Modified), checksum, entries, when it was last fetched and last changed, and its state (`ipsift sources status`).' },
-  { path: 'builds/<YYYYMMDD>-<n>/', what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).' },
+  {
+    path: 'sources/state.json',
+    what: 'Per source: its validators (ETag, Last-Modified), checksum, entries, when it was last fetched and last changed, and its state (`ipsift sources status`).',
+  },
+  {
+    path: 'builds/<YYYYMMDD>-<n>/',
+    what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).',
+  },
   { path: 'builds/CURRENT', what: 'The id of the build that serves lookups. Replaced atomically; running servers notice and switch.' },
-  { path: 'control.sqlite', what: 'The control plane when CONTROL_DB is `sqlite` (the default): organisations, keys, licences, publications, downloads, audit log, admin tokens (SQLite, WAL).' },
-  { path: 'accounting.lmdb', what: 'Rate buckets and allowance counters shared by the threads and processes of this machine when ACCOUNTING is `lmdb` (the default).' },
+  {
+    path: 'control.sqlite',
+    what: 'The control plane when CONTROL_DB is `sqlite` (the default): organisations, keys, licences, publications, downloads, audit log, admin tokens (SQLite, WAL).',
+  },
+  {
+    path: 'accounting.lmdb',
+    what: 'Rate buckets and allowance counters shared by the threads and processes of this machine when ACCOUNTING is `lmdb` (the default).',
+  },
   { path: 'store/objects/', what: 'Published database files when STORE is `local` (the default).' },
   { path: 'store/link-secret', what: 'The key that signs download links of the local store (mode 0600).' },
   { path: 'token.key', what: 'The key that signs short-lived tokens (mode 0600). Every server of a cluster needs the same one.' },

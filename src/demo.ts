@@ -20,7 +20,10 @@ export function ensureDemo(dataDir: string, log: Logger, demoDir = DEMO_DIR): bo
   if (listFeeds(dataDir).length > 0 || listBuilds(dataDir).length > 0) return false;
   const list = path.join(demoDir, 'feeds.json');
   if (!fs.existsSync(list)) {
-    throw new IpsiftError('DEMO_MISSING', `the data directory ${dataDir} holds no feeds and the bundled demo feeds are missing (${list}): import feeds and build (ipsift feed import, ipsift build), or reinstall ipsift`);
+    throw new IpsiftError(
+      'DEMO_MISSING',
+      `the data directory ${dataDir} holds no feeds and the bundled demo feeds are missing (${list}): import feeds and build (ipsift feed import, ipsift build), or reinstall ipsift`,
+    );
   }
   const feeds = JSON.parse(fs.readFileSync(list, 'utf8')) as DemoFeed[];
   for (const feed of feeds) {

@@ -152,11 +152,27 @@ export async function startService(config: Config, log: Logger): Promise<Service
   };
   try {
     const { store: objects } = await openObjectStore(config);
-    if (fresh) ensureDemoAccounts(control, plans, config.dataDir, log, catalogue.bases.map((b) => b.base));
+    if (fresh)
+      ensureDemoAccounts(
+        control,
+        plans,
+        config.dataDir,
+        log,
+        catalogue.bases.map((b) => b.base),
+      );
     if (config.demo && !serving) await ensureDemoPublication(control, objects, config.dataDir, log);
     // With sources, refresh builds serve all day: the daily run then asks whether today was published.
     const publishedDay = sources.length ? (): string | null => lastPublishedAt(control)?.toISOString().slice(0, 10) ?? null : undefined;
-    scheduler = config.publishAt && !serving ? new PublishScheduler(config.publishAt, config, log, config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null, publishedDay) : null;
+    scheduler =
+      config.publishAt && !serving
+        ? new PublishScheduler(
+            config.publishAt,
+            config,
+            log,
+            config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null,
+            publishedDay,
+          )
+        : null;
     scheduler?.start();
     if (sources.length) {
       refresher = new SourceRefresher(sources, config, log, () => lastPublishedAt(control) === null);
@@ -174,7 +190,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };
-    const { app: admin, routes: adminRoutes, close: stopAdmin } = createAdminApp({
+    const {
+      app: admin,
+      routes: adminRoutes,
+      close: stopAdmin,
+    } = createAdminApp({
       server: http.server,
       holder,
       pool,
@@ -262,8 +282,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
 function frontEndThreads(config: Config, server: HttpServer, log: Logger): number {
   const wanted = config.frontendThreads ?? os.availableParallelism();
   if (wanted === 1 || server.cannotSharePort === null) return wanted;
-  if (config.frontendThreads !== null) throw new ConfigError(`FRONTEND_THREADS=${wanted}: ${server.cannotSharePort}; set FRONTEND_THREADS=1 or HTTP_SERVER=auto`);
+  if (config.frontendThreads !== null)
+    throw new ConfigError(`FRONTEND_THREADS=${wanted}: ${server.cannotSharePort}; set FRONTEND_THREADS=1 or HTTP_SERVER=auto`);
   log.warn('one front-end thread', { reason: server.cannotSharePort });
   return 1;
 }
-

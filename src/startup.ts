@@ -22,14 +22,20 @@ export function checkStartup(config: Config): void {
   } catch (e) {
     throw new ConfigError(`DATA_DIR ${dir} is not a writable directory (${reasonOf(e)}): create it, or give the user running ipsift write access`);
   }
-  for (const [name, file] of [['PLANS_FILE', config.plansFile], ['CATALOGUE_FILE', config.catalogueFile]] as const) {
+  for (const [name, file] of [
+    ['PLANS_FILE', config.plansFile],
+    ['CATALOGUE_FILE', config.catalogueFile],
+  ] as const) {
     try {
       fs.accessSync(file, fs.constants.R_OK);
     } catch {
       throw new ConfigError(`${name} ${file} cannot be read: set ${name} to an existing file`);
     }
   }
-  for (const [name, host] of [['HOST', config.host], ['ADMIN_HOST', config.adminHost]] as const) {
+  for (const [name, host] of [
+    ['HOST', config.host],
+    ['ADMIN_HOST', config.adminHost],
+  ] as const) {
     if (net.isIP(host) === 0 && !/^(localhost|[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)$/.test(host)) {
       throw new ConfigError(`${name} must be an IP address or a host name, got ${JSON.stringify(host)}`);
     }
@@ -55,7 +61,8 @@ export async function checkPortFree(name: string, host: string, port: number): P
   await new Promise<void>((resolve, reject) => {
     const probe = net.createServer();
     probe.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EADDRINUSE') reject(new IpsiftError('PORT_IN_USE', `${name} ${port} on ${host} is in use by another process: stop it, or set ${name} to a free port`));
+      if (e.code === 'EADDRINUSE')
+        reject(new IpsiftError('PORT_IN_USE', `${name} ${port} on ${host} is in use by another process: stop it, or set ${name} to a free port`));
       else reject(new ConfigError(`cannot listen on ${host}:${port} (${e.code ?? reasonOf(e)}): check HOST/ADMIN_HOST and ${name}`));
     });
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));

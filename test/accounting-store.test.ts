@@ -78,14 +78,27 @@ for (const kind of ['lmdb', 'redis'] as const) {
       const LIMIT = 5000;
       const counter = 'm:2026-11:race';
       const threads = [0, 1, 2, 3].map(
-        () => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 } }),
+        () =>
+          new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), {
+            workerData: { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 },
+          }),
       );
       await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r)))); // each ready
-      await until(() => store.spent(counter) >= LIMIT, 30_000, () => `the threads spent the limit (${store.spent(counter)} of ${LIMIT})`);
+      await until(
+        () => store.spent(counter) >= LIMIT,
+        30_000,
+        () => `the threads spent the limit (${store.spent(counter)} of ${LIMIT})`,
+      );
       const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
       await Promise.all(threads.map((t) => t.terminate()));
-      assert.ok(granted.every((g) => g > 0), `every thread was granted some: ${granted}`);
-      assert.equal(granted.reduce((x, y) => x + y, 0), LIMIT);
+      assert.ok(
+        granted.every((g) => g > 0),
+        `every thread was granted some: ${granted}`,
+      );
+      assert.equal(
+        granted.reduce((x, y) => x + y, 0),
+        LIMIT,
+      );
       assert.equal(store.spent(counter), LIMIT);
     });
   });
@@ -164,7 +177,14 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
  * millisecond when `paced`), until `untilMs`: a request that gets PENDING waits (wait()) and asks again. Returns the units
  * granted and the longest a request waited, in ms.
  */
-async function spendLikeClients(meter: Meter, counter: string, limit: number | null, connections: number, untilMs: number, paced = false): Promise<{ granted: number; longestMs: number; waited: number }> {
+async function spendLikeClients(
+  meter: Meter,
+  counter: string,
+  limit: number | null,
+  connections: number,
+  untilMs: number,
+  paced = false,
+): Promise<{ granted: number; longestMs: number; waited: number }> {
   let granted = 0;
   let longestMs = 0;
   let waited = 0;
@@ -190,7 +210,9 @@ async function spendLikeClients(meter: Meter, counter: string, limit: number | n
   return { granted, longestMs, waited };
 }
 
-describe('accounting store: redis across a network, never waited on by a request', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+describe('accounting store: redis across a network, never waited on by a request', {
+  skip: REDIS_SERVER === null ? 'redis-server is not installed' : false,
+}, () => {
   test('through a proxy that delays 1 ms each way, leases are refilled ahead of need: requests seldom wait, and the counter equals what was granted', async () => {
     const proxy = await startDelayProxy(redis!.port, 1);
     const store = openAccountingStore({ kind: 'redis', url: `redis://127.0.0.1:${proxy.port}`, prefix: `ahead${process.pid}:`, timeoutMs: 500 }, tempDir());

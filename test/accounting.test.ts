@@ -67,149 +67,161 @@ const RUNS = [
   { kind: 'redis', frontEnds: 2 },
   { kind: 'redis', frontEnds: 1, delayMs: 1 },
 ] as const;
-for (const run of RUNS) describe(`accounting exactness, ${run.kind}${'delayMs' in run ? ` ${run.delayMs} ms away` : ''}, FRONTEND_THREADS=${run.frontEnds}`, { skip: run.frontEnds > 1 && sharing !== null ? sharing : run.kind === 'redis' && REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
-  const { kind, frontEnds } = run;
-  let accounting: AccountingConfig = { kind: 'lmdb' };
-  let env: Record<string, string> = {};
-  let proxy: DelayProxy | null = null;
-  beforeEach(async () => {
-    if (kind === 'lmdb') return;
-    redis ??= await startRedis();
-    if ('delayMs' in run) proxy ??= await startDelayProxy(redis.port, run.delayMs);
-    accounting = { kind, url: proxy === null ? redis.url : `redis://127.0.0.1:${proxy.port}`, prefix: `a${process.pid}.${++prefixes}:`, timeoutMs: 500 };
-    env = { ACCOUNTING: 'redis', REDIS_URL: accounting.url, REDIS_PREFIX: accounting.prefix };
-  });
-  after(() => proxy?.close());
-  const serve = (more: Record<string, string>): Promise<ServeProcess> => serveOne({ FRONTEND_THREADS: String(frontEnds), ...env, ...more });
-  const spentOn = async (dataDir: string, counter: string): Promise<number> => {
-    const store = openAccountingStore(accounting, dataDir);
-    try {
-      return store.spent(counter);
-    } finally {
-      await store.close();
-    }
-  };
-  const NODES = kind === 'redis' ? 3 : 2;
-  // Connections spread over every thread of every process.
-  const CONNECTIONS = kind === 'redis' ? NODES * 200 : frontEnds === 1 ? 12 : 240;
+for (const run of RUNS)
+  describe(`accounting exactness, ${run.kind}${'delayMs' in run ? ` ${run.delayMs} ms away` : ''}, FRONTEND_THREADS=${run.frontEnds}`, {
+    skip: run.frontEnds > 1 && sharing !== null ? sharing : run.kind === 'redis' && REDIS_SERVER === null ? 'redis-server is not installed' : false,
+  }, () => {
+    const { kind, frontEnds } = run;
+    let accounting: AccountingConfig = { kind: 'lmdb' };
+    let env: Record<string, string> = {};
+    let proxy: DelayProxy | null = null;
+    beforeEach(async () => {
+      if (kind === 'lmdb') return;
+      redis ??= await startRedis();
+      if ('delayMs' in run) proxy ??= await startDelayProxy(redis.port, run.delayMs);
+      accounting = { kind, url: proxy === null ? redis.url : `redis://127.0.0.1:${proxy.port}`, prefix: `a${process.pid}.${++prefixes}:`, timeoutMs: 500 };
+      env = { ACCOUNTING: 'redis', REDIS_URL: accounting.url, REDIS_PREFIX: accounting.prefix };
+    });
+    after(() => proxy?.close());
+    const serve = (more: Record<string, string>): Promise<ServeProcess> => serveOne({ FRONTEND_THREADS: String(frontEnds), ...env, ...more });
+    const spentOn = async (dataDir: string, counter: string): Promise<number> => {
+      const store = openAccountingStore(accounting, dataDir);
+      try {
+        return store.spent(counter);
+      } finally {
+        await store.close();
+      }
+    };
+    const NODES = kind === 'redis' ? 3 : 2;
+    // Connections spread over every thread of every process.
+    const CONNECTIONS = kind === 'redis' ? NODES * 200 : frontEnds === 1 ? 12 : 240;
 
-  test(`threads and ${NODES} processes of ${frontEnds} front-end threads on one data directory answer exactly hard_limit lookups`, async (t) => {
-    const HARD_LIMIT = 1500;
-    const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
-    // Started together, as a service manager starts several on a new data directory.
-    const servers = await startAll(Array.from({ length: NODES }, () => serve({ DATA_DIR: dataDir, PLANS_FILE: plans })));
-    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    // Two more threads spend the same allowance directly, through their own store handles.
-    const threads = [0, 1].map(() => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: { accounting, dataDir, counter, limit: HARD_LIMIT, extra: 8 } }));
-    await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r))));
-    try {
+    test(`threads and ${NODES} processes of ${frontEnds} front-end threads on one data directory answer exactly hard_limit lookups`, async (t) => {
+      const HARD_LIMIT = 1500;
+      const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
+      // Started together, as a service manager starts several on a new data directory.
+      const servers = await startAll(Array.from({ length: NODES }, () => serve({ DATA_DIR: dataDir, PLANS_FILE: plans })));
+      const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+      // Two more threads spend the same allowance directly, through their own store handles.
+      const threads = [0, 1].map(
+        () =>
+          new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), {
+            workerData: { accounting, dataDir, counter, limit: HARD_LIMIT, extra: 8 },
+          }),
+      );
+      await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r))));
+      try {
+        let ok = 0;
+        let lastOk = Date.now();
+        const client = async (i: number): Promise<void> => {
+          const port = servers[i % NODES].port;
+          // Until nothing has been answered for 1.5 s: leases idle elsewhere return within 1 s.
+          while (Date.now() - lastOk < 1500) {
+            const r = await get(port, `/81.7.${i % 256}.1`, { Authorization: `Bearer ${secret}` });
+            if (r.status === 200) {
+              ok++;
+              lastOk = Date.now();
+            } else {
+              assert.equal(r.status, 429, r.text);
+              assert.equal(r.json.error, 'request allowance exceeded; raise or remove your overage limit');
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => client(i)));
+        const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
+        const byThreads = granted.reduce((a, b) => a + b, 0);
+        assert.ok(ok > 0 && byThreads > 0, `both sides spent: http ${ok}, threads ${byThreads}`);
+        // Threads may still hold a returned lease; together everything granted is the limit.
+        const spent = await spentOn(dataDir, counter);
+        assert.equal(ok + byThreads, spent, `answered ${ok} + ${byThreads}, counted ${spent}`);
+        assert.ok(spent <= HARD_LIMIT, `counted ${spent} > ${HARD_LIMIT}`);
+        assert.equal(ok + byThreads, HARD_LIMIT);
+        t.diagnostic(
+          `${kind}, hard_limit ${HARD_LIMIT}: ${ok} HTTP 200s on ${NODES} processes of ${frontEnds} front-end threads over ${CONNECTIONS} connections + ${byThreads} grants on two threads; counted ${spent}`,
+        );
+      } finally {
+        for (const s of servers) s.child.kill('SIGKILL');
+        await Promise.all(servers.map((s) => stopped(s.child)));
+        await Promise.all(threads.map((t) => t.terminate()));
+      }
+    });
+
+    test('after kill -9 under load nothing answered is uncounted, and the over-count is at most what a thread may hold', async (t) => {
+      const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
+      const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+      const server = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans });
       let ok = 0;
-      let lastOk = Date.now();
+      let stop = false;
+      const CLIENTS = 8;
       const client = async (i: number): Promise<void> => {
-        const port = servers[i % NODES].port;
-        // Until nothing has been answered for 1.5 s: leases idle elsewhere return within 1 s.
-        while (Date.now() - lastOk < 1500) {
-          const r = await get(port, `/81.7.${i % 256}.1`, { Authorization: `Bearer ${secret}` });
-          if (r.status === 200) {
-            ok++;
-            lastOk = Date.now();
-          } else {
-            assert.equal(r.status, 429, r.text);
-            assert.equal(r.json.error, 'request allowance exceeded; raise or remove your overage limit');
+        while (!stop) {
+          try {
+            const r = await get(server.port, `/81.7.${i}.9`, { Authorization: `Bearer ${secret}` });
+            if (r.status === 200) ok++;
+          } catch {
+            return; // the server is gone
           }
         }
       };
-      await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => client(i)));
-      const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
-      const byThreads = granted.reduce((a, b) => a + b, 0);
-      assert.ok(ok > 0 && byThreads > 0, `both sides spent: http ${ok}, threads ${byThreads}`);
-      // Threads may still hold a returned lease; together everything granted is the limit.
-      const spent = await spentOn(dataDir, counter);
-      assert.equal(ok + byThreads, spent, `answered ${ok} + ${byThreads}, counted ${spent}`);
-      assert.ok(spent <= HARD_LIMIT, `counted ${spent} > ${HARD_LIMIT}`);
-      assert.equal(ok + byThreads, HARD_LIMIT);
-      t.diagnostic(`${kind}, hard_limit ${HARD_LIMIT}: ${ok} HTTP 200s on ${NODES} processes of ${frontEnds} front-end threads over ${CONNECTIONS} connections + ${byThreads} grants on two threads; counted ${spent}`);
-    } finally {
-      for (const s of servers) s.child.kill('SIGKILL');
-      await Promise.all(servers.map((s) => stopped(s.child)));
-      await Promise.all(threads.map((t) => t.terminate()));
-    }
-  });
-
-  test('after kill -9 under load nothing answered is uncounted, and the over-count is at most what a thread may hold', async (t) => {
-    const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
-    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    const server = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans });
-    let ok = 0;
-    let stop = false;
-    const CLIENTS = 8;
-    const client = async (i: number): Promise<void> => {
-      while (!stop) {
-        try {
-          const r = await get(server.port, `/81.7.${i}.9`, { Authorization: `Bearer ${secret}` });
-          if (r.status === 200) ok++;
-        } catch {
-          return; // the server is gone
-        }
+      const load = Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
+      await until(() => ok >= 2000, 60_000, `2000 lookups answered (${ok})`);
+      server.child.kill('SIGKILL');
+      await stopped(server.child);
+      stop = true;
+      await load;
+      const restarted = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans });
+      try {
+        const me = await get(restarted.port, '/api/v1/account/me', { Authorization: `Bearer ${secret}` });
+        const spent = await spentOn(dataDir, counter);
+        assert.equal(me.json.usage.requests, spent);
+        assert.ok(spent >= ok, `counted ${spent} < ${ok} answered`);
+        // Each thread's unused lease in the killed process (HELD_MAX a thread: on Redis, refilled
+        // ahead of need), plus answers in flight when it died.
+        const bound = frontEnds * (kind === 'redis' ? HELD_MAX.latent : HELD_MAX.blocking) + CLIENTS;
+        assert.ok(spent - ok <= bound, `over-count ${spent - ok}`);
+        t.diagnostic(`${kind}: kill -9 after ${ok} answered 200s: counted ${spent}, over-count ${spent - ok} (bound ${bound})`);
+      } finally {
+        restarted.child.kill('SIGKILL');
+        await stopped(restarted.child);
       }
-    };
-    const load = Promise.all(Array.from({ length: CLIENTS }, (_, i) => client(i)));
-    await until(() => ok >= 2000, 60_000, `2000 lookups answered (${ok})`);
-    server.child.kill('SIGKILL');
-    await stopped(server.child);
-    stop = true;
-    await load;
-    const restarted = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans });
-    try {
-      const me = await get(restarted.port, '/api/v1/account/me', { Authorization: `Bearer ${secret}` });
-      const spent = await spentOn(dataDir, counter);
-      assert.equal(me.json.usage.requests, spent);
-      assert.ok(spent >= ok, `counted ${spent} < ${ok} answered`);
-      // Each thread's unused lease in the killed process (HELD_MAX a thread: on Redis, refilled
-      // ahead of need), plus answers in flight when it died.
-      const bound = frontEnds * (kind === 'redis' ? HELD_MAX.latent : HELD_MAX.blocking) + CLIENTS;
-      assert.ok(spent - ok <= bound, `over-count ${spent - ok}`);
-      t.diagnostic(`${kind}: kill -9 after ${ok} answered 200s: counted ${spent}, over-count ${spent - ok} (bound ${bound})`);
-    } finally {
-      restarted.child.kill('SIGKILL');
-      await stopped(restarted.child);
-    }
-  });
+    });
 
-  test('batches whose every entry is a 400 leave nothing counted after kill -9', async (t) => {
-    const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
-    const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    const server = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans, BATCH_WORKERS: '2' });
-    const body = JSON.stringify({ ips: Array.from({ length: 1000 }, (_, i) => `not-an-address-${i}`) }) + ' '.repeat(100_000);
-    let answered = 0;
-    let stop = false;
-    const client = async (): Promise<void> => {
-      while (!stop) {
-        try {
-          const r = await request(server.port, 'POST', '/batch', body, { Authorization: `Bearer ${secret}` });
-          if (r.status === 200) answered++;
-        } catch {
-          return; // the server is gone
+    test('batches whose every entry is a 400 leave nothing counted after kill -9', async (t) => {
+      const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
+      const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
+      const server = await serve({ DATA_DIR: dataDir, PLANS_FILE: plans, BATCH_WORKERS: '2' });
+      const body = JSON.stringify({ ips: Array.from({ length: 1000 }, (_, i) => `not-an-address-${i}`) }) + ' '.repeat(100_000);
+      let answered = 0;
+      let stop = false;
+      const client = async (): Promise<void> => {
+        while (!stop) {
+          try {
+            const r = await request(server.port, 'POST', '/batch', body, { Authorization: `Bearer ${secret}` });
+            if (r.status === 200) answered++;
+          } catch {
+            return; // the server is gone
+          }
         }
-      }
-    };
-    const load = Promise.all(Array.from({ length: 16 }, client));
-    await until(() => answered >= 200, 60_000, `200 batches answered (${answered})`);
-    server.child.kill('SIGKILL');
-    await stopped(server.child);
-    stop = true;
-    await load;
-    const spent = await spentOn(dataDir, counter);
-    t.diagnostic(`${kind}: kill -9 after ${answered} all-400 batches: ${spent} units counted`);
-    assert.ok(spent <= 300, `phantom usage ${spent}`);
-    assert.equal(spent, 0);
+      };
+      const load = Promise.all(Array.from({ length: 16 }, client));
+      await until(() => answered >= 200, 60_000, `200 batches answered (${answered})`);
+      server.child.kill('SIGKILL');
+      await stopped(server.child);
+      stop = true;
+      await load;
+      const spent = await spentOn(dataDir, counter);
+      t.diagnostic(`${kind}: kill -9 after ${answered} all-400 batches: ${spent} units counted`);
+      assert.ok(spent <= 300, `phantom usage ${spent}`);
+      assert.equal(spent, 0);
+    });
   });
-});
 
 /** Two front-end threads, or one where the server under test cannot share a port between them. */
 const TWO_THREADS = sharing === null ? '2' : '1';
 
-describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms away: the server through a Redis pause', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms away: the server through a Redis pause', {
+  skip: REDIS_SERVER === null ? 'redis-server is not installed' : false,
+}, () => {
   after(() => dropDatabases());
   test('keyed, keyless and batch lookups, with Redis and PostgreSQL 1 ms away, go on answering while Redis is paused for 2 s, no slower than 50 ms past their worst before it, and usage then equals answers', async (t) => {
     const own = await startRedis();
@@ -263,7 +275,10 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
         for (let n = 0; !stop; n++) {
           let entries = 0;
           await timed(async () => {
-            const r = await request(server.port, 'POST', '/batch', JSON.stringify({ ips: Array.from({ length: 100 }, (_, k) => `81.7.${n % 256}.${k}`) }), { ...auth, 'Content-Type': 'application/json' });
+            const r = await request(server.port, 'POST', '/batch', JSON.stringify({ ips: Array.from({ length: 100 }, (_, k) => `81.7.${n % 256}.${k}`) }), {
+              ...auth,
+              'Content-Type': 'application/json',
+            });
             entries = Object.keys(r.json?.results ?? {}).length;
             return r;
           });
@@ -277,7 +292,11 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       const answers = (): number => keyedOk + keylessOk;
       const past = (n: number, what: string): Promise<void> => {
         const from = answers();
-        return until(() => answers() >= from + n, 60_000, () => `${what}: ${answers() - from} of ${n} answers`);
+        return until(
+          () => answers() >= from + n,
+          60_000,
+          () => `${what}: ${answers() - from} of ${n} answers`,
+        );
       };
       await past(500, 'warm-up');
       phase = 'before';
@@ -290,13 +309,19 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       await past(1000, 'after the pause');
       stop = true;
       await load;
-      t.diagnostic(`worst lookup: ${worst.before.toFixed(1)} ms before the pause, ${worst.paused.toFixed(1)} ms during it, ${worst.after.toFixed(1)} ms after; ${keyedOk} keyed answers (batch entries included), ${keylessOk} keyless`);
+      t.diagnostic(
+        `worst lookup: ${worst.before.toFixed(1)} ms before the pause, ${worst.paused.toFixed(1)} ms during it, ${worst.after.toFixed(1)} ms after; ${keyedOk} keyed answers (batch entries included), ${keylessOk} keyless`,
+      );
       assert.ok(worst.paused <= worst.before + 50, `worst ${worst.paused.toFixed(1)} ms during the pause against ${worst.before.toFixed(1)} ms before`);
       // Leases idle for 1 s go back; what was answered from memory is written: usage = answers.
       const store = openAccountingStore(accounting, dataDir);
       try {
         let spent = -1;
-        await until(() => (spent = store.spent(keyed)) === keyedOk, 10_000, () => `keyed: answered ${keyedOk}, counted ${spent}`);
+        await until(
+          () => (spent = store.spent(keyed)) === keyedOk,
+          10_000,
+          () => `keyed: answered ${keyedOk}, counted ${spent}`,
+        );
         const day = new WindowClock().day(Date.now());
         let keyless = -1;
         const counted = (): number => {
@@ -304,7 +329,11 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
           for (let i = 0; i < 6; i++) for (let k = 0; k < 200; k++) sum += store.spent(sourceCounter(`100.64.${i}.${k}`, day));
           return sum;
         };
-        await until(() => (keyless = counted()) === keylessOk, 10_000, () => `keyless: answered ${keylessOk}, counted ${keyless}`);
+        await until(
+          () => (keyless = counted()) === keylessOk,
+          10_000,
+          () => `keyless: answered ${keylessOk}, counted ${keyless}`,
+        );
       } finally {
         await store.close();
       }
@@ -320,13 +349,22 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
   test('keyless batches on two front-end threads stop at the daily cap: a batch spends through a lease, not a share at the edge', async (t) => {
     const own = await startRedis();
     const { dataDir, plans } = setup({ quota: 1_000, hard_limit: null }); // keyless daily cap 10
-    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, FRONTEND_THREADS: TWO_THREADS, ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'kb:' });
+    const server = await serveOne({
+      DATA_DIR: dataDir,
+      PLANS_FILE: plans,
+      FRONTEND_THREADS: TWO_THREADS,
+      ACCOUNTING: 'redis',
+      REDIS_URL: own.url,
+      REDIS_PREFIX: 'kb:',
+    });
     try {
       let answered = 0;
       // New connections each, so both threads take batches.
       await Promise.all(
         Array.from({ length: 8 }, async (_, k) => {
-          const r = await request(server.port, 'POST', '/batch', JSON.stringify({ ips: Array.from({ length: 8 }, (_, i) => `81.7.${k}.${i}`) }), { 'Content-Type': 'application/json' });
+          const r = await request(server.port, 'POST', '/batch', JSON.stringify({ ips: Array.from({ length: 8 }, (_, i) => `81.7.${k}.${i}`) }), {
+            'Content-Type': 'application/json',
+          });
           assert.equal(r.status, 200, r.text);
           answered += Object.values(r.json.results as Record<string, { error?: string }>).filter((e) => e.error === undefined).length;
         }),
@@ -346,7 +384,14 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
     const HARD_LIMIT = 400;
     const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, FRONTEND_THREADS: TWO_THREADS, ACCOUNTING: 'redis', REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_PREFIX: 'near:' });
+    const server = await serveOne({
+      DATA_DIR: dataDir,
+      PLANS_FILE: plans,
+      FRONTEND_THREADS: TWO_THREADS,
+      ACCOUNTING: 'redis',
+      REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
+      REDIS_PREFIX: 'near:',
+    });
     const auth = { Authorization: `Bearer ${secret}` };
     let ok = 0;
     const burst = async (n: number): Promise<void> => {
@@ -371,7 +416,11 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'near:', timeoutMs: 500 }, dataDir);
       try {
         let spent = -1;
-        await until(() => (spent = store.spent(counter)) === ok, 10_000, () => `answered ${ok}, counted ${spent}`);
+        await until(
+          () => (spent = store.spent(counter)) === ok,
+          10_000,
+          () => `answered ${ok}, counted ${spent}`,
+        );
       } finally {
         await store.close();
       }
@@ -392,9 +441,18 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
     const FIRST = 60;
     const RAISED = 90;
     const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
-    const cli = (...args: string[]): Promise<unknown> => run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans } });
+    const cli = (...args: string[]): Promise<unknown> =>
+      run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, DATA_DIR: dataDir, PLANS_FILE: plans } });
     await cli('org', 'limit', orgId, String(FIRST));
-    const env = { DATA_DIR: dataDir, PLANS_FILE: plans, ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'unseen:', REDIS_TIMEOUT_MS: '200', ACCOUNTING_GRACE_S: '60' };
+    const env = {
+      DATA_DIR: dataDir,
+      PLANS_FILE: plans,
+      ACCOUNTING: 'redis',
+      REDIS_URL: own.url,
+      REDIS_PREFIX: 'unseen:',
+      REDIS_TIMEOUT_MS: '200',
+      ACCOUNTING_GRACE_S: '60',
+    };
     const [seen, unseen] = await startAll([serveOne(env), serveOne(env)]);
     const auth = { Authorization: `Bearer ${secret}` };
     const hardLimitOn = async (node: ServeProcess): Promise<number | null> => (await get(node.port, '/api/v1/account/me', auth)).json.usage?.hard_limit ?? null;
@@ -420,7 +478,9 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
       assert.ok(answered.seen <= room, `the node that knew the counter: ${answered.seen} answered, room left ${room}`);
       assert.equal(answered.unseen, 0, 'the node that never read the counter cannot tell the room: it grants none');
       assert.ok(answered.seen + answered.unseen <= 2 * room, 'at most nodes x the room left, as cluster.md says');
-      t.diagnostic(`hard limit ${FIRST} spent on one node, raised to ${RAISED}, Redis stopped: ${answered.seen} answered by that node, ${answered.unseen} by the node that never read the counter (statuses ${[...statuses].join(', ')})`);
+      t.diagnostic(
+        `hard limit ${FIRST} spent on one node, raised to ${RAISED}, Redis stopped: ${answered.seen} answered by that node, ${answered.unseen} by the node that never read the counter (statuses ${[...statuses].join(', ')})`,
+      );
     } finally {
       for (const node of [seen, unseen]) node.child.kill('SIGKILL');
       await Promise.all([stopped(seen.child), stopped(unseen.child)]);
@@ -432,7 +492,14 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
     const accounting: AccountingConfig = { kind: 'redis', url: own.url, prefix: 'restart:', timeoutMs: 500 };
     const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
-    const server = await serveOne({ DATA_DIR: dataDir, PLANS_FILE: plans, ACCOUNTING: 'redis', REDIS_URL: own.url, REDIS_PREFIX: 'restart:', REDIS_TIMEOUT_MS: '200' });
+    const server = await serveOne({
+      DATA_DIR: dataDir,
+      PLANS_FILE: plans,
+      ACCOUNTING: 'redis',
+      REDIS_URL: own.url,
+      REDIS_PREFIX: 'restart:',
+      REDIS_TIMEOUT_MS: '200',
+    });
     const auth = { Authorization: `Bearer ${secret}` };
     const lookups = async (n: number): Promise<number> => {
       let ok = 0;
@@ -455,7 +522,11 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
       const store = openAccountingStore(accounting, dataDir);
       let spent = -1;
       try {
-        await until(() => (spent = store.spent(counter)) === ok, 10_000, () => `answered ${ok}, counted ${spent}`);
+        await until(
+          () => (spent = store.spent(counter)) === ok,
+          10_000,
+          () => `answered ${ok}, counted ${spent}`,
+        );
       } finally {
         await store.close();
       }

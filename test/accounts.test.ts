@@ -65,7 +65,10 @@ describe('keys, plans and accounting', () => {
     const loopback = parseNetwork('127.0.0.0/8');
     assert.ok(loopback.ok);
     // Loopback is a trusted proxy, so X-Forwarded-For can present IPv6 sources.
-    svc = await startTestService({ dataDir, plansFile: file, trustedProxies: [loopback.network] }, jsonLogger((l) => logLines.push(l)));
+    svc = await startTestService(
+      { dataDir, plansFile: file, trustedProxies: [loopback.network] },
+      jsonLogger((l) => logLines.push(l)),
+    );
   });
   after(() => svc.close());
 
@@ -351,7 +354,10 @@ describe('keyless lookups not limited (private deployments)', () => {
       const r = await get(svc.port, '/81.7.3.9');
       assert.deepEqual([r.status, r.json], [200, { ip: '81.7.3.9', is_vpn: true }]);
       assert.equal(r.headers['content-type'], 'application/json');
-      assert.deepEqual(Object.keys(r.headers).filter((h) => /^(ratelimit|x-allowance)/.test(h)), []);
+      assert.deepEqual(
+        Object.keys(r.headers).filter((h) => /^(ratelimit|x-allowance)/.test(h)),
+        [],
+      );
     }
     const batch = await postBatch(svc.port, { ips: ['81.7.3.9', 'nope'] });
     assert.equal(batch.status, 200);
@@ -366,13 +372,19 @@ describe('keyless lookups not limited (private deployments)', () => {
     const auth = { Authorization: `Bearer ${secret}` };
     const replies = [];
     for (let i = 0; i < 6; i++) replies.push(await get(svc.port, '/81.7.3.9', auth));
-    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 429]); // the free plan's quota of 5 is its hard limit
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200, 200, 200, 200, 429],
+    ); // the free plan's quota of 5 is its hard limit
     assert.deepEqual([replies[0].headers['x-allowance-quota'], replies[4].headers['x-allowance-used']], ['5', '5']);
     assert.equal(parseList(String(replies[0].headers['ratelimit-policy']))[0].params.q, lavishRate.burst);
   });
 
   test('one of the two keyless limits null is refused', () => {
-    for (const keyless of [{ daily_cap: null, rate: lavishRate }, { daily_cap: 10, rate: null }]) {
+    for (const keyless of [
+      { daily_cap: null, rate: lavishRate },
+      { daily_cap: 10, rate: null },
+    ]) {
       assert.throws(() => parsePlans(JSON.stringify({ ...PLANS, keyless }), 'p.json'), /keyless.daily_cap and keyless.rate are null together/);
     }
   });
@@ -384,7 +396,10 @@ describe('account ids', () => {
     const plans = loadPlans(plansFile(dir));
     let db = openTestControlDb(dir);
     const made = ['A', 'B', 'C'].map((n) => createOrganisation(db, plans, n, 'free'));
-    assert.deepEqual(made.map((o) => o.accountId), [1, 2, 3]);
+    assert.deepEqual(
+      made.map((o) => o.accountId),
+      [1, 2, 3],
+    );
     // As schema 2 left it: no account_id column (nor what schemas 4 to 6 added).
     db.exec(
       'DROP INDEX organisations_account; ALTER TABLE organisations DROP COLUMN account_id; ALTER TABLE organisations DROP COLUMN deleted_at; ' +
@@ -393,7 +408,14 @@ describe('account ids', () => {
     db.close();
     db = openTestControlDb(dir);
     try {
-      assert.deepEqual(listOrganisations(db).map((o) => [o.name, o.accountId]), [['A', 1], ['B', 2], ['C', 3]]);
+      assert.deepEqual(
+        listOrganisations(db).map((o) => [o.name, o.accountId]),
+        [
+          ['A', 1],
+          ['B', 2],
+          ['C', 3],
+        ],
+      );
       assert.equal(createOrganisation(db, plans, 'D', 'free').accountId, 4);
       assert.throws(() => db.prepare('UPDATE organisations SET account_id = 1 WHERE name = ?').run('D'), /UNIQUE|unique constraint/);
     } finally {

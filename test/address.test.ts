@@ -2,17 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { describe, test } from 'node:test';
 import ipaddr from 'ipaddr.js';
-import {
-  IPV4,
-  IPV4_MAPPED,
-  IPV6,
-  NOT_ADDRESS,
-  ParsedAddress,
-  formatIPv6Groups,
-  normalisedText,
-  parseAddress,
-  writeIPv6Groups,
-} from '../src/net/address.js';
+import { IPV4, IPV4_MAPPED, IPV6, NOT_ADDRESS, ParsedAddress, formatIPv6Groups, normalisedText, parseAddress, writeIPv6Groups } from '../src/net/address.js';
 import { prng } from '../scripts/gen-feeds.js';
 
 function normalise(s: string): string | null {

@@ -26,7 +26,15 @@ describe('batch semantics', () => {
   });
 
   test('only equal strings collapse: other spellings of one address are answered under their own keys', () => {
-    const spellings = ['2a01:4f8:c012::1', '2A01:4F8:C012::1', '2a01:4f8:c012:0::1', '2a01:04f8:c012::0001', '81.7.3.20', '::ffff:81.7.3.20', '::FFFF:81.7.3.20'];
+    const spellings = [
+      '2a01:4f8:c012::1',
+      '2A01:4F8:C012::1',
+      '2a01:4f8:c012:0::1',
+      '2a01:04f8:c012::0001',
+      '81.7.3.20',
+      '::ffff:81.7.3.20',
+      '::FFFF:81.7.3.20',
+    ];
     const o = outcome(index, [...spellings, ...[...spellings].reverse(), 'x', 'x']);
     assert.equal(o.answered, spellings.length);
     assert.deepEqual(Object.keys(o.results).sort(), [...spellings].sort());
@@ -78,6 +86,9 @@ describe('batch outcome buffers', () => {
     const tooBig = answerBatch(body, index, TIER_MAX, undefined, undefined, small);
     assert.notEqual(tooBig.buffer, small.buffer, 'a fresh buffer when the slot is too small');
     assert.deepEqual(Buffer.from(tooBig), Buffer.from(fresh));
-    assert.ok(small.every((b) => b === 0), 'the small slot was not written');
+    assert.ok(
+      small.every((b) => b === 0),
+      'the small slot was not written',
+    );
   });
 });

@@ -51,7 +51,10 @@ describe('ipsift command line', () => {
       const file = path.join(dataDir, 'demo-keys.json');
       assert.equal(fs.statSync(file).mode & 0o777, 0o600);
       const keys = JSON.parse(fs.readFileSync(file, 'utf8')) as { plan: string; org_id: string; key_id: string; key: string }[];
-      assert.deepEqual(keys.map((k) => k.plan), ['free', 'starter', 'scale', 'max']);
+      assert.deepEqual(
+        keys.map((k) => k.plan),
+        ['free', 'starter', 'scale', 'max'],
+      );
       for (const k of keys) assert.deepEqual(Object.keys(k), ['plan', 'org_id', 'key_id', 'key']);
       const max = keys.find((k) => k.plan === 'max')!;
       const me = await get(s.port, '/api/v1/account/me', { Authorization: `Bearer ${max.key}` });
@@ -61,14 +64,33 @@ describe('ipsift command line', () => {
       assert.ok('is_mobproxy' in full.json);
       // A key in the query is never logged: the access log has the path only.
       assert.equal((await get(s.port, `/81.7.3.20?apikey=${max.key}`)).status, 200);
-      const logged = (): number => s.log().split('\n').filter((l) => l.includes('"path":"/81.7.3.20"')).length;
-      await until(() => logged() >= 3, 5_000, () => `the three lookups of 81.7.3.20 in the access log (${logged()})`);
+      const logged = (): number =>
+        s
+          .log()
+          .split('\n')
+          .filter((l) => l.includes('"path":"/81.7.3.20"')).length;
+      await until(
+        () => logged() >= 3,
+        5_000,
+        () => `the three lookups of 81.7.3.20 in the access log (${logged()})`,
+      );
       for (const k of keys) assert.ok(!s.log().includes(k.key), 'a demo key reached the log');
       // Every line is JSON, on both streams; the keys are in one stdout line, the only output that has them.
-      const logLines = s.log().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-      const outLines = s.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const logLines = s
+        .log()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      const outLines = s
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.equal(outLines.length, 1);
-      assert.deepEqual(outLines[0].keys, keys.map((k) => ({ plan: k.plan, key: k.key })));
+      assert.deepEqual(
+        outLines[0].keys,
+        keys.map((k) => ({ plan: k.plan, key: k.key })),
+      );
       assert.equal(outLines[0].file, file);
       const accessed = logLines.filter((l) => l.msg === 'request' && l.path === '/81.7.3.20');
       assert.equal(accessed.length, 3, 'keyless, keyed by header, keyed by ?apikey=');
@@ -94,13 +116,20 @@ describe('ipsift command line', () => {
       (await cli(['serve'], { ...env, ACCESS_LOG: '2' })).stderr.trim(),
       'ipsift: ACCESS_LOG must be off, on or a share between 0 and 1 (0.01: one request in a hundred), got "2"',
     );
-    for (const [level, expected] of [['info', ['info', 'warn', 'error']], ['warn', ['warn', 'error']], ['error', ['error']]] as const) {
+    for (const [level, expected] of [
+      ['info', ['info', 'warn', 'error']],
+      ['warn', ['warn', 'error']],
+      ['error', ['error']],
+    ] as const) {
       const lines: string[] = [];
       const log = jsonLogger((l) => lines.push(l), level);
       log.info('i');
       log.warn('w');
       log.error('e', { n: 1 });
-      assert.deepEqual(lines.map((l) => (JSON.parse(l) as { level: string }).level), expected);
+      assert.deepEqual(
+        lines.map((l) => (JSON.parse(l) as { level: string }).level),
+        expected,
+      );
     }
   });
 
@@ -120,7 +149,10 @@ describe('ipsift command line', () => {
     const unknown = await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'typo.json', '{"PROT": 80}') });
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr.trim(), /^ipsift: CONFIG_FILE .*typo\.json: unknown setting "PROT" \(settings are the environment's names: HOST, PORT, /);
-    assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'bad.json', '{"PORT": ') })).stderr.trim(), /^ipsift: CONFIG_FILE .*bad\.json: not JSON/);
+    assert.match(
+      (await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'bad.json', '{"PORT": ') })).stderr.trim(),
+      /^ipsift: CONFIG_FILE .*bad\.json: not JSON/,
+    );
     assert.match((await cli(['serve'], { ...env, CONFIG_FILE: writeFile(dir, 'list.json', '[]') })).stderr.trim(), /must be a JSON object of settings$/);
     assert.match((await cli(['serve'], { ...env, CONFIG_FILE: path.join(dir, 'none.json') })).stderr.trim(), /none\.json: cannot be read$/);
   });
@@ -147,7 +179,11 @@ describe('ipsift command line', () => {
     assert.deepEqual([rankedFeed.priority, rankedFeed.rows], [1, 1]);
     assert.deepEqual(
       [...readFeed(rankedFeed.file)].map((e) => [e.category, e.detail]),
-      [['relay', '{}'], ['vpn', NOT_IN_CATEGORY], ['tor', NOT_IN_CATEGORY]],
+      [
+        ['relay', '{}'],
+        ['vpn', NOT_IN_CATEGORY],
+        ['tor', NOT_IN_CATEGORY],
+      ],
       '--not vpn,tor is stored with the feed',
     );
     const listed = await cli(['feed', 'list'], { DATA_DIR: dataDir });
@@ -180,7 +216,10 @@ describe('ipsift command line', () => {
     const held = await cli(['build', '--no-publish', '--json'], env);
     const heldJson = JSON.parse(held.stdout) as { serving: boolean; publication: unknown };
     assert.deepEqual([heldJson.serving, heldJson.publication], [true, null]);
-    assert.match((await cli(['build', '--no-publish'], env)).stdout, /^not published \(--no-publish\): downloads serve the last published build until 'ipsift publish'$/m);
+    assert.match(
+      (await cli(['build', '--no-publish'], env)).stdout,
+      /^not published \(--no-publish\): downloads serve the last published build until 'ipsift publish'$/m,
+    );
     const only = await cli(['build', '--no-serve'], env);
     assert.match(only.stdout, /^not serving \(--no-serve\): 'ipsift builds use \d{8}-\d+' makes it the serving build$/m);
     // A key made without a scope is told what it can do.
@@ -204,10 +243,17 @@ describe('ipsift command line', () => {
       clash.stderr.trim(),
       `ipsift: ${vpn}: a feed named ipv4 is already imported (from ${hosting}, ${fs.statSync(path.join(dataDir, 'feeds', 'ipv4.feed')).size} bytes): give --name to import this file beside it, or --replace to replace that feed`,
     );
-    assert.deepEqual([...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category), ['hosting'], 'the hosting feed stands');
+    assert.deepEqual(
+      [...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category),
+      ['hosting'],
+      'the hosting feed stands',
+    );
     assert.equal((await cli(['feed', 'import', vpn, '--category', 'vpn', '--name', 'vpn-ipv4'], env)).code, 0);
     assert.equal((await cli(['feed', 'import', vpn, '--category', 'vpn', '--replace'], env)).code, 0);
-    assert.deepEqual([...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category), ['vpn']);
+    assert.deepEqual(
+      [...readFeed(path.join(dataDir, 'feeds', 'ipv4.feed'))].map((e) => e.category),
+      ['vpn'],
+    );
   });
 
   test('a bad feed fails with file, line and reason, exit code 1', async () => {
@@ -223,13 +269,23 @@ describe('ipsift command line', () => {
     // (in process: the lookup is helpFor's alone); one process shows the exit code and stdout.
     for (const key of Object.keys(HELP)) {
       const words = key === '' ? [] : key.split(' ');
-      for (const line of [[...words, '--help'], [...words, '-h'], [...words, 'x', '--json', '--help']]) {
+      for (const line of [
+        [...words, '--help'],
+        [...words, '-h'],
+        [...words, 'x', '--json', '--help'],
+      ]) {
         if (line[line.length - 1] === '--help' && line.includes('x') && words.length === 0) continue;
         assert.equal(helpFor(line), HELP[key], line.join(' '));
       }
       assert.match(HELP[key], /Usage:\s+ipsift|^ipsift — /, key);
     }
-    for (const line of [['admin', 'token', '--help'], ['admin', 'token', 'create', '--help'], ['key', 'revoke', '--help'], ['sources', 'status', '-h'], ['feed', 'import', 'x.csv', '--help']]) {
+    for (const line of [
+      ['admin', 'token', '--help'],
+      ['admin', 'token', 'create', '--help'],
+      ['key', 'revoke', '--help'],
+      ['sources', 'status', '-h'],
+      ['feed', 'import', 'x.csv', '--help'],
+    ]) {
       assert.ok(helpFor(line), line.join(' '));
     }
     assert.equal(helpFor(['frobnicate', '--help']), null, 'an unknown command stays an error');
@@ -251,10 +307,23 @@ describe('ipsift command line', () => {
       );
       return r;
     };
-    for (const args of [['admin', 'token', 'create', '--name', 'me', '--scope', 'admin.write'], ['org', 'list'], ['feed', 'list'], ['sources', 'status'], ['builds'], ['explain', '1.2.3.4']]) {
+    for (const args of [
+      ['admin', 'token', 'create', '--name', 'me', '--scope', 'admin.write'],
+      ['org', 'list'],
+      ['feed', 'list'],
+      ['sources', 'status'],
+      ['builds'],
+      ['explain', '1.2.3.4'],
+    ]) {
       const r = await inEmpty(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
-      assert.equal(r.stderr, `ipsift: no data directory at ${path.join(fs.realpathSync(cwd), 'data')} (the default DATA_DIR, ./data): 'ipsift serve' makes one on its first start; to use another, set DATA_DIR (DATA_DIR=/path/to/data ipsift ${args.slice(0, 2).filter((a) => !a.startsWith('-')).join(' ')} …)\n`);
+      assert.equal(
+        r.stderr,
+        `ipsift: no data directory at ${path.join(fs.realpathSync(cwd), 'data')} (the default DATA_DIR, ./data): 'ipsift serve' makes one on its first start; to use another, set DATA_DIR (DATA_DIR=/path/to/data ipsift ${args
+          .slice(0, 2)
+          .filter((a) => !a.startsWith('-'))
+          .join(' ')} …)\n`,
+      );
       assert.deepEqual(fs.readdirSync(cwd), [], `${args.join(' ')} left nothing behind`);
     }
     assert.equal((await inEmpty(['sources', 'list'])).code, 0, 'the shipped registry needs no data directory');
@@ -263,7 +332,9 @@ describe('ipsift command line', () => {
   test('serve takes the options its help names, over the environment, and refuses any other', async () => {
     const dataDir = tempDir();
     const [port, adminPort] = [await freePort('127.0.0.1'), await freePort('127.0.0.1')];
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--admin-port', String(adminPort), '--data-dir', dataDir], { env: { ...process.env, PORT: '1', ADMIN_PORT: '2', DEMO: '0' } });
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port), '--admin-port', String(adminPort), '--data-dir', dataDir], {
+      env: { ...process.env, PORT: '1', ADMIN_PORT: '2', DEMO: '0' },
+    });
     try {
       const s = await untilListening(child);
       assert.deepEqual([s.port, s.adminPort], [port, adminPort]);
@@ -271,7 +342,11 @@ describe('ipsift command line', () => {
     } finally {
       child.kill('SIGTERM');
     }
-    for (const args of [['serve', '--prot', '9999'], ['serve', 'now'], ['serve', '--port', 'x']]) {
+    for (const args of [
+      ['serve', '--prot', '9999'],
+      ['serve', 'now'],
+      ['serve', '--port', 'x'],
+    ]) {
       const r = await cli(args, { DATA_DIR: dataDir });
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
     }
@@ -281,12 +356,29 @@ describe('ipsift command line', () => {
     const dataDir = tempDir();
     fs.mkdirSync(path.join(dataDir, 'sources'));
     const at = new Date().toISOString();
-    const state = { 'tor-exits-doodad': { url: null, reason: null, etag: null, last_modified: null, attempt: 'ok', attempted_at: at, good_at: at, changed_at: at, entries: 1200, bytes: 20000, sha256: 'ab' } };
+    const state = {
+      'tor-exits-doodad': {
+        url: null,
+        reason: null,
+        etag: null,
+        last_modified: null,
+        attempt: 'ok',
+        attempted_at: at,
+        good_at: at,
+        changed_at: at,
+        entries: 1200,
+        bytes: 20000,
+        sha256: 'ab',
+      },
+    };
     fs.writeFileSync(path.join(dataDir, 'sources', 'state.json'), JSON.stringify(state));
     const r = await cli(['sources', 'status', '--json'], { DATA_DIR: dataDir, SOURCES: '' });
     assert.equal(r.code, 0, r.stderr);
     const rows = JSON.parse(r.stdout) as { name: string; state: string; entries: number; url: string | null }[];
-    assert.deepEqual(rows.map((x) => [x.name, x.state, x.entries]), [['tor-exits-doodad', 'ok', 1200]]);
+    assert.deepEqual(
+      rows.map((x) => [x.name, x.state, x.entries]),
+      [['tor-exits-doodad', 'ok', 1200]],
+    );
     assert.match(String(rows[0].url), /^https:\/\//, 'the registry entry of that name, with its URL');
     const text = await cli(['sources', 'status'], { DATA_DIR: dataDir, SOURCES: '' });
     assert.match(text.stdout, /^\(SOURCES is not set: the 1 sources in .*state\.json\)/);
@@ -341,7 +433,26 @@ describe('ipsift command line', () => {
     assert.equal(JSON.parse((await cli(['org', 'limit', org.id, 'default', '--json'], env)).stdout).hard_limit, 50000);
     assert.equal(JSON.parse((await cli(['org', 'limit', org.id, 'none', '--json'], env)).stdout).hard_limit, null);
 
-    const made = await cli(['key', 'create', '--org', org.id, '--name', 'ci', '--scope', 'db.download', '--cidr', '10.0.0.0/8', '--cidr', '2001:db8::/32', '--expires', '2030-01-01', '--json'], env);
+    const made = await cli(
+      [
+        'key',
+        'create',
+        '--org',
+        org.id,
+        '--name',
+        'ci',
+        '--scope',
+        'db.download',
+        '--cidr',
+        '10.0.0.0/8',
+        '--cidr',
+        '2001:db8::/32',
+        '--expires',
+        '2030-01-01',
+        '--json',
+      ],
+      env,
+    );
     assert.equal(made.code, 0, made.stderr);
     const key = JSON.parse(made.stdout);
     assert.deepEqual([key.allowed_scopes, key.allowed_cidrs, key.expires], [['db.download'], ['10.0.0.0/8', '2001:db8::/32'], '2030-01-01T00:00:00.000Z']);
@@ -366,11 +477,21 @@ describe('ipsift command line', () => {
   test('license grant, list and revoke, and publish, manage database access', async () => {
     const env = { DATA_DIR: tempDir() };
     const org = JSON.parse((await cli(['org', 'create', '--name', 'Lic', '--plan', 'scale', '--json'], env)).stdout);
-    const granted = await cli(['license', 'grant', '--org', org.id, '--base', 'vpn', '--type', 'subscription', '--starts', '2026-01-01', '--expires', '2099-01-01', '--json'], env);
+    const granted = await cli(
+      ['license', 'grant', '--org', org.id, '--base', 'vpn', '--type', 'subscription', '--starts', '2026-01-01', '--expires', '2099-01-01', '--json'],
+      env,
+    );
     assert.equal(granted.code, 0, granted.stderr);
     const l = JSON.parse(granted.stdout);
-    assert.deepEqual([l.base, l.license_type, l.standing, l.renews_at, l.notice_due_at], ['vpn', 'subscription', 'licensed', '2099-01-01T00:00:00.000Z', '2098-12-02T00:00:00.000Z']);
-    assert.equal((await cli(['license', 'grant', '--org', org.id, '--base', 'nope', '--type', 'evaluation', '--starts', '2026-01-01', '--expires', '2027-01-01'], env)).code, 1);
+    assert.deepEqual(
+      [l.base, l.license_type, l.standing, l.renews_at, l.notice_due_at],
+      ['vpn', 'subscription', 'licensed', '2099-01-01T00:00:00.000Z', '2098-12-02T00:00:00.000Z'],
+    );
+    assert.equal(
+      (await cli(['license', 'grant', '--org', org.id, '--base', 'nope', '--type', 'evaluation', '--starts', '2026-01-01', '--expires', '2027-01-01'], env))
+        .code,
+      1,
+    );
     assert.equal(JSON.parse((await cli(['license', 'list', '--org', org.id, '--json'], env)).stdout).length, 1);
     assert.equal((await cli(['license', 'revoke', '--org', org.id, '--base', 'vpn'], env)).code, 0);
     assert.equal(JSON.parse((await cli(['license', 'list', '--json'], env)).stdout).length, 0);

@@ -26,7 +26,9 @@ ${Array.from({ length: 12 }, (_, i) => `${100 + i}.1.0.0/16,vpn,Bulk${i},2026-11
 `;
 const PROBES = ['81.7.3.9', '81.7.3.17', '81.7.4.200', '2a0d:5600::1', '8.8.8.8', '103.1.2.3', '::ffff:81.7.3.9'];
 
-describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver', {
+  skip: REDIS_SERVER === null ? 'redis-server is not installed' : false,
+}, () => {
   let s3: S3rver;
   let redis: TestRedis;
   let env: Record<string, string>;
@@ -38,7 +40,9 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
   let operator: string;
 
   const cli = async (args: string[], dataDir = tempDir()): Promise<any> => {
-    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], { env: { ...process.env, ...env, DATA_DIR: dataDir } });
+    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], {
+      env: { ...process.env, ...env, DATA_DIR: dataDir },
+    });
     return JSON.parse(stdout);
   };
   const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
@@ -51,9 +55,20 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     const control = freshControlDb();
     const plansDir = tempDir();
     env = {
-      STORE: 's3', S3_BUCKET: BUCKET, S3_ENDPOINT: endpoint, S3_PREFIX: 'c/', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
-      ACCOUNTING: 'redis', REDIS_URL: redis.url, REDIS_PREFIX: 'cluster:',
-      CONTROL_DB: control.url, PLANS_FILE: plansFile(plansDir), BATCH_WORKERS: '1', FRONTEND_THREADS: '1', REPLICA_POLL_S: '1',
+      STORE: 's3',
+      S3_BUCKET: BUCKET,
+      S3_ENDPOINT: endpoint,
+      S3_PREFIX: 'c/',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      ACCOUNTING: 'redis',
+      REDIS_URL: redis.url,
+      REDIS_PREFIX: 'cluster:',
+      CONTROL_DB: control.url,
+      PLANS_FILE: plansFile(plansDir),
+      BATCH_WORKERS: '1',
+      FRONTEND_THREADS: '1',
+      REPLICA_POLL_S: '1',
     };
     // The builder: today's build, published (exports and the index replica) by the CLI.
     const builderDir = tempDir();
@@ -96,7 +111,9 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
       assert.equal(new Set(answers).size, 1, `${ip}: ${answers.join(' | ')}`);
     }
     const batch = JSON.stringify({ ips: PROBES });
-    const batches = await Promise.all(all().map(async (n) => (await request(n.port, 'POST', '/batch', batch, { ...bearer(manager), 'content-type': 'application/json' })).text));
+    const batches = await Promise.all(
+      all().map(async (n) => (await request(n.port, 'POST', '/batch', batch, { ...bearer(manager), 'content-type': 'application/json' })).text),
+    );
     assert.equal(new Set(batches).size, 1, batches.join('\n'));
     assert.match(batches[0], /"is_tor":true/);
     const keyless = await Promise.all(all().map(async (n) => (await postBatch(n.port, { ips: PROBES })).text));
@@ -104,7 +121,10 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
   });
 
   test('a key made on one node works on every node at once; revoked on another, every node refuses it within the poll', async (t) => {
-    const made = await request(nodes[0].port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'fresh' }), { ...bearer(manager), 'content-type': 'application/json' });
+    const made = await request(nodes[0].port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'fresh' }), {
+      ...bearer(manager),
+      'content-type': 'application/json',
+    });
     assert.equal(made.status, 201, made.text);
     for (const n of all()) assert.equal((await get(n.port, '/81.7.3.9', bearer(made.json.key))).status, 200);
     const revoked = await request(nodes[2].port, 'DELETE', `/api/v1/iam/apikeys/${made.json.id}`, undefined, bearer(manager));
@@ -112,7 +132,11 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     const t0 = Date.now();
     for (const n of all()) {
       let r = await get(n.port, '/81.7.3.9', bearer(made.json.key));
-      await until(async () => (r = await get(n.port, '/81.7.3.9', bearer(made.json.key))).status === 401, 1_000 - (Date.now() - t0), 'every node refusing the revoked key within 1 s');
+      await until(
+        async () => (r = await get(n.port, '/81.7.3.9', bearer(made.json.key))).status === 401,
+        1_000 - (Date.now() - t0),
+        'every node refusing the revoked key within 1 s',
+      );
       assert.deepEqual(r.json, { error: 'API key revoked' });
     }
     t.diagnostic(`the revocation reached all four nodes within ${Date.now() - t0} ms`);
@@ -142,7 +166,7 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
       const port = nodes[i % nodes.length].port;
       while (Date.now() - lastOk < 1500) {
         const r = await get(port, `/81.7.${i % 256}.1`, bearer(key));
-        if (r.status === 200) (ok++, (lastOk = Date.now()));
+        if (r.status === 200) ok++, (lastOk = Date.now());
         else assert.deepEqual([r.status, r.json], [429, { error: 'request allowance exceeded; raise or remove your overage limit' }]);
       }
     };
@@ -159,7 +183,9 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     const racer = (await cli(['key', 'create', '--org', org, '--name', 'racer', '--scope', 'apikeys.manage'])).key;
     const target = (await cli(['key', 'create', '--org', org, '--name', 'target'])).id;
     const statuses = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => request(nodes[i % nodes.length].port, 'POST', `/api/v1/iam/apikeys/${target}/rotate`, undefined, bearer(racer)).then((r) => r.status)),
+      Array.from({ length: 150 }, (_, i) =>
+        request(nodes[i % nodes.length].port, 'POST', `/api/v1/iam/apikeys/${target}/rotate`, undefined, bearer(racer)).then((r) => r.status),
+      ),
     );
     const made = statuses.filter((s) => s === 200).length;
     assert.deepEqual([made, statuses.filter((s) => s === 429).length], [60, 90], `statuses: ${[...new Set(statuses)].join(', ')}`);

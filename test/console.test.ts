@@ -80,11 +80,13 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
   test('the first load is small, sent compressed, under a strict policy, never cached, and only from the admin port', async () => {
     const { page, urls, errors } = await tab();
     let wire = 0;
-    page.on('requestfinished', (r) =>
-      void r.sizes().then(
-        (s) => (wire += s.responseBodySize + s.responseHeadersSize),
-        () => {},
-      ),
+    page.on(
+      'requestfinished',
+      (r) =>
+        void r.sizes().then(
+          (s) => (wire += s.responseBodySize + s.responseHeadersSize),
+          () => {},
+        ),
     );
     await signIn(page, write);
     await page.waitForSelector('[data-test=serving-build]');
@@ -95,7 +97,10 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     // Measured from the responses' own sizes: headers and (compressed) bodies.
     assert.ok(wire > 5_000 && wire < 200_000, `first load ${wire} bytes over the wire`);
     process.stdout.write(`# console first load: ${wire} bytes over the wire, ${urls.length} requests\n`);
-    assert.ok(urls.every((u) => u.startsWith(`${base}/`) || u.startsWith('data:')), urls.join('\n'));
+    assert.ok(
+      urls.every((u) => u.startsWith(`${base}/`) || u.startsWith('data:')),
+      urls.join('\n'),
+    );
     assert.ok(!urls.some((u) => u.includes(`:${svc.port}/`)));
     assert.deepEqual(errors, []);
     await page.close();
@@ -163,11 +168,15 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     const requestsShown = async (): Promise<number> => Number(await page.getAttribute('svg.usage rect.used', 'data-requests'));
     assert.equal(await requestsShown(), 0);
     for (let i = 0; i < 5; i++) assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${secret}` })).status, 200);
-    await until(async () => {
-      await page.reload();
-      await page.waitForSelector('svg.usage');
-      return (await requestsShown()) >= 5;
-    }, 10_000, 'the usage chart shows the 5 lookups');
+    await until(
+      async () => {
+        await page.reload();
+        await page.waitForSelector('svg.usage');
+        return (await requestsShown()) >= 5;
+      },
+      10_000,
+      'the usage chart shows the 5 lookups',
+    );
 
     await page.click('[data-test=grant-licence] button[type=submit]');
     await page.waitForSelector('table[data-test=licences] td:has-text("subscription")');
@@ -177,7 +186,11 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     const rotated = (await page.textContent('[data-test=new-secret]'))!;
     assert.match(rotated, /^isk_/);
     assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${rotated}` })).status, 200);
-    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${secret}` })).status === 401, 5_000, 'the rotated-out secret is refused');
+    await until(
+      async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${secret}` })).status === 401,
+      5_000,
+      'the rotated-out secret is refused',
+    );
 
     await page.click('[data-test=revoke-prod]');
     await page.waitForSelector('[data-test=keys] td:has-text("revoked")');
@@ -186,7 +199,8 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     // The audit log names each change, filtered to the organisation.
     await page.click('a:has-text("changes to this organisation")');
     await page.waitForSelector('table[data-test=audit] td:has-text("key.revoke")');
-    for (const action of ['org.create', 'key.create', 'key.rotate', 'license.grant', 'key.revoke']) assert.equal(await page.locator(`table[data-test=audit] td:text-is("${action}")`).count(), 1, action);
+    for (const action of ['org.create', 'key.create', 'key.rotate', 'license.grant', 'key.revoke'])
+      assert.equal(await page.locator(`table[data-test=audit] td:text-is("${action}")`).count(), 1, action);
     await shot(page, 'audit');
 
     await page.goto(`${base}/console/#/orgs`);
@@ -221,7 +235,10 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.click('button:has-text("Look up")');
     await page.waitForSelector('table[data-test=list-answers]');
     const cells = await page.locator('table[data-test=list-answers] td').allTextContents();
-    assert.deepEqual(cells.filter((_, i) => i % 2 === 0), ['45.83.64.7', '81.7.3.20', 'not-an-address']);
+    assert.deepEqual(
+      cells.filter((_, i) => i % 2 === 0),
+      ['45.83.64.7', '81.7.3.20', 'not-an-address'],
+    );
     assert.match(cells[1], /^vpn/);
     assert.match(cells[3], /^tor/);
     assert.equal(cells[5], 'not a valid IP address');
@@ -255,7 +272,8 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     assert.equal(await page.locator('[data-test=create-org]').count(), 0);
     await page.click('table[data-test=orgs] a >> nth=0');
     await page.waitForSelector('[data-test=keys]');
-    for (const control of ['create-key', 'grant-licence', 'change-plan', 'change-limit']) assert.equal(await page.locator(`[data-test=${control}]`).count(), 0, control);
+    for (const control of ['create-key', 'grant-licence', 'change-plan', 'change-limit'])
+      assert.equal(await page.locator(`[data-test=${control}]`).count(), 0, control);
     assert.equal(await page.locator('main button:has-text("Revoke"), main button:has-text("Rotate"), main button:has-text("End")').count(), 0);
     await page.click('nav a[data-route=data]');
     await page.waitForSelector('table[data-test=builds]');
@@ -263,7 +281,11 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     // The page's own fetch, with the token it holds: the API refuses whatever the page draws.
     const forced = await page.evaluate(async () => {
       const token = sessionStorage.getItem('ipsift.operator-token');
-      const r = await fetch('/admin/v1/organizations', { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'Nope', plan: 'free' }) });
+      const r = await fetch('/admin/v1/organizations', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'Nope', plan: 'free' }),
+      });
       return { status: r.status, body: await r.json() };
     });
     assert.equal(forced.status, 403);

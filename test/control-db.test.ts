@@ -9,7 +9,19 @@ import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { KeyCache, KeyLookupsThrottled, POSTGRES_LOOKUPS_PER_S } from '../src/control/auth.js';
 import { ERRORS } from '../src/wire/errors.js';
-import { createKey, createOrganisation, deleteOrganisation, findKeyBySecret, getKey, listKeys, listOrganisations, revokeKey, rotateKey, setHardLimit, setPlan } from '../src/control/accounts.js';
+import {
+  createKey,
+  createOrganisation,
+  deleteOrganisation,
+  findKeyBySecret,
+  getKey,
+  listKeys,
+  listOrganisations,
+  revokeKey,
+  rotateKey,
+  setHardLimit,
+  setPlan,
+} from '../src/control/accounts.js';
 import { listAudit, recordAudit } from '../src/control/audit.js';
 import { openControlDb, type ControlDb } from '../src/control/control-db.js';
 import { ControlUnavailable, PostgresDb, translate } from '../src/control/postgres.js';
@@ -83,20 +95,35 @@ for (const [name, config] of BACKENDS) {
         assert.equal(revokeToken(db, claims, Date.now()), 'token'); // twice: still one row
         assert.equal(isTokenRevoked(db, 'tok1'), true);
         assert.ok(revokeKey(db, k.key.id).revokedAt);
-        assert.deepEqual(listKeys(db, a.id).map((x) => x.id), [k.key.id]);
+        assert.deepEqual(
+          listKeys(db, a.id).map((x) => x.id),
+          [k.key.id],
+        );
         grantLicence(db, { orgId: a.id, base: 'vpn', licenceType: 'evaluation', starts: '2026-01-01', expires: '2027-01-01' }, ['vpn']);
         grantLicence(db, { orgId: a.id, base: 'vpn', licenceType: 'subscription', starts: '2026-01-01', expires: '2028-01-01' }, ['vpn']);
-        assert.deepEqual(listLicences(db, a.id).map((l) => [l.base, l.licenceType, l.expires]), [['vpn', 'subscription', '2028-01-01T00:00:00.000Z']]);
+        assert.deepEqual(
+          listLicences(db, a.id).map((l) => [l.base, l.licenceType, l.expires]),
+          [['vpn', 'subscription', '2028-01-01T00:00:00.000Z']],
+        );
         recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', a.id, a.id, { name: 'Alpha' });
         recordAudit(db, { who: 'test', source: 'cli' }, 'org.create', b.id, b.id, { name: 'Beta' });
         const entries = listAudit(db, { limit: 10 });
-        assert.deepEqual(entries.map((e) => e.org_id), [b.id, a.id]);
-        assert.deepEqual(listAudit(db, { limit: 10, before: entries[0].id }).map((e) => e.org_id), [a.id]);
+        assert.deepEqual(
+          entries.map((e) => e.org_id),
+          [b.id, a.id],
+        );
+        assert.deepEqual(
+          listAudit(db, { limit: 10, before: entries[0].id }).map((e) => e.org_id),
+          [a.id],
+        );
         const gone = deleteOrganisation(db, b.id);
         assert.equal(gone.org.deletedAt !== null, true);
         assert.equal(revokeLicence(db, a.id, 'vpn'), true);
         assert.equal(revokeLicence(db, a.id, 'vpn'), false);
-        assert.deepEqual(listOrganisations(db).map((o) => o.name), ['Alpha', 'Beta']);
+        assert.deepEqual(
+          listOrganisations(db).map((o) => o.name),
+          ['Alpha', 'Beta'],
+        );
         assert.equal(getKey(db, 'no such id'), null);
       } finally {
         db.close();
@@ -154,7 +181,10 @@ function openControlDbUnchecked(dir: string, control: ControlDbConfig): SqlDatab
 
 describe('control database: PostgreSQL shared by nodes', () => {
   test('SQLite statements as PostgreSQL: ? and @name parameters numbered, quoted text untouched', () => {
-    assert.deepEqual(translate("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?"), { text: "SELECT * FROM t WHERE a = $1 AND b = '?' AND c = $2", names: null });
+    assert.deepEqual(translate("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?"), {
+      text: "SELECT * FROM t WHERE a = $1 AND b = '?' AND c = $2",
+      names: null,
+    });
     assert.deepEqual(translate('INSERT INTO t VALUES (@id, @name, @id)'), { text: 'INSERT INTO t VALUES ($1, $2, $1)', names: ['id', 'name'] });
   });
 
@@ -172,8 +202,13 @@ describe('control database: PostgreSQL shared by nodes', () => {
     await Promise.all([0, 1, 2].map(() => run(process.execPath, [file], { env: { ...process.env, U: control.url } })));
     const db = openControlDb(tempDir(), control);
     try {
-      const ids = listOrganisations(db).map((o) => o.accountId).sort((x, y) => x - y);
-      assert.deepEqual(ids, Array.from({ length: 60 }, (_, i) => i + 1));
+      const ids = listOrganisations(db)
+        .map((o) => o.accountId)
+        .sort((x, y) => x - y);
+      assert.deepEqual(
+        ids,
+        Array.from({ length: 60 }, (_, i) => i + 1),
+      );
       assert.equal((db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 6);
     } finally {
       db.close();
@@ -231,7 +266,10 @@ describe('control database: PostgreSQL shared by nodes', () => {
     db.close();
     const lines: { level: string; msg: string }[] = [];
     const keep = (level: string) => (msg: string) => void lines.push({ level, msg });
-    const svc = await startTestService({ dataDir, plansFile: plans, controlDb: control, controlGraceMs: 3000 }, { info: keep('info'), warn: keep('warn'), error: keep('error') });
+    const svc = await startTestService(
+      { dataDir, plansFile: plans, controlDb: control, controlGraceMs: 3000 },
+      { info: keep('info'), warn: keep('warn'), error: keep('error') },
+    );
     const auth = (k: string) => ({ authorization: `Bearer ${k}` });
     try {
       assert.equal((await get(svc.port, '/8.8.8.8', auth(cached))).status, 200);
@@ -243,7 +281,10 @@ describe('control database: PostgreSQL shared by nodes', () => {
       assert.equal(fresh.headers['retry-after'], '1');
       assert.deepEqual(fresh.json, { error: 'service temporarily unavailable' });
       assert.ok(documented('/{ip}', 'get', 503, fresh.json));
-      const manage = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
+      const manage = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), {
+        ...auth(cached),
+        'content-type': 'application/json',
+      });
       assert.equal(manage.status, 503);
       assert.deepEqual(manage.json, { rc: 'INTERNAL' });
       assert.ok(documented('/api/v1/iam/apikeys', 'post', 503, manage.json));
@@ -259,14 +300,20 @@ describe('control database: PostgreSQL shared by nodes', () => {
       // The outage's 503s are expected answers: no handler failure, no error line per request,
       // one warning a while.
       assert.equal(svc.metrics.handlerFailures, 0);
-      assert.deepEqual(lines.filter((l) => l.level === 'error' && l.msg === 'request handler failed'), []);
+      assert.deepEqual(
+        lines.filter((l) => l.level === 'error' && l.msg === 'request handler failed'),
+        [],
+      );
       const warned = lines.filter((l) => l.level === 'warn' && /unreachable: answering 503/.test(l.msg));
       assert.ok(warned.length >= 1 && warned.length <= 5, `${warned.length} warnings`);
       await relay.start();
       for (const k of [cached, uncached]) {
         await until(async () => (await get(svc.port, '/8.8.8.8', auth(k))).status === 200, 5_000, 'the server came back, the key did not');
       }
-      const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), { ...auth(cached), 'content-type': 'application/json' });
+      const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'new' }), {
+        ...auth(cached),
+        'content-type': 'application/json',
+      });
       assert.equal(made.status, 201);
     } finally {
       await svc.close();

@@ -68,9 +68,39 @@ describe('database catalogue, downloads and files', () => {
     org('noscope', []);
     const fenced = createOrganisation(db, plans, 'fenced', 'max');
     keys.fenced = createKey(db, { orgId: fenced.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }).secret;
-    grantLicence(db, { orgId: licensed, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - day).toISOString(), expires: new Date(Date.now() + day).toISOString() }, BASES);
-    grantLicence(db, { orgId: expired, base: 'vpn', licenceType: 'evaluation', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() - day).toISOString() }, BASES);
-    grantLicence(db, { orgId: upcoming, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() + 30 * day).toISOString(), expires: new Date(Date.now() + 400 * day).toISOString() }, BASES);
+    grantLicence(
+      db,
+      {
+        orgId: licensed,
+        base: 'vpn',
+        licenceType: 'subscription',
+        starts: new Date(Date.now() - day).toISOString(),
+        expires: new Date(Date.now() + day).toISOString(),
+      },
+      BASES,
+    );
+    grantLicence(
+      db,
+      {
+        orgId: expired,
+        base: 'vpn',
+        licenceType: 'evaluation',
+        starts: new Date(Date.now() - 9 * day).toISOString(),
+        expires: new Date(Date.now() - day).toISOString(),
+      },
+      BASES,
+    );
+    grantLicence(
+      db,
+      {
+        orgId: upcoming,
+        base: 'vpn',
+        licenceType: 'subscription',
+        starts: new Date(Date.now() + 30 * day).toISOString(),
+        expires: new Date(Date.now() + 400 * day).toISOString(),
+      },
+      BASES,
+    );
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
     svc = await startTestService({ dataDir, plansFile: file });
@@ -83,16 +113,25 @@ describe('database catalogue, downloads and files', () => {
   test('list shows every catalogue database with the organisation’s licence and standing', async () => {
     const r = await get(svc.port, '/api/v1/database/list', as('licensed'));
     assert.equal(r.status, 200);
-    assert.deepEqual(r.json.databases.map((d: { base: string }) => d.base), BASES);
+    assert.deepEqual(
+      r.json.databases.map((d: { base: string }) => d.base),
+      BASES,
+    );
     const vpn = r.json.databases.find((d: { base: string }) => d.base === 'vpn');
     assert.deepEqual([vpn.license_type, vpn.in_term, vpn.standing], ['subscription', true, 'licensed']);
     assert.ok(vpn.renews_at && vpn.notice_due_at && vpn.starts && vpn.expires);
     assert.equal(vpn.versions[0].id, 'vpn_v1');
-    assert.deepEqual(vpn.versions[0].formats.map((f: { format: string }) => f.format), ['csvgz', 'mmdb']);
+    assert.deepEqual(
+      vpn.versions[0].formats.map((f: { format: string }) => f.format),
+      ['csvgz', 'mmdb'],
+    );
     assert.ok(vpn.versions[0].formats.every((f: { bytes: number }) => f.bytes > 0));
     assert.deepEqual(vpn.versions[0].sample_formats, ['csvgz', 'mmdb']);
     const provider = r.json.databases.find((d: { base: string }) => d.base === 'vpn_provider');
-    assert.deepEqual(provider.versions[0].formats.map((f: { format: string }) => f.format), ['csvgz']);
+    assert.deepEqual(
+      provider.versions[0].formats.map((f: { format: string }) => f.format),
+      ['csvgz'],
+    );
     assert.equal(r.json.databases.find((d: { base: string }) => d.base === 'proxy').standing, 'unlicensed');
     const expired = await get(svc.port, '/api/v1/database/list', as('expired'));
     assert.equal(expired.json.databases.find((d: { base: string }) => d.base === 'vpn').standing, 'expired');
@@ -106,7 +145,13 @@ describe('database catalogue, downloads and files', () => {
       ['licensed', 'id=vpn_v1&format=csv', 400, 'FORMAT_NOT_BUILT', 'vpn_v1 is not built as "csv": ask for csvgz or mmdb'],
       ['licensed', 'id=vpn_v1&format=csvgz&sample=1', 400, 'BAD_REQUEST', 'sample must be true or false, not "1"'],
       ['licensed', 'id=vpn_v9&format=csvgz', 404, 'NOT_FOUND', 'no database "vpn_v9": GET /api/v1/database/list names the databases of this service'],
-      ['upcoming', 'id=vpn_v1&format=csvgz', 403, 'NO_LICENSE', `this organisation's licence for vpn runs from ${ymd(Date.now() + 30 * day)} to ${ymd(Date.now() + 400 * day)}: it has not begun yet`],
+      [
+        'upcoming',
+        'id=vpn_v1&format=csvgz',
+        403,
+        'NO_LICENSE',
+        `this organisation's licence for vpn runs from ${ymd(Date.now() + 30 * day)} to ${ymd(Date.now() + 400 * day)}: it has not begun yet`,
+      ],
     ];
     for (const [who, query, status, rc, message] of cases) {
       const r = await dl(who, query);
@@ -127,9 +172,15 @@ describe('database catalogue, downloads and files', () => {
     assert.deepEqual((await dl('licensed', 'id=nope_v1&format=mmdb')).json.rc, 'NOT_FOUND');
     assert.equal((await dl('licensed', 'id=nope_v1&format=mmdb')).status, 404);
     const unlicensed = await dl('unlicensed', 'id=vpn_v1&format=csvgz');
-    assert.deepEqual([unlicensed.status, unlicensed.json], [403, { rc: 'NO_LICENSE', message: 'this organisation holds no licence for vpn: ask the operator for one' }]);
+    assert.deepEqual(
+      [unlicensed.status, unlicensed.json],
+      [403, { rc: 'NO_LICENSE', message: 'this organisation holds no licence for vpn: ask the operator for one' }],
+    );
     assert.equal((await dl('expired', 'id=vpn_v1&format=csvgz')).json.rc, 'LICENSE_EXPIRED');
-    assert.match((await dl('expired', 'id=vpn_v1&format=csvgz')).json.message, /^this organisation's licence for vpn ran from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d and has ended/);
+    assert.match(
+      (await dl('expired', 'id=vpn_v1&format=csvgz')).json.message,
+      /^this organisation's licence for vpn ran from \d{4}-\d\d-\d\d to \d{4}-\d\d-\d\d and has ended/,
+    );
     assert.equal((await dl('unlicensed', 'id=vpn_v1&format=csvgz&sample=true')).status, 302); // samples need no licence
     assert.deepEqual([(await dl('noscope', 'id=vpn_v1&format=csvgz')).status, (await dl('noscope', 'id=vpn_v1&format=csvgz')).json.rc], [401, 'UNAUTHORIZED']);
     assert.deepEqual((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz')).json.rc, 'UNAUTHORIZED');
@@ -147,12 +198,18 @@ describe('database catalogue, downloads and files', () => {
     const h = await get(svc.port, '/api/v1/database/downloads?limit=2', as('unlicensed'));
     assert.equal(h.status, 200);
     assert.equal(h.json.downloads.length, 2);
-    assert.deepEqual(h.json.downloads.map((d: { outcome: string }) => d.outcome), ['not_found', 'no_license']);
+    assert.deepEqual(
+      h.json.downloads.map((d: { outcome: string }) => d.outcome),
+      ['not_found', 'no_license'],
+    );
     const d = h.json.downloads[1];
     assert.deepEqual([d.dataset_id, d.format, d.sample, d.http_status, d.bytes, d.client_ip], ['vpn_v1', 'mmdb', false, 403, 0, '127.0.0.1']);
     assert.match(d.created, /^\d{4}-\d{2}-\d{2}T/);
     const mine = await get(svc.port, '/api/v1/database/downloads', as('licensed'));
-    assert.ok(mine.json.downloads.every((x: { apikey_id: string }) => x.apikey_id !== d.apikey_id), 'another organisation’s history leaked');
+    assert.ok(
+      mine.json.downloads.every((x: { apikey_id: string }) => x.apikey_id !== d.apikey_id),
+      'another organisation’s history leaked',
+    );
     assert.ok(mine.json.downloads.some((x: { outcome: string }) => x.outcome === 'ok'));
     assert.equal((await get(svc.port, '/api/v1/database/downloads?limit=0', as('licensed'))).status, 400);
     assert.ok((await get(svc.port, '/api/v1/database/downloads?limit=500', as('licensed'))).json.downloads.length <= 200);
@@ -272,7 +329,10 @@ describe('database catalogue, downloads and files', () => {
   test('metadata and checksum documents carry an ETag and answer If-None-Match with 304', async () => {
     const m = await get(svc.port, '/api/v1/database/metadata?id=vpn_v1', as('licensed'));
     assert.equal(m.status, 200);
-    assert.deepEqual(Object.keys(m.json).sort(), ['entries', 'id', 'sample', 'sample_entries', 'sample_size', 'schema', 'size', 'update_freq', 'updated'].sort());
+    assert.deepEqual(
+      Object.keys(m.json).sort(),
+      ['entries', 'id', 'sample', 'sample_entries', 'sample_size', 'schema', 'size', 'update_freq', 'updated'].sort(),
+    );
     assert.ok(utcDaysSince(builtFrom).includes(m.json.updated), `updated ${m.json.updated}: the day of the build`);
     assert.ok(m.json.size.mmdb > 0 && m.json.sample_size.csvgz > 0 && m.json.entries >= 2);
     assert.deepEqual(m.json.schema.csvgz[0], { name: 'network', type: 'string', description: 'CIDR network (IPv4 or IPv6)' });
@@ -283,7 +343,10 @@ describe('database catalogue, downloads and files', () => {
     assert.equal(refused.headers['cache-control'], 'private, no-store');
     const c = await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', as('licensed'));
     assert.deepEqual(Object.keys(c.json.checksums), ['md5', 'sha1', 'sha256', 'sha512']);
-    assert.equal((await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', { ...as('licensed'), 'If-None-Match': String(c.headers.etag) })).status, 304);
+    assert.equal(
+      (await get(svc.port, '/api/v1/database/checksum?id=vpn_v1&format=csvgz', { ...as('licensed'), 'If-None-Match': String(c.headers.etag) })).status,
+      304,
+    );
   });
 
   test('the catalogue and metadata come compressed when asked, with an ETag of their own that revalidates', async () => {
@@ -300,7 +363,10 @@ describe('database catalogue, downloads and files', () => {
     const packed = await fetchBytes(url, { ...as('licensed'), 'Accept-Encoding': 'gzip' });
     const tag = String(plain.headers.etag);
     assert.equal(packed.headers.etag, `${tag.slice(0, -1)}-gzip"`, 'a representation of its own, a tag of its own');
-    assert.deepEqual(JSON.parse((packed.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(packed.body) : packed.body).toString('utf8')), JSON.parse(plain.body.toString('utf8')));
+    assert.deepEqual(
+      JSON.parse((packed.headers['content-encoding'] === 'gzip' ? zlib.gunzipSync(packed.body) : packed.body).toString('utf8')),
+      JSON.parse(plain.body.toString('utf8')),
+    );
     const again = await fetchBytes(url, { ...as('licensed'), 'Accept-Encoding': 'gzip', 'If-None-Match': String(packed.headers.etag) });
     assert.deepEqual([again.status, again.headers.etag, again.body.length], [304, packed.headers.etag, 0]);
   });
@@ -313,7 +379,17 @@ describe('database catalogue, downloads and files', () => {
     const db = openTestControlDb(dir);
     const o = createOrganisation(db, loadPlans(file), 'daily', 'max');
     const secret = createKey(db, { orgId: o.id, name: 'k', scopes: ['db.download'] }).secret;
-    grantLicence(db, { orgId: o.id, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - 9 * day).toISOString(), expires: new Date(Date.now() + 9 * day).toISOString() }, BASES);
+    grantLicence(
+      db,
+      {
+        orgId: o.id,
+        base: 'vpn',
+        licenceType: 'subscription',
+        starts: new Date(Date.now() - 9 * day).toISOString(),
+        expires: new Date(Date.now() + 9 * day).toISOString(),
+      },
+      BASES,
+    );
     await publishExports(db, new LocalStore(dir), dir, old.id);
     // Yesterday's build serves and today's run is later today (never past midnight): nothing was missed, nothing catches up at start.
     const later = new Date(Date.now() + 7_200_000);

@@ -22,7 +22,20 @@ import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
-import { PROJECT_ROOT, PUBLISHED_FEED as FEED, get, publishedDataDir, raw, responses, serveProcess, startTestService, tempDir, until, writeFile, type Reply } from './helpers.js';
+import {
+  PROJECT_ROOT,
+  PUBLISHED_FEED as FEED,
+  get,
+  publishedDataDir,
+  raw,
+  responses,
+  serveProcess,
+  startTestService,
+  tempDir,
+  until,
+  writeFile,
+  type Reply,
+} from './helpers.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -70,7 +83,10 @@ describe('links from configuration', () => {
   test('without PUBLIC_URL a Location is a relative reference: the client’s Host never reaches it', async () => {
     const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
     started.push(svc);
-    const stream = await raw(svc.port, `GET /api/v1/database/download?id=vpn_v1&format=csvgz HTTP/1.1\r\nHost: evil.example/x?\r\nAuthorization: Bearer ${d.key}\r\nConnection: close\r\n\r\n`);
+    const stream = await raw(
+      svc.port,
+      `GET /api/v1/database/download?id=vpn_v1&format=csvgz HTTP/1.1\r\nHost: evil.example/x?\r\nAuthorization: Bearer ${d.key}\r\nConnection: close\r\n\r\n`,
+    );
     const [r] = responses(stream);
     assert.equal(r.status, 302);
     assert.match(r.head, /\r\nLocation: \/files\/vpn_v1\//);
@@ -110,8 +126,15 @@ describe('links from configuration', () => {
 
   test('status lines of the account, key and database answers carry their reason phrase', async () => {
     const svc = started[0];
-    const stream = await raw(svc.port, `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/account/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/iam/apikeys HTTP/1.1\r\nHost: t\r\n\r\n`, 1000);
-    assert.deepEqual(responses(stream).map((r) => r.head.split('\r\n')[0]), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK', 'HTTP/1.1 401 Unauthorized']);
+    const stream = await raw(
+      svc.port,
+      `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/account/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/iam/apikeys HTTP/1.1\r\nHost: t\r\n\r\n`,
+      1000,
+    );
+    assert.deepEqual(
+      responses(stream).map((r) => r.head.split('\r\n')[0]),
+      ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK', 'HTTP/1.1 401 Unauthorized'],
+    );
   });
 });
 
@@ -149,7 +172,10 @@ describe('one owner per port, configuration before work', () => {
     assert.match(noPlans.stderr.trim(), /^ipsift: PLANS_FILE .*missing\.json cannot be read/);
     for (const r of [asFile, badHost, noPlans]) assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
     // Nothing was imported or built first.
-    assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f === 'feeds' || f === 'builds'), []);
+    assert.deepEqual(
+      fs.readdirSync(dataDir).filter((f) => f === 'feeds' || f === 'builds'),
+      [],
+    );
   });
 
   test('the demo (and its printed keys) only on a new data directory, not on one that lost control.sqlite', async () => {

@@ -77,7 +77,8 @@ describe('docs', () => {
         else if (!fs.existsSync(file)) problems.push(`${rel(page)}: links a missing file (${target})`);
       }
     }
-    if (/\.\.\/shared|interface\.md|DESIGN\.md/.test(fs.readFileSync(OPENAPI_FILE, 'utf8'))) problems.push(`${rel(OPENAPI_FILE)}: a path outside the repository`);
+    if (/\.\.\/shared|interface\.md|DESIGN\.md/.test(fs.readFileSync(OPENAPI_FILE, 'utf8')))
+      problems.push(`${rel(OPENAPI_FILE)}: a path outside the repository`);
     assert.deepEqual(problems, []);
   });
 });

@@ -66,14 +66,20 @@ describe('evidence kinds', () => {
     const d = tempDir();
     const file = writeFile(tempDir(), 'probe.csv', 'network,category,provider,method,confidence\n45.11.0.1,vpn,Seen,traffic,low\n45.11.0.2,vpn,Seen,,\n');
     importFeed({ dataDir: d, file, evidence: 'exit_probe' });
-    assert.deepEqual(listFeeds(d).map((f) => [f.name, f.evidence, f.priority]), [['probe', 'exit_probe', 0]]);
+    assert.deepEqual(
+      listFeeds(d).map((f) => [f.name, f.evidence, f.priority]),
+      [['probe', 'exit_probe', 0]],
+    );
     const index = await buildIndex(d);
     assert.deepEqual(answerOf(index, '45.11.0.1').vpn, { provider: 'Seen', confidence: 'low', method: 'traffic' });
     assert.deepEqual(answerOf(index, '45.11.0.2').vpn, { provider: 'Seen', confidence: 'high', method: 'exit_probe' });
   });
 
   test('an unknown kind is refused with the kinds', () => {
-    assert.throws(() => feed(tempDir(), 'x', '45.10.0.1\n', { category: 'vpn', evidence: 'rumour' }), /unknown evidence "rumour": one of server_list, exit_probe, traffic, owner, list, asn, aggregate/);
+    assert.throws(
+      () => feed(tempDir(), 'x', '45.10.0.1\n', { category: 'vpn', evidence: 'rumour' }),
+      /unknown evidence "rumour": one of server_list, exit_probe, traffic, owner, list, asn, aggregate/,
+    );
   });
 });
 
@@ -90,7 +96,10 @@ describe('claims no provider can make', () => {
 
   test('a /8 or more of IPv4, a /16 or more of IPv6, 6to4 and NAT64 are refused, naming the line and the way through', () => {
     // Bogon space needs no refusal: it is never looked up.
-    assert.match(refused('45.0.0.0/8\n'), /big\.txt:1: 45\.0\.0\.0\/8: a \/8 or larger, almost never one provider's \(--allow-large-blocks imports it anyway\)$/);
+    assert.match(
+      refused('45.0.0.0/8\n'),
+      /big\.txt:1: 45\.0\.0\.0\/8: a \/8 or larger, almost never one provider's \(--allow-large-blocks imports it anyway\)$/,
+    );
     assert.match(refused('1.2.3.4\n44.0.0.0-46.0.0.0\n'), /big\.txt:2: .*a \/8 or larger/);
     assert.match(refused('2a00::/16\n'), /a \/16 or larger, almost never one provider's/);
     assert.match(refused('2002::/16\n'), /a \/16 or larger/);
@@ -110,7 +119,7 @@ describe('claims no provider can make', () => {
 });
 
 describe('ipsift explain', () => {
-  test('every covering claim in the build\'s order, the rule that decided, and the same verdict as the index', async () => {
+  test("every covering claim in the build's order, the rule that decided, and the same verdict as the index", async () => {
     const d = tempDir();
     feed(d, 'misp-vpn', '45.10.0.0/16\n', { category: 'vpn', evidence: 'aggregate' });
     feed(d, 'proton-asn', '45.10.0.0/20\n', { category: 'vpn', evidence: 'asn', details: { provider: 'ProtonVPN' } });
@@ -119,12 +128,15 @@ describe('ipsift explain', () => {
     feed(d, 'relabel', '45.10.7.0/24\n', { category: 'hosting', details: { provider: 'Someone Else' } });
     const index = await buildIndex(d);
     const e = explainAddress(d, '45.10.7.20')!;
-    assert.deepEqual(e.categories.vpn!.claims.map((c) => [c.feed, c.evidence, c.network, c.detail]), [
-      ['pia', 'server_list', '45.10.7.20/32', { provider: 'Private Internet Access', confidence: 'high', method: 'server_list' }],
-      ['cloud', 'owner', '45.10.7.0/24', null],
-      ['proton-asn', 'asn', '45.10.0.0/20', { provider: 'ProtonVPN', confidence: 'medium', method: 'asn' }],
-      ['misp-vpn', 'aggregate', '45.10.0.0/16', { confidence: 'low', method: 'asn' }],
-    ]);
+    assert.deepEqual(
+      e.categories.vpn!.claims.map((c) => [c.feed, c.evidence, c.network, c.detail]),
+      [
+        ['pia', 'server_list', '45.10.7.20/32', { provider: 'Private Internet Access', confidence: 'high', method: 'server_list' }],
+        ['cloud', 'owner', '45.10.7.0/24', null],
+        ['proton-asn', 'asn', '45.10.0.0/20', { provider: 'ProtonVPN', confidence: 'medium', method: 'asn' }],
+        ['misp-vpn', 'aggregate', '45.10.0.0/16', { confidence: 'low', method: 'asn' }],
+      ],
+    );
     assert.equal(e.categories.vpn!.rule, 'pia (server_list) claims 45.10.7.20/32: server_list evidence outranks owner over cloud (owner, 45.10.7.0/24)');
     assert.deepEqual(e.categories.vpn!.answer, answerOf(index, '45.10.7.20').vpn);
     // Next door, the owner's "not vpn" decides; hosting is the owner's name over the relabel.
@@ -145,7 +157,10 @@ describe('ipsift explain', () => {
     const d = tempDir();
     feed(d, 'a', '45.10.0.0/16\n', { category: 'vpn', evidence: 'aggregate' });
     feed(d, 'b', '45.10.7.0/24\n', { category: 'hosting', evidence: 'owner', details: { provider: 'AWS' } });
-    const r = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'explain', '45.10.7.1'], { env: { ...process.env, DATA_DIR: d }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'explain', '45.10.7.1'], {
+      env: { ...process.env, DATA_DIR: d },
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(
       r.stdout,
@@ -160,12 +175,15 @@ describe('ipsift explain', () => {
         '',
       ].join('\n'),
     );
-    const bad = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'explain', 'nope'], { env: { ...process.env, DATA_DIR: d }, encoding: 'utf8' });
+    const bad = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'explain', 'nope'], {
+      env: { ...process.env, DATA_DIR: d },
+      encoding: 'utf8',
+    });
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /^ipsift: not an IP address: "nope"/);
   });
 
-  test('the admin port explains too, off its event loop, with the serving build\'s answer beside it', async () => {
+  test("the admin port explains too, off its event loop, with the serving build's answer beside it", async () => {
     const d = tempDir();
     feed(d, 'a', '45.10.0.0/16\n', { category: 'vpn', evidence: 'aggregate' });
     feed(d, 'b', '45.10.7.0/24\n', { category: 'hosting', evidence: 'owner', details: { provider: 'AWS' } });
@@ -178,7 +196,10 @@ describe('ipsift explain', () => {
       // Like the rest of the admin API: an operator token, one Authorization header.
       const none = await get(svc.adminPort, '/explain/45.10.7.1');
       assert.deepEqual([none.status, none.json.rc], [401, 'UNAUTHORIZED']);
-      const two = await raw(svc.adminPort, `GET /explain/45.10.7.1 HTTP/1.1\r\nHost: t\r\n${read.Authorization.replace(/^/, 'Authorization: ')}\r\nAuthorization: Bearer iat_other\r\nConnection: close\r\n\r\n`);
+      const two = await raw(
+        svc.adminPort,
+        `GET /explain/45.10.7.1 HTTP/1.1\r\nHost: t\r\n${read.Authorization.replace(/^/, 'Authorization: ')}\r\nAuthorization: Bearer iat_other\r\nConnection: close\r\n\r\n`,
+      );
       assert.match(two, /^HTTP\/1\.1 401 /);
       const r = await get(svc.adminPort, '/explain/45.10.7.1', read);
       assert.equal(r.status, 200);

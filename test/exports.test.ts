@@ -37,7 +37,9 @@ function expected(db: string, a: Answer): unknown {
     case 'ipsift_v1':
       return present.length ? Object.fromEntries(CATEGORIES.map((c) => [`is_${c}`, a[`is_${c}`]])) : null;
     case 'ipsift_extended_v1':
-      return present.length ? { ...Object.fromEntries(CATEGORIES.map((c) => [`is_${c}`, a[`is_${c}`]])), ...Object.fromEntries(present.map((c) => [c, a[c]])) } : null;
+      return present.length
+        ? { ...Object.fromEntries(CATEGORIES.map((c) => [`is_${c}`, a[`is_${c}`]])), ...Object.fromEntries(present.map((c) => [c, a[c]])) }
+        : null;
     case 'vpn_v1':
       return present.includes('vpn') ? a.vpn : null;
     case 'proxy_v1':
@@ -95,13 +97,20 @@ describe('database exports', () => {
   });
 
   test('every catalogue database and format is exported with a sample', () => {
-    const sizes = (): string => fs.readdirSync(dir).map((f) => `${f} ${fs.statSync(path.join(dir, f)).size}`).join(', ');
+    const sizes = (): string =>
+      fs
+        .readdirSync(dir)
+        .map((f) => `${f} ${fs.statSync(path.join(dir, f)).size}`)
+        .join(', ');
     for (const db of DATABASES) {
       const ex = manifest.databases[db.id];
       assert.ok(ex, db.id);
       assert.deepEqual(Object.keys(ex.artifacts).sort(), [...db.formats].sort(), db.id);
       // A strict subset: at most 1000 entries and a tenth of the database (DESIGN.md §6).
-      assert.ok(ex.entries >= 10 && ex.sample_entries > 0 && ex.sample_entries <= Math.min(1000, ex.entries / 10), `${db.id}: ${ex.sample_entries} of ${ex.entries}`);
+      assert.ok(
+        ex.entries >= 10 && ex.sample_entries > 0 && ex.sample_entries <= Math.min(1000, ex.entries / 10),
+        `${db.id}: ${ex.sample_entries} of ${ex.entries}`,
+      );
       for (const a of Object.values(ex.artifacts)) {
         for (const art of [a!.full, a!.sample!]) assert.equal(fs.statSync(path.join(dir, art.file)).size, art.bytes, `${art.file}; on disk: ${sizes()}`);
         assert.ok(a!.sample!.bytes < a!.full.bytes);
@@ -152,14 +161,30 @@ describe('database exports', () => {
         const row = rows[(rnd() * rows.length) | 0];
         const first = row[0].split('/')[0];
         const a = answerOf(index, first);
-        if (db.id === 'ipsift_v1') assert.deepEqual(row.slice(1), CATEGORIES.map((c) => String(a[`is_${c}`])), `${db.id} ${row[0]}`);
+        if (db.id === 'ipsift_v1')
+          assert.deepEqual(
+            row.slice(1),
+            CATEGORIES.map((c) => String(a[`is_${c}`])),
+            `${db.id} ${row[0]}`,
+          );
         if (db.id === 'vpn_v1') assert.equal(row[1], String((a.vpn as Record<string, unknown>).provider ?? ''), `${db.id} ${row[0]}`);
         if (db.id === 'proxy_v1' || db.id === 'hosting_v1') assert.equal(a[`is_${row[1]}`], true, `${db.id} ${row[0]} ${row[1]}`);
-        if (db.id === 'ipsift_extended_v1') assert.deepEqual(row.slice(1, 9), CATEGORIES.map((c) => String(a[`is_${c}`])));
+        if (db.id === 'ipsift_extended_v1')
+          assert.deepEqual(
+            row.slice(1, 9),
+            CATEGORIES.map((c) => String(a[`is_${c}`])),
+          );
         if (db.id === 'geoip2_anonymous_v1') {
-          const want = geoip2Expected(a, CATEGORIES.filter((c) => a[`is_${c}`] === true))!;
+          const want = geoip2Expected(
+            a,
+            CATEGORIES.filter((c) => a[`is_${c}`] === true),
+          )!;
           const flags = ['is_anonymous', 'is_anonymous_vpn', 'is_hosting_provider', 'is_public_proxy', 'is_residential_proxy', 'is_tor_exit_node'];
-          assert.deepEqual(row.slice(1, 7), flags.map((f) => (want[f] ? '1' : '0')), `${db.id} ${row[0]}`);
+          assert.deepEqual(
+            row.slice(1, 7),
+            flags.map((f) => (want[f] ? '1' : '0')),
+            `${db.id} ${row[0]}`,
+          );
         }
       }
     }
@@ -270,7 +295,10 @@ describe('the GeoIP2-compatible databases in MaxMind’s own readers', () => {
     parseAddress(ip, 0, ip.length, p);
     if (p.kind === 4 ? isBogonV4(p.v4) : isBogonV6(p.w)) return null;
     const a = answerOf(index, ip);
-    return geoip2Expected(a, CATEGORIES.filter((c) => a[`is_${c}`] === true));
+    return geoip2Expected(
+      a,
+      CATEGORIES.filter((c) => a[`is_${c}`] === true),
+    );
   };
 
   test('each file carries exactly one of MaxMind’s database types; the two differ in their metadata alone', () => {
@@ -308,7 +336,17 @@ describe('the GeoIP2-compatible databases in MaxMind’s own readers', () => {
         provider_name: plus.providerName,
       };
       // The readers turn an absent flag into false and an absent Plus field into undefined.
-      const full = { is_anonymous_vpn: false, is_hosting_provider: false, is_public_proxy: false, is_residential_proxy: false, is_tor_exit_node: false, anonymizer_confidence: undefined, network_last_seen: undefined, provider_name: undefined, ...w };
+      const full = {
+        is_anonymous_vpn: false,
+        is_hosting_provider: false,
+        is_public_proxy: false,
+        is_residential_proxy: false,
+        is_tor_exit_node: false,
+        anonymizer_confidence: undefined,
+        network_last_seen: undefined,
+        provider_name: undefined,
+        ...w,
+      };
       assert.deepEqual(got, full, ip);
       assert.equal(plus.isAnonymousVpn, got.is_anonymous_vpn);
     }
@@ -316,7 +354,9 @@ describe('the GeoIP2-compatible databases in MaxMind’s own readers', () => {
   });
 
   const hasGeoip2 = spawnSync('/usr/bin/python3', ['-c', 'import geoip2.database']).status === 0;
-  test('Python geoip2 (Debian python3-geoip2): anonymous_ip() reads the flags', { skip: !hasGeoip2 && 'python3-geoip2 is not installed (.ci/run installs it)' }, () => {
+  test('Python geoip2 (Debian python3-geoip2): anonymous_ip() reads the flags', {
+    skip: !hasGeoip2 && 'python3-geoip2 is not installed (.ci/run installs it)',
+  }, () => {
     const script = `
 import json, sys, geoip2.database, geoip2.errors
 r = geoip2.database.Reader(sys.argv[1])

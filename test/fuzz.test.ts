@@ -11,7 +11,6 @@ import { loadPlans } from '../src/model/plans.js';
 import { jsonLogger } from '../src/log.js';
 import { get, openTestControlDb, publishedDataDir, request, startTestService } from './helpers.js';
 
-
 describe('fuzzing every route', () => {
   let svc: Service;
   const keys: string[] = [];
@@ -23,7 +22,12 @@ describe('fuzzing every route', () => {
   /** The service's warnings and errors: a problem's assertion shows them (a handler failure's reason and stack). */
   const logged: string[] = [];
   const failures = (problems: readonly string[]): string =>
-    `${problems.join('\n')}\nthe service logged:\n${logged.filter((l) => /"level":"(warn|error)"/.test(l)).slice(-10).join('') || '(nothing)'}`;
+    `${problems.join('\n')}\nthe service logged:\n${
+      logged
+        .filter((l) => /"level":"(warn|error)"/.test(l))
+        .slice(-10)
+        .join('') || '(nothing)'
+    }`;
 
   before(async () => {
     const d = await publishedDataDir([
@@ -35,13 +39,22 @@ describe('fuzzing every route', () => {
     ]);
     keys.push(...d.keys, 'isk_unknown', '');
     links.push(d.link);
-    svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans }, jsonLogger((l) => void logged.push(l)));
+    svc = await startTestService(
+      { dataDir: d.dataDir, plansFile: d.plans },
+      jsonLogger((l) => void logged.push(l)),
+    );
     // A short-lived token of the first key, and one cut short.
     const token = (await request(svc.port, 'POST', '/api/v1/auth/token', '{}', { Authorization: `Bearer ${d.keys[0]}` })).json.token as string;
     tokens.push(token, token.slice(0, -3), `${token.slice(0, -1)}A`);
     const db = openTestControlDb(d.dataDir);
     try {
-      operatorTokens.push(createAdminToken(db, 'fuzz', ['admin.write']).secret, createAdminToken(db, 'fuzz-read', ['admin.read']).secret, 'iat_unknown', keys[0], '');
+      operatorTokens.push(
+        createAdminToken(db, 'fuzz', ['admin.write']).secret,
+        createAdminToken(db, 'fuzz-read', ['admin.read']).secret,
+        'iat_unknown',
+        keys[0],
+        '',
+      );
       const op = new Operator({ db, plans: loadPlans(d.plans), bases: [], spent: () => 0, maxKeysPerOrg: 1000 }, { who: 'test', source: 'local' });
       const org = op.createOrganisation('Fuzzed', 'free');
       ids = { org: String(org.id), key: String(op.createKey(String(org.id), { name: 'fuzzed' }).id) };

@@ -20,18 +20,71 @@ export interface FuzzResult {
 }
 
 const PATHS = [
-  '/81.7.3.9', '/2a01:4f8:c012::1', '/::ffff:81.7.3.9', '/10.0.0.1', '/myip', '/batch', '/', '/%', '/%ZZ', '/%2e%2e',
-  '/81.7.3.9%00', '/1.2.3', '/fe80::1%25eth0', '/api/v1/account/me', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys/x',
-  '/api/v1/iam/apikeys/x/rotate', '/api/v1/database/list', '/api/v1/database/download', '/api/v1/database/metadata',
-  '/api/v1/database/checksum', '/api/v1/database/downloads', '/files/', '/files/%ZZ', '/files/a%', '/files/%E0%A4%A',
-  '/files/vpn_v1/../../x', '/files/x/y', '/api/v1/database', '/api', '/api/v1/iam/apikeys//rotate', '/openapi.json',
+  '/81.7.3.9',
+  '/2a01:4f8:c012::1',
+  '/::ffff:81.7.3.9',
+  '/10.0.0.1',
+  '/myip',
+  '/batch',
+  '/',
+  '/%',
+  '/%ZZ',
+  '/%2e%2e',
+  '/81.7.3.9%00',
+  '/1.2.3',
+  '/fe80::1%25eth0',
+  '/api/v1/account/me',
+  '/api/v1/iam/apikeys',
+  '/api/v1/iam/apikeys/x',
+  '/api/v1/iam/apikeys/x/rotate',
+  '/api/v1/database/list',
+  '/api/v1/database/download',
+  '/api/v1/database/metadata',
+  '/api/v1/database/checksum',
+  '/api/v1/database/downloads',
+  '/files/',
+  '/files/%ZZ',
+  '/files/a%',
+  '/files/%E0%A4%A',
+  '/files/vpn_v1/../../x',
+  '/files/x/y',
+  '/api/v1/database',
+  '/api',
+  '/api/v1/iam/apikeys//rotate',
+  '/openapi.json',
 ];
-const QUERIES = ['', '?id=vpn_v1', '?id=vpn_v1&format=csvgz', '?id=vpn_v1&format=mmdb&sample=true', '?id=nope&format=x', '?limit=0',
-  '?limit=201', '?limit=abc', '?sample=1&id=vpn_v1&format=csvgz', '?apikey=%', '?apikey=a&apikey=b', '?expires=1&sig=x&name=y', '?&&=&', '?id=%ZZ'];
+const QUERIES = [
+  '',
+  '?id=vpn_v1',
+  '?id=vpn_v1&format=csvgz',
+  '?id=vpn_v1&format=mmdb&sample=true',
+  '?id=nope&format=x',
+  '?limit=0',
+  '?limit=201',
+  '?limit=abc',
+  '?sample=1&id=vpn_v1&format=csvgz',
+  '?apikey=%',
+  '?apikey=a&apikey=b',
+  '?expires=1&sig=x&name=y',
+  '?&&=&',
+  '?id=%ZZ',
+];
 const METHODS = ['GET', 'GET', 'GET', 'POST', 'HEAD', 'DELETE', 'PUT', 'OPTIONS', 'PATCH'];
-const BODIES = ['', '{}', '{"ips":[]}', '{"ips":["81.7.3.9","nope",1]}', '{"ips":"x"}', '[', 'null', '{"name":"k"}',
-  '{"name":"k","allowed_scopes":["db.download"],"expires":"2999-01-01"}', '{"name":"k","allowed_cidrs":["0.0.0.0/0"]}',
-  '{"ips":["\\ud800"]}', '\u0000\u00ff', '{"ips":[' + '"1.1.1.1",'.repeat(1200) + '"x"]}'];
+const BODIES = [
+  '',
+  '{}',
+  '{"ips":[]}',
+  '{"ips":["81.7.3.9","nope",1]}',
+  '{"ips":"x"}',
+  '[',
+  'null',
+  '{"name":"k"}',
+  '{"name":"k","allowed_scopes":["db.download"],"expires":"2999-01-01"}',
+  '{"name":"k","allowed_cidrs":["0.0.0.0/0"]}',
+  '{"ips":["\\ud800"]}',
+  '\u0000\u00ff',
+  '{"ips":[' + '"1.1.1.1",'.repeat(1200) + '"x"]}',
+];
 
 function pick<T>(rnd: () => number, list: readonly T[]): T {
   return list[Math.floor(rnd() * list.length)];
@@ -42,7 +95,14 @@ function mutate(rnd: () => number, s: string): string {
   const at = Math.floor(rnd() * (s.length + 1));
   switch (Math.floor(rnd() * 5)) {
     case 0:
-      return s.slice(0, at) + '%' + Math.floor(rnd() * 256).toString(16).padStart(2, '0') + s.slice(at);
+      return (
+        s.slice(0, at) +
+        '%' +
+        Math.floor(rnd() * 256)
+          .toString(16)
+          .padStart(2, '0') +
+        s.slice(at)
+      );
     case 1:
       return s.slice(0, at) + pick(rnd, ['%', '/', '..', ':', '?', '&', '=', '#', '\\', '~', '%u0041']) + s.slice(at);
     case 2:
@@ -57,10 +117,19 @@ function mutate(rnd: () => number, s: string): string {
 /** One request's bytes, and whether it is a HEAD. */
 /** Requests as a client would mean them (the route's own method and parameters), before mutation. */
 const MEANT: readonly (readonly [string, string])[] = [
-  ['GET', '/81.7.3.9'], ['GET', '/2a01:4f8:c012::1'], ['GET', '/myip'], ['POST', '/batch'], ['GET', '/api/v1/account/me'],
-  ['POST', '/api/v1/iam/apikeys'], ['GET', '/api/v1/iam/apikeys'], ['GET', '/api/v1/database/list'],
-  ['GET', '/api/v1/database/download?id=vpn_v1&format=csvgz'], ['GET', '/api/v1/database/download?id=vpn_v1&format=mmdb&sample=true'],
-  ['GET', '/api/v1/database/metadata?id=vpn_v1'], ['GET', '/api/v1/database/checksum?id=vpn_v1&format=mmdb'], ['GET', '/api/v1/database/downloads?limit=5'],
+  ['GET', '/81.7.3.9'],
+  ['GET', '/2a01:4f8:c012::1'],
+  ['GET', '/myip'],
+  ['POST', '/batch'],
+  ['GET', '/api/v1/account/me'],
+  ['POST', '/api/v1/iam/apikeys'],
+  ['GET', '/api/v1/iam/apikeys'],
+  ['GET', '/api/v1/database/list'],
+  ['GET', '/api/v1/database/download?id=vpn_v1&format=csvgz'],
+  ['GET', '/api/v1/database/download?id=vpn_v1&format=mmdb&sample=true'],
+  ['GET', '/api/v1/database/metadata?id=vpn_v1'],
+  ['GET', '/api/v1/database/checksum?id=vpn_v1&format=mmdb'],
+  ['GET', '/api/v1/database/downloads?limit=5'],
   ['HEAD', '/81.7.3.9'],
 ];
 
@@ -70,11 +139,21 @@ const MEANT: readonly (readonly [string, string])[] = [
  * suite's seeds reach, stays as it was.
  */
 const LATER_TARGETS = [
-  '/geoip/databases/vpn_v1/update?db_md5=0', '/geoip/databases/vpn_v1/update', '/geoip/databases/nope/update?db_md5=%',
-  '/geoip/databases//update', '/geoip/databases/vpn_v1/update/x', '/geoip/updates/metadata?edition_id=vpn_v1',
-  '/api/v1/openapi.json', '/api/v1/openapi.json?x=%ZZ', '/geoip/databases/vpn_v1/download?date=20260101&suffix=tar.gz',
-  '/geoip/databases/nope/download', '/geoip/updates/metadata?edition_id=vpn_v1&edition_id=nope', '/geoip/updates/metadata',
-  '/api/v1/auth/token', '/api/v1/auth/token?x=1', '/api/v1/auth/token/x',
+  '/geoip/databases/vpn_v1/update?db_md5=0',
+  '/geoip/databases/vpn_v1/update',
+  '/geoip/databases/nope/update?db_md5=%',
+  '/geoip/databases//update',
+  '/geoip/databases/vpn_v1/update/x',
+  '/geoip/updates/metadata?edition_id=vpn_v1',
+  '/api/v1/openapi.json',
+  '/api/v1/openapi.json?x=%ZZ',
+  '/geoip/databases/vpn_v1/download?date=20260101&suffix=tar.gz',
+  '/geoip/databases/nope/download',
+  '/geoip/updates/metadata?edition_id=vpn_v1&edition_id=nope',
+  '/geoip/updates/metadata',
+  '/api/v1/auth/token',
+  '/api/v1/auth/token?x=1',
+  '/api/v1/auth/token/x',
 ];
 const ACCEPT_ENCODINGS = ['gzip', 'br', 'gzip, br', 'gzip;q=0', '*', 'br;q=abc', 'x'.repeat(600), ', ,;', 'identity'];
 
@@ -95,18 +174,60 @@ const LOOKUP_TARGETS: Targets = { paths: PATHS, queries: QUERIES, meant: MEANT, 
  */
 export function operatorTargets(ids: { org: string; key: string }): Targets {
   const o = `/admin/v1/organizations/${ids.org}`;
-  const paths = ['/admin/v1/organizations', o, `${o}/keys`, `${o}/licenses`, `${o}/licenses/vpn`, `${o}/licenses/%ZZ`, `${o}/usage`, `${o}/downloads`,
-    `/admin/v1/keys/${ids.key}`, `/admin/v1/keys/${ids.key}/rotate`, '/admin/v1/keys/x', '/admin/v1/audit', '/admin/v1/organizations/%E0%A4%A',
-    '/admin/v1/organizations//keys', '/admin/v1', '/admin/v1/organizations/x/licenses/'];
+  const paths = [
+    '/admin/v1/organizations',
+    o,
+    `${o}/keys`,
+    `${o}/licenses`,
+    `${o}/licenses/vpn`,
+    `${o}/licenses/%ZZ`,
+    `${o}/usage`,
+    `${o}/downloads`,
+    `/admin/v1/keys/${ids.key}`,
+    `/admin/v1/keys/${ids.key}/rotate`,
+    '/admin/v1/keys/x',
+    '/admin/v1/audit',
+    '/admin/v1/organizations/%E0%A4%A',
+    '/admin/v1/organizations//keys',
+    '/admin/v1',
+    '/admin/v1/organizations/x/licenses/',
+  ];
   return {
     paths,
     queries: ['', '?deleted=true', '?limit=0', '?limit=201', '?limit=abc', '?before=1', '?before=x', `?org_id=${ids.org}`, '?&&=&', '?limit=%ZZ'],
-    meant: [['GET', '/admin/v1/organizations'], ['POST', '/admin/v1/organizations'], ['GET', o], ['POST', o], ['POST', `${o}/keys`], ['POST', `${o}/licenses`],
-      ['GET', `${o}/usage`], ['GET', `/admin/v1/keys/${ids.key}`], ['POST', `/admin/v1/keys/${ids.key}/rotate`], ['GET', '/admin/v1/audit?limit=5']],
-    bodies: ['', '{}', '[', 'null', '[1]', '{"name":"F","plan":"free"}', '{"name":"F","plan":"gold"}', '{"plan":"scale"}', '{"hard_limit":null}',
-      '{"hard_limit":"default"}', '{"hard_limit":-1}', '{"hard_limit":1e99}', '{"name":"k","allowed_scopes":["db.download"]}', '{"name":"k","allowed_cidrs":["x"]}',
-      '{"name":"k","expires":"2999-01-01"}', '{"base":"vpn","license_type":"evaluation","starts":"2026-01-01","expires":"2099-01-01"}',
-      '{"base":"vpn","license_type":"forever","starts":"x","expires":"y"}', '\u0000\u00ff', '{"name":"' + 'x'.repeat(70 * 1024) + '"}'],
+    meant: [
+      ['GET', '/admin/v1/organizations'],
+      ['POST', '/admin/v1/organizations'],
+      ['GET', o],
+      ['POST', o],
+      ['POST', `${o}/keys`],
+      ['POST', `${o}/licenses`],
+      ['GET', `${o}/usage`],
+      ['GET', `/admin/v1/keys/${ids.key}`],
+      ['POST', `/admin/v1/keys/${ids.key}/rotate`],
+      ['GET', '/admin/v1/audit?limit=5'],
+    ],
+    bodies: [
+      '',
+      '{}',
+      '[',
+      'null',
+      '[1]',
+      '{"name":"F","plan":"free"}',
+      '{"name":"F","plan":"gold"}',
+      '{"plan":"scale"}',
+      '{"hard_limit":null}',
+      '{"hard_limit":"default"}',
+      '{"hard_limit":-1}',
+      '{"hard_limit":1e99}',
+      '{"name":"k","allowed_scopes":["db.download"]}',
+      '{"name":"k","allowed_cidrs":["x"]}',
+      '{"name":"k","expires":"2999-01-01"}',
+      '{"base":"vpn","license_type":"evaluation","starts":"2026-01-01","expires":"2099-01-01"}',
+      '{"base":"vpn","license_type":"forever","starts":"x","expires":"y"}',
+      '\u0000\u00ff',
+      '{"name":"' + 'x'.repeat(70 * 1024) + '"}',
+    ],
     later: paths,
   };
 }
@@ -126,7 +247,8 @@ function requestOf(rnd: () => number, later: () => number, keys: readonly string
   if (rnd() < 0.5) headers.push(`Authorization: ${pick(rnd, ['Bearer ', 'bearer ', 'Basic ', 'Bearer  ', ''])}${key()}`);
   if (rnd() < 0.2) headers.push(`X-Api-Key: ${key()}`);
   if (rnd() < 0.05) headers.push(`X-Api-Key: ${key()}`);
-  if (later() < 0.1) headers.push(`Authorization: Basic ${Buffer.from(`${pick(later, ['1', '2', 'x', '', '99999999999999999999'])}:${pick(later, keys)}`).toString('base64')}`);
+  if (later() < 0.1)
+    headers.push(`Authorization: Basic ${Buffer.from(`${pick(later, ['1', '2', 'x', '', '99999999999999999999'])}:${pick(later, keys)}`).toString('base64')}`);
   if (later() < 0.2) headers.push(`Accept-Encoding: ${pick(later, ACCEPT_ENCODINGS)}`);
   if (rnd() < 0.2) headers.push(`Range: ${pick(rnd, ['bytes=0-10', 'bytes=-5', 'bytes=99999999-', 'bytes=5-1', 'bytes=x', 'items=0-1'])}`);
   if (rnd() < 0.1) headers.push(`If-None-Match: ${pick(rnd, ['*', '"x"', 'W/"y"', ''])}`);
@@ -139,7 +261,10 @@ function requestOf(rnd: () => number, later: () => number, keys: readonly string
   const bodyBytes = Buffer.from(body, 'utf8');
   if (method !== 'GET' && method !== 'HEAD') headers.push(`Content-Length: ${bodyBytes.length}`);
   else if (bodyBytes.length) headers.push(`Content-Length: ${bodyBytes.length}`);
-  return { bytes: Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`, 'latin1'), bodyBytes]), head: method === 'HEAD' };
+  return {
+    bytes: Buffer.concat([Buffer.from(`${method} ${target} HTTP/1.1\r\n${headers.join('\r\n')}\r\n\r\n`, 'latin1'), bodyBytes]),
+    head: method === 'HEAD',
+  };
 }
 
 /**
@@ -147,7 +272,15 @@ function requestOf(rnd: () => number, later: () => number, keys: readonly string
  * flight per connection, and checks each answer. A connection the server closes (a 413, a
  * refusal before the body) is reopened.
  */
-export async function fuzz(port: number, keys: readonly string[], seed: number, count: number, connections = 8, links: readonly string[] = [], targets = LOOKUP_TARGETS): Promise<FuzzResult> {
+export async function fuzz(
+  port: number,
+  keys: readonly string[],
+  seed: number,
+  count: number,
+  connections = 8,
+  links: readonly string[] = [],
+  targets = LOOKUP_TARGETS,
+): Promise<FuzzResult> {
   const rnd = prng(seed);
   const later = prng(seed ^ 0x5bd1e995);
   const result: FuzzResult = { requests: 0, byStatus: new Map(), problems: [], unanswered: [] };
@@ -200,7 +333,8 @@ export async function fuzz(port: number, keys: readonly string[], seed: number, 
           if (buffer.length >= end + 4 + length) {
             answer = { status: Number(headText.slice(9, 12)), headText, length };
             const rest = buffer.subarray(end + 4 + length);
-            if (head && rest.length > 0 && !rest.toString('latin1').startsWith('HTTP/1.1 ')) result.problems.push(`HEAD answer with a body: ${headText.split('\r\n')[0]}`);
+            if (head && rest.length > 0 && !rest.toString('latin1').startsWith('HTTP/1.1 '))
+              result.problems.push(`HEAD answer with a body: ${headText.split('\r\n')[0]}`);
             buffer = Buffer.alloc(0);
             break;
           }
@@ -226,7 +360,8 @@ export async function fuzz(port: number, keys: readonly string[], seed: number, 
       result.requests++;
       result.byStatus.set(answer.status, (result.byStatus.get(answer.status) ?? 0) + 1);
       if (!/^HTTP\/1\.1 \d{3} /.test(answer.headText)) result.problems.push(`malformed head: ${answer.headText.slice(0, 80)}`);
-      if (!DOCUMENTED.has(answer.status)) result.problems.push(`undocumented ${answer.status} to ${bytes.subarray(0, 120).toString('latin1').split('\r\n')[0]}`);
+      if (!DOCUMENTED.has(answer.status))
+        result.problems.push(`undocumented ${answer.status} to ${bytes.subarray(0, 120).toString('latin1').split('\r\n')[0]}`);
       if (answer.status === 500) result.problems.push(`500 to ${bytes.subarray(0, 120).toString('latin1').split('\r\n')[0]}`);
       // Keep-alive, except after answers that close (the server may not read what follows).
       if (/connection: close/i.test(answer.headText)) {

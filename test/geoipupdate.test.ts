@@ -24,13 +24,33 @@ import { fetchBytes, get, openTestControlDb, publishedDataDir, startTestService,
 
 const run = promisify(execFile);
 const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-const missing = !has('geoipupdate') ? 'geoipupdate is not installed (Debian contrib: apt-get install geoipupdate; .ci/run does)' : !has('openssl') ? 'openssl is not installed' : false;
+const missing = !has('geoipupdate')
+  ? 'geoipupdate is not installed (Debian contrib: apt-get install geoipupdate; .ci/run does)'
+  : !has('openssl')
+    ? 'openssl is not installed'
+    : false;
 
 /** A TLS terminator on loopback in front of `port`, with a fresh self-signed certificate for 127.0.0.1. */
 async function tlsFront(port: number, dir: string): Promise<{ port: number; ca: string; close(): void }> {
   const key = path.join(dir, 'key.pem');
   const cert = path.join(dir, 'cert.pem');
-  await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+  ]);
   const server = tls.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (socket) => {
     const upstream = net.connect(port, '127.0.0.1');
     socket.pipe(upstream).pipe(socket);
@@ -133,7 +153,9 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     const into = path.join(dir, 'editions');
     const r = await geoipupdate({ editions: 'geoip2_anonymous_v1 geoip2_anonymous_plus_v1' }, into);
     assert.equal(r.code, 0, r.out);
-    const types = ['geoip2_anonymous_v1', 'geoip2_anonymous_plus_v1'].map((e) => new maxmind.Reader(fs.readFileSync(path.join(into, `${e}.mmdb`))).metadata.databaseType);
+    const types = ['geoip2_anonymous_v1', 'geoip2_anonymous_plus_v1'].map(
+      (e) => new maxmind.Reader(fs.readFileSync(path.join(into, `${e}.mmdb`))).metadata.databaseType,
+    );
     assert.deepEqual(types, ['GeoIP2-Anonymous-IP', 'GeoIP-Anonymous-Plus']);
   });
 
@@ -150,7 +172,11 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
       const r = await geoipupdate(name === 'scope' ? { key: scopeless } : settings, into);
       assert.notEqual(r.code, 0, `${name}: ${r.out}`);
       assert.match(r.out, expected, name);
-      assert.deepEqual(fs.readdirSync(into).filter((f) => f.endsWith('.mmdb')), [], name);
+      assert.deepEqual(
+        fs.readdirSync(into).filter((f) => f.endsWith('.mmdb')),
+        [],
+        name,
+      );
     }
   });
 });
@@ -203,7 +229,11 @@ describe('the geoipupdate 6.x/7.x protocol', () => {
     fs.writeFileSync(file, got.body);
     const listed = await run('tar', ['-tvzf', file]);
     assert.match(listed.stdout, new RegExp(`${size} .*vpn_v1_\\d{8}/vpn_v1\\.mmdb`));
-    const py = await run('/usr/bin/python3', ['-c', 'import sys, tarfile, hashlib\nt = tarfile.open(sys.argv[1], "r:gz")\nm = t.getmembers()\nprint(len(m), m[0].name, hashlib.md5(t.extractfile(m[0]).read()).hexdigest())', file]);
+    const py = await run('/usr/bin/python3', [
+      '-c',
+      'import sys, tarfile, hashlib\nt = tarfile.open(sys.argv[1], "r:gz")\nm = t.getmembers()\nprint(len(m), m[0].name, hashlib.md5(t.extractfile(m[0]).read()).hexdigest())',
+      file,
+    ]);
     assert.equal(py.stdout.trim(), `1 ${name} ${pub.checksums.md5}`);
     // A resumed download joins into the same bytes.
     const cut = Math.floor(got.body.length / 3);
@@ -214,8 +244,14 @@ describe('the geoipupdate 6.x/7.x protocol', () => {
     // The download is in the history; the metadata request is not.
     const history = (await get(svc.port, '/api/v1/database/downloads', { Authorization: `Bearer ${key}` })).json.downloads;
     assert.deepEqual(
-      history.map((h: { dataset_id: string; http_status: number; outcome: string; bytes: number }) => [h.dataset_id, h.http_status, h.outcome, h.bytes]).slice(0, 3),
-      [['vpn_v1', 206, 'ok', got.body.length - cut], ['vpn_v1', 206, 'ok', cut], ['vpn_v1', 200, 'ok', got.body.length]],
+      history
+        .map((h: { dataset_id: string; http_status: number; outcome: string; bytes: number }) => [h.dataset_id, h.http_status, h.outcome, h.bytes])
+        .slice(0, 3),
+      [
+        ['vpn_v1', 206, 'ok', got.body.length - cut],
+        ['vpn_v1', 206, 'ok', cut],
+        ['vpn_v1', 200, 'ok', got.body.length],
+      ],
     );
   });
 
@@ -240,7 +276,10 @@ describe('tar headers', () => {
     const stored = parseInt(h.subarray(148, 154).toString('latin1'), 8);
     const blank = Buffer.from(h);
     blank.fill(32, 148, 156);
-    assert.equal(stored, blank.reduce((s, b) => s + b, 0));
+    assert.equal(
+      stored,
+      blank.reduce((s, b) => s + b, 0),
+    );
     assert.equal(h.subarray(257, 263).toString('latin1'), 'ustar\0');
   });
 });

@@ -30,7 +30,21 @@ import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { openServer } from '../src/http/server/open.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, PUBLISHED_FEED as FEED, raw, request, responses, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
+import {
+  get,
+  openTestControlDb,
+  plansFile,
+  PROJECT_ROOT,
+  PUBLISHED_FEED as FEED,
+  raw,
+  request,
+  responses,
+  startTestService,
+  tempDir,
+  until,
+  utcDaysSince,
+  writeFile,
+} from './helpers.js';
 import { accountingDir, buildsDir, controlDbFile, storeLinkSecretFile } from '../src/data-dir.js';
 
 const run = promisify(execFile);
@@ -86,10 +100,26 @@ describe('hostile requests', () => {
     key('download', { orgId: org.id, name: 'download', scopes: ['db.download'] });
     key('plain', { orgId: org.id, name: 'plain', scopes: [] });
     key('fenced', { orgId: org.id, name: 'fenced', scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] });
-    key('restricted', { orgId: org.id, name: 'restricted', scopes: ['apikeys.manage'], allowedCidrs: ['127.0.0.0/8'], expires: new Date(Date.now() + 3_600_000).toISOString() });
+    key('restricted', {
+      orgId: org.id,
+      name: 'restricted',
+      scopes: ['apikeys.manage'],
+      allowedCidrs: ['127.0.0.0/8'],
+      expires: new Date(Date.now() + 3_600_000).toISOString(),
+    });
     const small = createOrganisation(db, plans, 'Small', 'small');
     key('small', { orgId: small.id, name: 'small' });
-    grantLicence(db, { orgId: org.id, base: 'vpn', licenceType: 'subscription', starts: new Date(Date.now() - 86_400_000).toISOString(), expires: new Date(Date.now() + 86_400_000).toISOString() }, BASES);
+    grantLicence(
+      db,
+      {
+        orgId: org.id,
+        base: 'vpn',
+        licenceType: 'subscription',
+        starts: new Date(Date.now() - 86_400_000).toISOString(),
+        expires: new Date(Date.now() + 86_400_000).toISOString(),
+      },
+      BASES,
+    );
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
     svc = await startTestService({ dataDir, plansFile: file, trustedProxies: [], keylessTier: TIER_MAX });
@@ -110,7 +140,11 @@ describe('hostile requests', () => {
   });
 
   test('HEAD answers carry no body: 404, 405 with Allow, 401', async () => {
-    const stream = await raw(svc.port, 'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /batch HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n', 1000);
+    const stream = await raw(
+      svc.port,
+      'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /batch HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n',
+      1000,
+    );
     const [a, b, c, d] = responses(stream, [true, true, true, false]);
     assert.equal(a.status, 404);
     assert.equal(b.status, 405);
@@ -141,7 +175,13 @@ describe('hostile requests', () => {
       assert.ok(got.status < 400, `${p}: ${got.status} ${got.body}`);
       const lengthOf = (r: { head: string }): string | undefined => /content-length: *(\d+)/i.exec(r.head)?.[1];
       assert.equal(lengthOf(head), String(Buffer.byteLength(got.body)), p);
-      const names = (r: { head: string }): string[] => r.head.split('\r\n').slice(1).map((l) => l.split(':')[0].toLowerCase()).filter((n) => n !== 'date').sort();
+      const names = (r: { head: string }): string[] =>
+        r.head
+          .split('\r\n')
+          .slice(1)
+          .map((l) => l.split(':')[0].toLowerCase())
+          .filter((n) => n !== 'date')
+          .sort();
       assert.deepEqual(names(head), names(got), p);
     }
   });
@@ -209,16 +249,28 @@ describe('hostile requests', () => {
         sockets.push(s);
       }
       // Every request admitted (its reader waiting for the body) and nothing taken for it yet.
-      await until(() => svc.metrics.inFlight === N, 10_000, () => `${N} batch requests admitted (${svc.metrics.inFlight})`);
+      await until(
+        () => svc.metrics.inFlight === N,
+        10_000,
+        () => `${N} batch requests admitted (${svc.metrics.inFlight})`,
+      );
       assert.equal(svc.metrics.bodyMemory!.held, 0, 'declared lengths were allocated');
       for (const s of sockets) s.write('{"ips":[');
       // Each first chunk takes one first block (16 KiB), not the 512 KiB declared.
-      await until(() => svc.metrics.bodyMemory!.held >= N * 16 * 1024, 10_000, () => `every first chunk read (held ${svc.metrics.bodyMemory!.held})`);
+      await until(
+        () => svc.metrics.bodyMemory!.held >= N * 16 * 1024,
+        10_000,
+        () => `every first chunk read (held ${svc.metrics.bodyMemory!.held})`,
+      );
       assert.equal(svc.metrics.bodyMemory!.held, N * 16 * 1024);
     } finally {
       for (const s of sockets) s.destroy();
     }
-    await until(() => svc.metrics.bodyMemory!.held === 0, 10_000, () => `closed connections gave their memory back (held ${svc.metrics.bodyMemory!.held})`);
+    await until(
+      () => svc.metrics.bodyMemory!.held === 0,
+      10_000,
+      () => `closed connections gave their memory back (held ${svc.metrics.bodyMemory!.held})`,
+    );
     assert.equal(svc.metrics.inFlight, 0);
     await alive();
   });
@@ -227,10 +279,13 @@ describe('hostile requests', () => {
     // 4 MB: more than the socket buffers hold, so a server that closes early is a broken pipe.
     const body = Buffer.alloc(4 * 1024 * 1024, 0x20);
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: svc.port, method: 'POST', path: '/batch', agent: false, headers: { 'Content-Length': body.length } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port: svc.port, method: 'POST', path: '/batch', agent: false, headers: { 'Content-Length': body.length } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', (e) => reject(new Error(`no 413: ${e.message}`)));
       req.end(body);
     });
@@ -238,7 +293,11 @@ describe('hostile requests', () => {
   });
 
   test('a pipelined request after a database request is answered too', async () => {
-    const stream = await raw(svc.port, `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nX-Api-Key: ${keys.download}\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n`, 1000);
+    const stream = await raw(
+      svc.port,
+      `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nX-Api-Key: ${keys.download}\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n`,
+      1000,
+    );
     const [list, lookup] = responses(stream);
     assert.equal(list?.status, 200);
     assert.equal(lookup?.status, 200);
@@ -260,11 +319,22 @@ describe('hostile requests', () => {
     // Idle leases go back (on every thread) within 1.5 × LEASE_IDLE_MS; until then usage
     // counts what the leases hold.
     let usage = -1;
-    await until(async () => (usage = await me()) === 170 + 400 + 10, 10_000, () => `usage counts what was answered (last read ${usage})`);
+    await until(
+      async () => (usage = await me()) === 170 + 400 + 10,
+      10_000,
+      () => `usage counts what was answered (last read ${usage})`,
+    );
   });
 
   test('keyless IPv6 clients are counted per /64, IPv4 per address', async () => {
-    const proxied = await startTestService({ dataDir, plansFile: plansFile(tempDir(), { keyless: { daily_cap: 3, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 10, rate: lavish, hard_limit: null }] }), trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }] });
+    const proxied = await startTestService({
+      dataDir,
+      plansFile: plansFile(tempDir(), {
+        keyless: { daily_cap: 3, rate: lavish },
+        plans: [{ key: 'max', tier: 'max', quota: 10, rate: lavish, hard_limit: null }],
+      }),
+      trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }],
+    });
     try {
       const from = (ip: string) => get(proxied.port, '/81.7.3.9', { 'X-Forwarded-For': ip }).then((r) => r.status);
       assert.deepEqual(await Promise.all(['2a01:4f8:1:2::1', '2a01:4f8:1:2::2', '2a01:4f8:1:2:ffff::3'].map(from)), [200, 200, 200]);
@@ -299,7 +369,10 @@ describe('hostile requests', () => {
   });
 
   test('a database too small for a strict sample offers none', async () => {
-    const list = (await get(svc.port, '/api/v1/database/list', bearer('download'))).json.databases as { base: string; versions: { sample_formats: string[] }[] }[];
+    const list = (await get(svc.port, '/api/v1/database/list', bearer('download'))).json.databases as {
+      base: string;
+      versions: { sample_formats: string[] }[];
+    }[];
     assert.deepEqual(list.find((d) => d.base === 'vpn_provider')!.versions[0].sample_formats, [], 'one provider');
     assert.deepEqual(list.find((d) => d.base === 'vpn')!.versions[0].sample_formats, ['csvgz', 'mmdb']);
     const r = await get(svc.port, '/api/v1/database/download?id=vpn_provider_v1&format=csvgz&sample=true', bearer('download'));
@@ -325,9 +398,17 @@ describe('hostile requests', () => {
         req.on('error', () => undefined);
         stalled.push(req);
       }
-      await until(() => responsesIn.length === 50, 5_000, () => `50 transfers started (${responsesIn.length})`);
+      await until(
+        () => responsesIn.length === 50,
+        5_000,
+        () => `50 transfers started (${responsesIn.length})`,
+      );
       // Until the socket buffers are full the transfers still move; then they stall.
-      await until(() => fileTransfers.held === 0, 10_000, () => `stalled transfers give their read buffers back (held ${fileTransfers.held})`);
+      await until(
+        () => fileTransfers.held === 0,
+        10_000,
+        () => `stalled transfers give their read buffers back (held ${fileTransfers.held})`,
+      );
       await alive();
       // One reader resumes and gets the whole file.
       const resumed = responsesIn[0];
@@ -428,7 +509,7 @@ describe('stores and workers at fault', () => {
     }
   });
 
-  test("degraded accounting over two threads: each sees what the other owes, the limit holds for both, and both debts are written", async () => {
+  test('degraded accounting over two threads: each sees what the other owes, the limit holds for both, and both debts are written', async () => {
     const dataDir = tempDir();
     const real = new LmdbAccountingStore(dataDir);
     const { store, fail } = failingStore(real);
@@ -470,7 +551,10 @@ describe('stores and workers at fault', () => {
     const file = accountingDir(dataDir);
     fs.writeFileSync(file, '');
     // The other process: the file whole 300 ms later (a child, as this thread is blocked while checking).
-    const writer = spawn(process.execPath, ['-e', `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(accountingDir(made))}, ${JSON.stringify(file)}), 300)`]);
+    const writer = spawn(process.execPath, [
+      '-e',
+      `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(accountingDir(made))}, ${JSON.stringify(file)}), 300)`,
+    ]);
     await new Promise((r) => writer.once('spawn', r));
     checkAccountingFile(file);
     await new Promise((r) => writer.once('exit', r));
@@ -487,12 +571,17 @@ describe('stores and workers at fault', () => {
       if (damage === 'garbage') fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
       else if (damage === 'empty') fs.truncateSync(file, 0);
       else fs.writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
-      const r = await run(process.execPath, [CLI, 'serve'], { env: { ...process.env, DATA_DIR: dataDir, DEMO: '0', PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '' } }).then(
+      const r = await run(process.execPath, [CLI, 'serve'], {
+        env: { ...process.env, DATA_DIR: dataDir, DEMO: '0', PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '' },
+      }).then(
         () => ({ code: 0, stderr: '' }),
         (e: { code: number; stderr: string }) => e,
       );
       assert.equal(r.code, 1, damage);
-      const lines = r.stderr.trim().split('\n').filter((l) => !l.startsWith('{'));
+      const lines = r.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => !l.startsWith('{'));
       assert.equal(lines.length, 1, `${damage}: ${r.stderr}`);
       assert.ok(lines[0].includes(file), `${damage}: ${lines[0]}`);
       assert.match(lines[0], /move it aside/);
@@ -508,14 +597,29 @@ describe('stores and workers at fault', () => {
     }
   });
 
-  for (const [fault, fixture] of [['keeps dying', 'exiting-worker.js'], ['never answers', 'hanging-worker.js']] as const) {
+  for (const [fault, fixture] of [
+    ['keeps dying', 'exiting-worker.js'],
+    ['never answers', 'hanging-worker.js'],
+  ] as const) {
     test(`a batch settles within its deadline while every worker ${fault} (the route then answers every address 500)`, async () => {
       const pool = new BatchPool({ workers: 2, maxQueue: 8, worker: path.join(PROJECT_ROOT, 'dist/test/fixtures', fixture), timeoutMs: 2000 });
       try {
-        const task = () => ({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null, coding: 0 });
+        const task = () => ({
+          body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer,
+          tier: TIER_MAX,
+          generation: 0,
+          index: null,
+          budget: 1,
+          refusal: 1,
+          out: null,
+          coding: 0,
+        });
         const started = Date.now();
         const settled = await Promise.allSettled(Array.from({ length: 4 }, () => pool.run(task())));
-        assert.ok(settled.every((s) => s.status === 'rejected'), 'a batch on a faulty worker succeeded');
+        assert.ok(
+          settled.every((s) => s.status === 'rejected'),
+          'a batch on a faulty worker succeeded',
+        );
         assert.ok(Date.now() - started < 4000, `took ${Date.now() - started} ms`);
       } finally {
         await pool.close();
@@ -558,7 +662,10 @@ describe('stores and workers at fault', () => {
       runBuild({ dataDir, exports: false });
       // A rate of 10/s leases no extra units (meter.ts leaseExtra): a thread's usage then never
       // counts another's unused lease, so every read is exact, not only once leases are swept.
-      const plans = plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 1_000_000, rate: { per_second: 10, burst: 1000 }, hard_limit: null }] });
+      const plans = plansFile(tempDir(), {
+        keyless: { daily_cap: 1000, rate: lavish },
+        plans: [{ key: 'max', tier: 'max', quota: 1_000_000, rate: { per_second: 10, burst: 1000 }, hard_limit: null }],
+      });
       const db = openTestControlDb(dataDir);
       const org = createOrganisation(db, loadPlans(plans), 'Two threads', 'max');
       const key = createKey(db, { orgId: org.id, name: 'k' }).secret;
@@ -572,7 +679,11 @@ describe('stores and workers at fault', () => {
       // Whichever thread answers, usage reaches the answers, and stays there.
       const usageIs = async (n: number, what: string): Promise<void> => {
         let seen = -1;
-        await until(async () => (seen = (await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests) === n, 10_000, () => `${what}: usage ${n} (last read ${seen})`);
+        await until(
+          async () => (seen = (await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests) === n,
+          10_000,
+          () => `${what}: usage ${n} (last read ${seen})`,
+        );
         for (let i = 0; i < 10; i++) assert.equal((await get(svc.port, '/api/v1/account/me', auth)).json.usage.requests, n, what);
       };
       try {
@@ -614,7 +725,14 @@ describe('stores and workers at fault', () => {
       importFeed({ dataDir, file: writeFile(tempDir(), 'feed.csv', FEED) });
       runBuild({ dataDir, exports: false });
       let closed = false;
-      const svc = await startTestService({ dataDir, trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }], plansFile: plansFile(tempDir(), { keyless: { daily_cap: 1000, rate: lavish }, plans: [{ key: 'max', tier: 'max', quota: 10, rate: lavish, hard_limit: null }] }) });
+      const svc = await startTestService({
+        dataDir,
+        trustedProxies: [{ family: 4, start: 0x7f000000n, end: 0x7fffffffn }],
+        plansFile: plansFile(tempDir(), {
+          keyless: { daily_cap: 1000, rate: lavish },
+          plans: [{ key: 'max', tier: 'max', quota: 10, rate: lavish, hard_limit: null }],
+        }),
+      });
       try {
         // Fill the disk.
         const filler = fs.openSync(path.join(mount, 'filler'), 'w');
@@ -635,7 +753,9 @@ describe('stores and workers at fault', () => {
         const statuses = new Map<number, number>();
         const from = Date.now();
         for (let i = 0; i < 4000; i += 50) {
-          const replies = await Promise.all(Array.from({ length: 50 }, (_, j) => get(svc.port, '/81.7.3.9', { 'X-Forwarded-For': `10.${(i + j) >> 8}.${(i + j) & 255}.7` })));
+          const replies = await Promise.all(
+            Array.from({ length: 50 }, (_, j) => get(svc.port, '/81.7.3.9', { 'X-Forwarded-For': `10.${(i + j) >> 8}.${(i + j) & 255}.7` })),
+          );
           for (const r of replies) {
             statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
             if (r.status === 200) ok++;
@@ -644,7 +764,10 @@ describe('stores and workers at fault', () => {
         t.diagnostic(`lookups on a full disk: ${JSON.stringify([...statuses])}`);
         assert.equal(ok, 4000);
         assert.throws(() => runBuild({ dataDir, exports: false }));
-        assert.deepEqual(fs.readdirSync(buildsDir(dataDir)).filter((d) => d.includes('staging')), []);
+        assert.deepEqual(
+          fs.readdirSync(buildsDir(dataDir)).filter((d) => d.includes('staging')),
+          [],
+        );
         // Room again: what was answered meanwhile reaches the store (at the latest when the
         // service stops, which writes what is owed; the periodic write is the test above's).
         fs.rmSync(path.join(mount, 'filler'));

@@ -150,20 +150,14 @@ export interface Reply {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export function request(
-  port: number,
-  method: string,
-  urlPath: string,
-  body?: string | Buffer,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
+export function request(port: number, method: string, urlPath: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown ;
+        let json: unknown;
         try {
           json = JSON.parse(text);
         } catch {

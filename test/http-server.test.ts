@@ -56,7 +56,7 @@ describe('choosing the HTTP server', () => {
     assert.equal((await openServer('node', { keepAliveTimeoutMs: 75_000 })).server.kind, 'node');
   });
 
-  test('the idle keep-alive timeout defaults above common load balancers\' 60 s', () => {
+  test("the idle keep-alive timeout defaults above common load balancers' 60 s", () => {
     assert.ok(DEFAULTS.keepAliveTimeoutS > 60);
     assert.equal(loadConfig({}).keepAliveTimeoutMs, DEFAULTS.keepAliveTimeoutS * 1000);
     assert.equal(loadConfig({ KEEP_ALIVE_TIMEOUT_S: '300' }).keepAliveTimeoutMs, 300_000);
@@ -112,7 +112,7 @@ describe('node:http: what proxies and old clients send', () => {
     assert.deepEqual(Object.keys(JSON.parse(b.body).errors), ['nope']);
   });
 
-  test('malformed requests are 400 at once, in the catalogue\'s words, and the connection closed', async () => {
+  test("malformed requests are 400 at once, in the catalogue's words, and the connection closed", async () => {
     const cases = {
       'no Host': 'GET /81.7.3.9 HTTP/1.1\r\n\r\n',
       'bare LF line ends': 'GET /81.7.3.9 HTTP/1.1\nHost: t\n\n',
@@ -173,13 +173,24 @@ describe('node:http: what proxies and old clients send', () => {
     s.write('POST /batch HTTP/1.1\r\nHost: t\r\nContent-Length: 524288\r\n\r\n{"ips":[');
     await until(() => svc.metrics.bodyMemory!.held > 0, 5_000, 'the first chunk read');
     s.destroy();
-    await until(() => svc.metrics.bodyMemory!.held === 0, 5_000, () => `the memory given back (held ${svc.metrics.bodyMemory!.held})`);
+    await until(
+      () => svc.metrics.bodyMemory!.held === 0,
+      5_000,
+      () => `the memory given back (held ${svc.metrics.bodyMemory!.held})`,
+    );
     assert.equal(svc.metrics.inFlight, 0);
   });
 
   test('pipelined requests are answered in order, the last one after an asynchronous answer', async () => {
-    const stream = await raw(svc.port, 'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n', 2000);
-    assert.deepEqual(responses(stream).map((r) => r.status), [400, 401, 404]);
+    const stream = await raw(
+      svc.port,
+      'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n',
+      2000,
+    );
+    assert.deepEqual(
+      responses(stream).map((r) => r.status),
+      [400, 401, 404],
+    );
   });
 });
 
@@ -193,7 +204,9 @@ describe('node:http: a client that half-closes after sending a batch', () => {
       const body = '{"ips":["81.7.3.9","nope"]}';
       const text = await new Promise<string>((resolve) => {
         let out = '';
-        const s = net.connect(svc.port, '127.0.0.1', () => s.end(`POST /batch HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`));
+        const s = net.connect(svc.port, '127.0.0.1', () =>
+          s.end(`POST /batch HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+        );
         s.on('data', (c: Buffer) => (out += c.toString('latin1')));
         s.on('close', () => resolve(out));
       });
@@ -214,7 +227,10 @@ describe('node:http: a malformed request pipelined before a good one', () => {
       // The first has no Host (a 400 that closes the connection); the second can never be answered.
       const r = await exchange(svc.port, 'GET /1.1.1.1 HTTP/1.1\r\n\r\nGET /9.9.9.9 HTTP/1.1\r\nHost: x\r\n\r\n', 3000);
       const replies = responses(r.text);
-      assert.deepEqual(replies.map((x) => x.status), [400]);
+      assert.deepEqual(
+        replies.map((x) => x.status),
+        [400],
+      );
       assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000);
       assert.equal((await get(svc.port, '/81.7.3.9')).status, 200, 'the server answers on');
       const t = Date.now();
@@ -227,9 +243,12 @@ describe('node:http: a malformed request pipelined before a good one', () => {
 });
 
 /** The uWS build this runtime loads (null: none, or on Bun). */
-const UWS_VERSION = ON_BUN ? null : (((l) => ('version' in l ? l.version : null))(loadNativeUws()));
+const UWS_VERSION = ON_BUN ? null : ((l) => ('version' in l ? l.version : null))(loadNativeUws());
 
-describe('uWS 20.57: what proxies and old clients send', { skip: UWS_VERSION === '20.57.0' ? false : `this runtime loads uWS ${UWS_VERSION ?? 'not at all'} (20.57 needs glibc 2.38: Node 24 in the trixie root of .ci/run)` }, () => {
+describe('uWS 20.57: what proxies and old clients send', {
+  skip:
+    UWS_VERSION === '20.57.0' ? false : `this runtime loads uWS ${UWS_VERSION ?? 'not at all'} (20.57 needs glibc 2.38: Node 24 in the trixie root of .ci/run)`,
+}, () => {
   let svc: Service;
 
   before(async () => {
@@ -242,7 +261,7 @@ describe('uWS 20.57: what proxies and old clients send', { skip: UWS_VERSION ===
     assert.equal((await get(svc.adminPort, '/readyz')).json.http_server, 'uws');
   });
 
-  test('HTTP/1.0 (nginx\'s upstream default) is refused at once with 505 and the connection closed, never left hanging', async () => {
+  test("HTTP/1.0 (nginx's upstream default) is refused at once with 505 and the connection closed, never left hanging", async () => {
     for (const bytes of ['GET /81.7.3.9 HTTP/1.0\r\n\r\n', 'GET /81.7.3.9 HTTP/1.0\r\nConnection: close\r\n\r\n']) {
       const r = await exchange(svc.port, bytes, 3000);
       assert.equal(responses(r.text)[0]?.status, 505, JSON.stringify(r.text.slice(0, 80)));
@@ -251,7 +270,10 @@ describe('uWS 20.57: what proxies and old clients send', { skip: UWS_VERSION ===
   });
 
   test('a request without Host is 400 and one with bare LF line ends 505, each at once with the connection closed', async () => {
-    for (const [bytes, status] of [['GET /81.7.3.9 HTTP/1.1\r\n\r\n', 400], ['GET /81.7.3.9 HTTP/1.1\nHost: t\n\n', 505]] as const) {
+    for (const [bytes, status] of [
+      ['GET /81.7.3.9 HTTP/1.1\r\n\r\n', 400],
+      ['GET /81.7.3.9 HTTP/1.1\nHost: t\n\n', 505],
+    ] as const) {
       const r = await exchange(svc.port, bytes, 3000);
       assert.equal(responses(r.text)[0]?.status, status, JSON.stringify(r.text.slice(0, 80)));
       assert.ok(r.closedAfterMs !== null && r.closedAfterMs < 1000, `closed after ${r.closedAfterMs} ms`);
@@ -284,7 +306,7 @@ describe('Bun.serve: what proxies and old clients send', { skip: ON_BUN ? false 
     assert.equal((await get(svc.adminPort, '/readyz')).json.http_server, 'bun');
   });
 
-  test('an HTTP/1.0 request is answered; with Connection: close (nginx\'s upstream default) the connection closes after it', async () => {
+  test("an HTTP/1.0 request is answered; with Connection: close (nginx's upstream default) the connection closes after it", async () => {
     const r = await exchange(svc.port, 'GET /81.7.3.9 HTTP/1.0\r\nConnection: close\r\n\r\n', 2000);
     const [reply] = responses(r.text);
     assert.equal(reply.status, 200);
@@ -327,8 +349,15 @@ describe('Bun.serve: what proxies and old clients send', { skip: ON_BUN ? false 
   test('pipelined requests with synchronous answers are answered in order', async () => {
     // Bun 1.4.5 drops the connection when a request arrives behind an answer still pending
     // (a batch, an S3 download link), as this uWS build does: the README says so.
-    const stream = await raw(svc.port, 'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n', 2000);
-    assert.deepEqual(responses(stream).map((r) => r.status), [400, 401, 404]);
+    const stream = await raw(
+      svc.port,
+      'GET /x HTTP/1.1\r\nHost: t\r\n\r\nGET /api/v1/database/list HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9/x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n',
+      2000,
+    );
+    assert.deepEqual(
+      responses(stream).map((r) => r.status),
+      [400, 401, 404],
+    );
   });
 });
 
@@ -338,12 +367,16 @@ describe('latency of a lookup answered after its handler returned', () => {
     const app = server.app();
     const metrics = new Metrics();
     const routes = new RouteTable(app, silentLogger, metrics);
-    routes.get('/later', (res) => {
-      const later = routes.answerLater(res);
-      later.onAborted(() => {});
-      // As accounting does: the answer comes from a later turn of the event loop.
-      setTimeout(() => later.cork(() => later.end('late')), 60);
-    }, { family: 'lookup' });
+    routes.get(
+      '/later',
+      (res) => {
+        const later = routes.answerLater(res);
+        later.onAborted(() => {});
+        // As accounting does: the answer comes from a later turn of the event loop.
+        setTimeout(() => later.cork(() => later.end('late')), 60);
+      },
+      { family: 'lookup' },
+    );
     routes.get('/now', (res) => void res.end('now'), { family: 'lookup' });
     const listener = await server.listen(app, '127.0.0.1', 0, false);
     try {

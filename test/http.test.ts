@@ -388,7 +388,11 @@ describe('CORS (CORS_ORIGINS)', () => {
       assert.equal(r.text, '');
     }
     // Not a preflight, another origin, or no CORS configured: the usual 405 (or 404), no CORS headers.
-    for (const r of [await preflight(svc.port, '/81.7.3.9', 'https://evil.example', 'GET'), await preflight(plain.port, '/81.7.3.9', ORIGIN, 'GET'), await request(svc.port, 'OPTIONS', '/81.7.3.9')]) {
+    for (const r of [
+      await preflight(svc.port, '/81.7.3.9', 'https://evil.example', 'GET'),
+      await preflight(plain.port, '/81.7.3.9', ORIGIN, 'GET'),
+      await request(svc.port, 'OPTIONS', '/81.7.3.9'),
+    ]) {
       assert.equal(r.status, 405);
       assert.equal(r.headers['access-control-allow-origin'], undefined);
     }
@@ -409,7 +413,8 @@ describe('CORS (CORS_ORIGINS)', () => {
     const refused = await get(svc.port, '/81.7.3.9', { ...o, Authorization: 'Bearer isk_nope' });
     assert.equal(refused.status, 401);
     assert.equal(refused.headers['access-control-allow-origin'], ORIGIN);
-    for (const p of ['/myip', '/api/v1/account/me', '/nothing/here']) assert.equal((await get(svc.port, p, o)).headers['access-control-allow-origin'], ORIGIN, p);
+    for (const p of ['/myip', '/api/v1/account/me', '/nothing/here'])
+      assert.equal((await get(svc.port, p, o)).headers['access-control-allow-origin'], ORIGIN, p);
     assert.equal((await get(svc.port, '/81.7.3.9', { Origin: 'https://evil.example' })).headers['access-control-allow-origin'], undefined);
     assert.equal((await get(svc.port, '/81.7.3.9')).headers['access-control-allow-origin'], undefined);
     assert.equal((await get(plain.port, '/81.7.3.9', o)).headers['access-control-allow-origin'], undefined);
@@ -417,7 +422,13 @@ describe('CORS (CORS_ORIGINS)', () => {
 });
 
 /** A request whose answer is kept as bytes (a compressed body). */
-function requestBytes(port: number, method: string, p: string, body: string | undefined, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function requestBytes(
+  port: number,
+  method: string,
+  p: string,
+  body: string | undefined,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
       const parts: Buffer[] = [];
@@ -445,7 +456,15 @@ describe('compressed answers (Accept-Encoding)', () => {
     assert.equal(plain.headers['content-encoding'], undefined);
     const expected = JSON.parse(plain.body.toString('utf8'));
     assert.equal(Object.keys(expected.results).length, 1000);
-    for (const [accept, coding] of [['gzip', 'gzip'], ['br', 'br'], ['gzip, deflate, br, zstd', 'br'], ['gzip;q=1, br;q=0.5', 'gzip'], ['x-gzip', 'gzip'], ['*', 'br'], ['br;q=0, *;q=0.1', 'gzip']] as const) {
+    for (const [accept, coding] of [
+      ['gzip', 'gzip'],
+      ['br', 'br'],
+      ['gzip, deflate, br, zstd', 'br'],
+      ['gzip;q=1, br;q=0.5', 'gzip'],
+      ['x-gzip', 'gzip'],
+      ['*', 'br'],
+      ['br;q=0, *;q=0.1', 'gzip'],
+    ] as const) {
       const r = await requestBytes(svc.port, 'POST', '/batch', body, { 'Accept-Encoding': accept });
       assert.equal(r.status, 200, accept);
       assert.equal(r.headers['content-encoding'], coding, accept);
@@ -512,7 +531,12 @@ describe('metrics (admin port)', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
     const info = [...s.keys()].find((k) => k.startsWith('ipsift_build_info{'));
     assert.match(String(info), new RegExp(`version="${pkg.version}",runtime="(Node|Bun) [\\d.]+",http_server="${svc.httpServer}"`));
-    for (const [family, least] of [['lookup', 5], ['batch', 1], ['database', 1], ['account', 1]] as const) {
+    for (const [family, least] of [
+      ['lookup', 5],
+      ['batch', 1],
+      ['database', 1],
+      ['account', 1],
+    ] as const) {
       const count = s.get(`ipsift_request_duration_seconds_count{family="${family}"}`)!;
       assert.ok(count >= least, `${family}: ${count}`);
       assert.equal(s.get(`ipsift_request_duration_seconds_bucket{family="${family}",le="+Inf"}`), count);
@@ -554,7 +578,10 @@ describe('metrics (admin port)', () => {
     assert.ok(s.lookup_p50_ms! > 0 && s.lookup_p50_ms! <= s.lookup_p99_ms!, JSON.stringify(s));
     assert.ok(s.batch_p99_ms! > 0);
     for (let k = 2; k <= 4; k++) history.sample(t0 + k * 10_000);
-    assert.deepEqual(history.samples().map((x) => x.at.slice(11, 19)), ['12:00:20', '12:00:30', '12:00:40']);
+    assert.deepEqual(
+      history.samples().map((x) => x.at.slice(11, 19)),
+      ['12:00:20', '12:00:30', '12:00:40'],
+    );
     assert.deepEqual([history.samples()[2].requests_per_s, history.samples()[2].lookup_p50_ms], [0, null], 'a quiet period');
 
     // Linear within the bucket, as Prometheus's histogram_quantile: 10 requests between 0.1 and 0.25 ms.

@@ -25,17 +25,32 @@ describe('feed importers', () => {
   test('a file with more entries than a source may hold is refused, before parsing where a line is an entry', () => {
     const max = { limit: 10, setting: 'SOURCES_MAX_ENTRIES' };
     const list = Array.from({ length: 11 }, (_, i) => `10.${i}.0.1`).join('\n') + '\n';
-    assert.throws(() => imported(list, { category: 'vpn', maxEntries: max }), (e: unknown) => {
-      assert.ok(e instanceof FeedImportError);
-      assert.match(e.message, /more than 10 entries \(11 lines\), the most one source may hold \(SOURCES_MAX_ENTRIES\): refused before it is imported; raise SOURCES_MAX_ENTRIES/);
-      return true;
-    });
+    assert.throws(
+      () => imported(list, { category: 'vpn', maxEntries: max }),
+      (e: unknown) => {
+        assert.ok(e instanceof FeedImportError);
+        assert.match(
+          e.message,
+          /more than 10 entries \(11 lines\), the most one source may hold \(SOURCES_MAX_ENTRIES\): refused before it is imported; raise SOURCES_MAX_ENTRIES/,
+        );
+        return true;
+      },
+    );
     // Blank lines are no entries; ten are taken.
     assert.equal(imported(list.split('\n').slice(1).join('\n\n'), { category: 'vpn', maxEntries: max }).r.rows, 10);
     const csv = 'network,category\n' + Array.from({ length: 11 }, (_, i) => `10.${i}.0.0/24,vpn`).join('\n');
     assert.throws(() => imported(csv, { maxEntries: max }, 'f.csv'), /more than 10 entries \(11 lines\)/);
     // A JSON format: counted as its entries are made, and never skipped as a bad line.
-    const aws = JSON.stringify({ syncToken: '1', createDate: 'x', prefixes: Array.from({ length: 11 }, (_, i) => ({ ip_prefix: `3.${i}.0.0/16`, region: 'x', service: 'EC2' })), ipv6_prefixes: [] }, null, 1);
+    const aws = JSON.stringify(
+      {
+        syncToken: '1',
+        createDate: 'x',
+        prefixes: Array.from({ length: 11 }, (_, i) => ({ ip_prefix: `3.${i}.0.0/16`, region: 'x', service: 'EC2' })),
+        ipv6_prefixes: [],
+      },
+      null,
+      1,
+    );
     assert.throws(() => imported(aws, { maxEntries: max, skipInvalid: true }, 'aws.json'), /more than 10 entries \(11 or more\)/);
     assert.equal(imported(aws, {}, 'aws.json').r.rows, 11, 'no limit unless one is given (ipsift feed import)');
   });
@@ -45,10 +60,16 @@ describe('feed importers', () => {
     const list = writeFile(dataDir, 'big.txt', '10.0.0.1\n10.0.0.2\n');
     const sources = loadSources(writeFile(dataDir, 'sources.json', JSON.stringify([{ name: 'big', path: list, format: 'list', category: 'vpn' }])));
     const good = await refreshSources(dataDir, sources, { maxEntries: 3, all: true });
-    assert.deepEqual(good.reports.map((r) => [r.ok, r.rows]), [[true, 2]]);
+    assert.deepEqual(
+      good.reports.map((r) => [r.ok, r.rows]),
+      [[true, 2]],
+    );
     fs.writeFileSync(list, Array.from({ length: 50 }, (_, i) => `10.1.0.${i}`).join('\n'));
     const over = await refreshSources(dataDir, sources, { maxEntries: 3, all: true });
-    assert.deepEqual(over.reports.map((r) => [r.ok, r.rows, r.fetch]), [[true, 2, 'refused']]);
+    assert.deepEqual(
+      over.reports.map((r) => [r.ok, r.rows, r.fetch]),
+      [[true, 2, 'refused']],
+    );
     assert.match(readSourceStates(dataDir).big.reason ?? '', /more than 3 entries \(50 lines\).*SOURCES_MAX_ENTRIES/);
   });
 
@@ -75,7 +96,10 @@ describe('feed importers', () => {
     assert.equal(r.rows, 2);
     assert.equal(rows[0].detail, '{"provider":"Mullvad"}');
     assert.equal(rows[1].family, 6);
-    assert.throws(() => imported('1.2.3.4\nnot-an-ip\n', { category: 'vpn' }), (e: FeedImportError) => e.line === 2 && /f\.txt:2:/.test(e.message));
+    assert.throws(
+      () => imported('1.2.3.4\nnot-an-ip\n', { category: 'vpn' }),
+      (e: FeedImportError) => e.line === 2 && /f\.txt:2:/.test(e.message),
+    );
     const skipped = imported('1.2.3.4\nnot-an-ip\n5.6.7.8\n', { category: 'vpn', skipInvalid: true });
     assert.deepEqual([skipped.r.rows, skipped.r.skipped], [2, 1]);
     assert.match(skipped.r.skippedExamples[0], /:2:/);
@@ -101,7 +125,9 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
     assert.equal(rows[0].detail, '{"provider":"Tor Project","last_seen":"2024-03-13"}');
   });
 
-  test('TorDNSEL exit-addresses from the Tor Project: one network per address', { skip: !fs.existsSync(SHARED_REAL) && `${SHARED_REAL} is not present` }, () => {
+  test('TorDNSEL exit-addresses from the Tor Project: one network per address', {
+    skip: !fs.existsSync(SHARED_REAL) && `${SHARED_REAL} is not present`,
+  }, () => {
     const file = path.join(SHARED_REAL, 'tor/javascripterzzeerrr__ipinfo-parser/exit-addresses');
     const text = fs.readFileSync(file, 'utf8');
     const addresses = new Set([...text.matchAll(/^ExitAddress (\S+)/gm)].map((m) => m[1]));
@@ -111,12 +137,18 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
   });
 
   test('MISP warning lists: category from the name, or --category', () => {
-    const relay = imported(JSON.stringify({ name: 'iCloud Private Relay', description: 'egress', list: ['172.224.224.0/27', '2a02:26f7:b3c0:4000::/64'] }), { format: 'auto' }, 'list.json');
+    const relay = imported(
+      JSON.stringify({ name: 'iCloud Private Relay', description: 'egress', list: ['172.224.224.0/27', '2a02:26f7:b3c0:4000::/64'] }),
+      { format: 'auto' },
+      'list.json',
+    );
     assert.deepEqual([relay.r.format, relay.r.byCategory], ['misp', { relay: 2 }]);
     const cdn = imported(JSON.stringify({ description: 'Fastly IP address ranges', list: ['151.101.0.0/16'] }), { format: 'misp' }, 'l.json');
     assert.deepEqual(cdn.r.byCategory, { cdn: 1 });
     assert.throws(() => imported(JSON.stringify({ name: 'Something', list: ['1.2.3.0/24'] }), { format: 'misp' }, 'x.json'), /give --category/);
-    assert.deepEqual(imported(JSON.stringify({ name: 'Something', list: ['1.2.3.0/24'] }), { format: 'misp', category: 'hosting' }, 'x.json').r.byCategory, { hosting: 1 });
+    assert.deepEqual(imported(JSON.stringify({ name: 'Something', list: ['1.2.3.0/24'] }), { format: 'misp', category: 'hosting' }, 'x.json').r.byCategory, {
+      hosting: 1,
+    });
   });
 
   test('cloud JSON ({provider, ipv4, ipv6}) and AWS ip-ranges.json', () => {
@@ -137,37 +169,84 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
   });
 
   test('Google prefixes, geofeeds, ipcat, Mullvad CSV, Tor CSV, proxy CSVs and proxies.json', () => {
-    const g = imported(JSON.stringify({ syncToken: '1', prefixes: [{ ipv4Prefix: '34.1.208.0/20', service: 'Google Cloud' }, { ipv6Prefix: '2600:1900::/28' }] }), { format: 'auto' }, 'cloud.json');
-    assert.deepEqual([g.r.format, g.r.byCategory, g.rows[0].detail, g.rows[1].detail], ['google', { hosting: 2 }, '{"provider":"Google Cloud"}', '{"provider":"Google"}']);
-    const geo = imported('5.101.96.0/21,NL,NL-NH,Amsterdam,1098 XH\n2a03:b0c0::/32,US,US-NY,New York,\n', { format: 'auto', details: { provider: 'DigitalOcean' } }, 'do.csv');
+    const g = imported(
+      JSON.stringify({ syncToken: '1', prefixes: [{ ipv4Prefix: '34.1.208.0/20', service: 'Google Cloud' }, { ipv6Prefix: '2600:1900::/28' }] }),
+      { format: 'auto' },
+      'cloud.json',
+    );
+    assert.deepEqual(
+      [g.r.format, g.r.byCategory, g.rows[0].detail, g.rows[1].detail],
+      ['google', { hosting: 2 }, '{"provider":"Google Cloud"}', '{"provider":"Google"}'],
+    );
+    const geo = imported(
+      '5.101.96.0/21,NL,NL-NH,Amsterdam,1098 XH\n2a03:b0c0::/32,US,US-NY,New York,\n',
+      { format: 'auto', details: { provider: 'DigitalOcean' } },
+      'do.csv',
+    );
     assert.deepEqual([geo.r.format, geo.r.byCategory], ['geofeed', { hosting: 2 }]);
-    const apple = imported('172.224.224.0/27,GB,GB-EN,London\n', { format: 'auto', category: 'relay', details: { provider: 'Apple iCloud Private Relay' } }, 'egress.csv');
+    const apple = imported(
+      '172.224.224.0/27,GB,GB-EN,London\n',
+      { format: 'auto', category: 'relay', details: { provider: 'Apple iCloud Private Relay' } },
+      'egress.csv',
+    );
     assert.deepEqual(apple.r.byCategory, { relay: 1 });
     const ipcatRows = imported('3.0.0.0,3.1.255.255,Amazon AWS,http://www.amazon.com/aws/\n', { format: 'auto' }, 'datacenters.csv');
     assert.deepEqual([ipcatRows.r.format, ipcatRows.rows[0].detail], ['ipcat', '{"provider":"Amazon Web Services"}']); // the registry's display name
-    const m = imported('ip,hostname,first_seen,last_seen\n31.171.153.66,al-tia-wg-001.relays.mullvad.net,2024-11-24 11:01:35,2025-05-27 21:21:42\n', { format: 'auto' }, 'm.csv');
+    const m = imported(
+      'ip,hostname,first_seen,last_seen\n31.171.153.66,al-tia-wg-001.relays.mullvad.net,2024-11-24 11:01:35,2025-05-27 21:21:42\n',
+      { format: 'auto' },
+      'm.csv',
+    );
     assert.equal(m.r.format, 'mullvad-csv');
     assert.deepEqual(JSON.parse(m.rows[0].detail), { provider: 'Mullvad', last_seen: '2025-05-27', method: 'server_list' });
     const t = imported('fingerprint,ipaddr,port\n000F3EB75342BE371F1D8D3FAE90890AEB5664EE,204.137.14.106,443\n', { format: 'auto' }, 'exits.csv');
     assert.deepEqual([t.r.format, t.r.byCategory], ['tor-csv', { tor: 1 }]);
     const p = imported('#\n# generated\nproxy exit ip,optional comment\n1.0.171.213,\n1.1.189.58,\n', { format: 'auto', category: 'resproxy' }, 'p.csv');
     assert.deepEqual([p.r.format, p.r.byCategory], ['proxy-csv', { resproxy: 2 }]);
-    const pj = imported(JSON.stringify([{ host: '144.31.222.106', port: 7890, exit_ip: '104.28.230.247' }, { host: '1.2.3.4', port: 80, exit_ip: '1.2.3.4' }]), { format: 'auto' }, 'proxies.json');
+    const pj = imported(
+      JSON.stringify([
+        { host: '144.31.222.106', port: 7890, exit_ip: '104.28.230.247' },
+        { host: '1.2.3.4', port: 80, exit_ip: '1.2.3.4' },
+      ]),
+      { format: 'auto' },
+      'proxies.json',
+    );
     assert.deepEqual([pj.r.format, pj.r.rows, pj.r.byCategory], ['proxies-json', 3, { dcproxy: 3 }]);
   });
 
   test('Azure, Oracle, GitHub meta, Fastly, Zscaler and ProtonVPN logicals', () => {
-    const az = imported(JSON.stringify({ values: [{ name: 'AzureCloud', properties: { addressPrefixes: ['4.145.74.52/30', '2603:1000::/40'] } }] }), { format: 'auto' }, 'tags.json');
+    const az = imported(
+      JSON.stringify({ values: [{ name: 'AzureCloud', properties: { addressPrefixes: ['4.145.74.52/30', '2603:1000::/40'] } }] }),
+      { format: 'auto' },
+      'tags.json',
+    );
     assert.deepEqual([az.r.format, az.r.byCategory, az.rows[0].detail], ['azure', { hosting: 2 }, '{"provider":"Microsoft Azure"}']);
-    const oci = imported(JSON.stringify({ regions: [{ region: 'us-ashburn-1', cidrs: [{ cidr: '129.80.0.0/16', tags: ['OCI'] }] }] }), { format: 'auto' }, 'oci.json');
+    const oci = imported(
+      JSON.stringify({ regions: [{ region: 'us-ashburn-1', cidrs: [{ cidr: '129.80.0.0/16', tags: ['OCI'] }] }] }),
+      { format: 'auto' },
+      'oci.json',
+    );
     assert.deepEqual([oci.r.format, oci.r.rows], ['oracle', 1]);
-    const gh = imported(JSON.stringify({ verifiable_password_authentication: false, ssh_keys: ['ssh-ed25519 AAAA'], hooks: ['192.30.252.0/22'], web: ['192.30.252.0/22', '2a0a:a440::/29'] }), { format: 'auto' }, 'meta.json');
+    const gh = imported(
+      JSON.stringify({
+        verifiable_password_authentication: false,
+        ssh_keys: ['ssh-ed25519 AAAA'],
+        hooks: ['192.30.252.0/22'],
+        web: ['192.30.252.0/22', '2a0a:a440::/29'],
+      }),
+      { format: 'auto' },
+      'meta.json',
+    );
     assert.deepEqual([gh.r.format, gh.r.rows], ['github', 2]);
     const fa = imported(JSON.stringify({ addresses: ['151.101.0.0/16'], ipv6_addresses: ['2a04:4e40::/32'] }), { format: 'auto' }, 'fastly.json');
     assert.deepEqual([fa.r.format, fa.r.byCategory], ['fastly', { cdn: 2 }]);
     const zs = imported(JSON.stringify({ cloudName: 'zscaler.net', hubPrefixes: ['8.25.203.0/24'] }), { format: 'auto' }, 'z.json');
     assert.deepEqual([zs.r.format, zs.rows[0].detail], ['zscaler', '{"provider":"Zscaler"}']);
-    const pv = imported(JSON.stringify({ LogicalServers: [{ Name: 'JP#1', Servers: [{ EntryIP: '103.125.235.18', ExitIP: '103.125.235.21' }, { ExitIP: '103.125.235.21' }] }] }), { format: 'auto' }, 'logicals.json');
+    const pv = imported(
+      JSON.stringify({ LogicalServers: [{ Name: 'JP#1', Servers: [{ EntryIP: '103.125.235.18', ExitIP: '103.125.235.21' }, { ExitIP: '103.125.235.21' }] }] }),
+      { format: 'auto' },
+      'logicals.json',
+    );
     assert.deepEqual([pv.r.format, pv.r.rows, JSON.parse(pv.rows[0].detail)], ['protonvpn-logicals', 1, { provider: 'ProtonVPN', method: 'server_list' }]);
   });
 
@@ -204,7 +283,15 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
   test('priorities and "not": an owner\'s list outranks aggregators; relay egress clears a merged VPN list', async () => {
     const dir = tempDir();
     writeFile(dir, 'aggregate-dc.txt', '3.0.0.0/8 # Amazon\n3.5.140.0/24\n2600:1f00::/24\n');
-    writeFile(dir, 'aws.json', JSON.stringify({ syncToken: '1', prefixes: [{ ip_prefix: '3.5.0.0/16', service: 'EC2' }], ipv6_prefixes: [{ ipv6_prefix: '2600:1f00::/40', service: 'EC2' }] }));
+    writeFile(
+      dir,
+      'aws.json',
+      JSON.stringify({
+        syncToken: '1',
+        prefixes: [{ ip_prefix: '3.5.0.0/16', service: 'EC2' }],
+        ipv6_prefixes: [{ ipv6_prefix: '2600:1f00::/40', service: 'EC2' }],
+      }),
+    );
     writeFile(dir, 'merged-vpn.txt', '17.0.0.0/8\n172.224.0.0/12\n2a02:26f7::/32\n');
     writeFile(dir, 'egress.csv', '172.224.226.0/27,GB,GB-EN,London,\n2a02:26f7:b3c0:4000::/64,GB,GB-EN,London,\n');
     const file = writeFile(
@@ -220,8 +307,15 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
     );
     const dataDir = tempDir();
     const reports = await importSources(dataDir, loadSources(file));
-    assert.ok(reports.every((r) => r.ok), JSON.stringify(reports));
-    assert.deepEqual(reports.map((r) => r.rows), [3, 2, 3, 2], 'rows count what the file lists, not the exclusions');
+    assert.ok(
+      reports.every((r) => r.ok),
+      JSON.stringify(reports),
+    );
+    assert.deepEqual(
+      reports.map((r) => r.rows),
+      [3, 2, 3, 2],
+      'rows count what the file lists, not the exclusions',
+    );
     const index = await buildIndex(dataDir);
     const provider = (a: Record<string, unknown>, cat: string) => (a[cat] as { provider?: string }).provider;
     // The owner's /16 wins over the aggregator's more specific /24; outside it the aggregator answers.
@@ -246,7 +340,14 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
     assert.throws(() => imported(list, { category: 'vpn', not: ['vpn'] }), /lists vpn networks and also says its networks are not vpn/);
     const { r, rows } = imported(list, { category: 'relay', priority: -3, not: ['vpn', 'tor'] });
     assert.equal(r.priority, -3);
-    assert.deepEqual(rows.map((e) => [e.category, e.detail]), [['relay', '{}'], ['vpn', '-'], ['tor', '-']]);
+    assert.deepEqual(
+      rows.map((e) => [e.category, e.detail]),
+      [
+        ['relay', '{}'],
+        ['vpn', '-'],
+        ['tor', '-'],
+      ],
+    );
     const dir = tempDir();
     assert.throws(() => loadSources(writeFile(dir, 's.json', JSON.stringify([{ name: 'x', path: 'a', priority: 'high' }]))), /priority must be an integer/);
     assert.throws(() => loadSources(writeFile(dir, 't.json', JSON.stringify([{ name: 'x', path: 'a', not: 'vpn' }]))), /not must be an array/);
@@ -262,7 +363,11 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
     const port = (server.address() as { port: number }).port;
     try {
       const dir = tempDir();
-      const file = writeFile(dir, 'sources.json', JSON.stringify([{ name: 'remote', url: `http://127.0.0.1:${port}/list.txt`, format: 'list', category: 'vpn' }]));
+      const file = writeFile(
+        dir,
+        'sources.json',
+        JSON.stringify([{ name: 'remote', url: `http://127.0.0.1:${port}/list.txt`, format: 'list', category: 'vpn' }]),
+      );
       const dataDir = tempDir();
       const first = await importSources(dataDir, loadSources(file));
       assert.deepEqual([first[0].ok, first[0].fetch, first[0].rows], [true, 'fetched', 1]);
@@ -280,12 +385,17 @@ ExitAddress 185.241.208.232 2024-03-01 01:00:00
     assert.deepEqual([cv.r.format, cv.rows[0].detail], ['cidr-vendor', '{"provider":"Amazon Web Services"}']); // the registry's display name
     const io = imported(JSON.stringify([{ ip: '1.161.163.82', country: 'TW' }, { ip: '2a0b:f4c2::1' }]), { format: 'auto', category: 'tor' }, 'geo.json');
     assert.deepEqual([io.r.format, io.r.byCategory], ['ip-objects', { tor: 2 }]);
-    const sp = imported('Proxy list (#2) updated at Fri\nSupport by donations:\nIP address:Port CountryCode-Anonymity\n\n170.239.207.241:999 CO-N-S! + \n42.2.156.79:80 HK-A + \n\nFree open HTTP/HTTPS proxy list\n', { format: 'auto' }, 'p.txt');
+    const sp = imported(
+      'Proxy list (#2) updated at Fri\nSupport by donations:\nIP address:Port CountryCode-Anonymity\n\n170.239.207.241:999 CO-N-S! + \n42.2.156.79:80 HK-A + \n\nFree open HTTP/HTTPS proxy list\n',
+      { format: 'auto' },
+      'p.txt',
+    );
     assert.deepEqual([sp.r.format, sp.r.rows, sp.r.skipped], ['spys', 2, 0]);
   });
 
   test('a Markdown server table (PIA watch): the Server IP column', () => {
-    const md = '# PIA\n\n| Region Name | Country | Protocol | Server IP | CN |\n|-------------|---------|----------|-----------|----|\n| Venezuela | VE | meta | 95.181.237.51 | venezuela402 |\n| Venezuela | VE | meta | 95.181.237.38 | venezuela406 |\n';
+    const md =
+      '# PIA\n\n| Region Name | Country | Protocol | Server IP | CN |\n|-------------|---------|----------|-----------|----|\n| Venezuela | VE | meta | 95.181.237.51 | venezuela402 |\n| Venezuela | VE | meta | 95.181.237.38 | venezuela406 |\n';
     const t = imported(md, { format: 'auto', category: 'vpn', details: { provider: 'Private Internet Access' } }, 'Readme.md');
     assert.deepEqual([t.r.format, t.r.rows, t.r.byCategory], ['markdown-table', 2, { vpn: 2 }]);
     // The table does not say its servers are VPN servers: the category is the user's to give.
@@ -368,11 +478,22 @@ describe('imports that guess right', () => {
     const { r, rows } = imported('Prefix,Category,Provider,Last-Seen\n81.7.3.0/24,vpn,ExampleVPN,2026-11-01\n', {}, 'any.csv');
     assert.equal(r.format, 'csv');
     assert.deepEqual(JSON.parse(rows[0].detail), { provider: 'ExampleVPN', last_seen: '2026-11-01' });
-    assert.throws(() => imported('host,category\nx,vpn\n', {}, 'h.csv'), /unknown column "host": columns are network \(or ip, address, cidr, prefix\), category, provider/);
+    assert.throws(
+      () => imported('host,category\nx,vpn\n', {}, 'h.csv'),
+      /unknown column "host": columns are network \(or ip, address, cidr, prefix\), category, provider/,
+    );
   });
 
-  test("a MISP warning list of another cloud, a Tor bulk exit list and a bare IPv6 VPN list import by content", () => {
-    const oci = imported(JSON.stringify({ name: 'List of known Oracle Cloud Infrastructure (OCI) IP address ranges', description: 'OCI', list: ['129.146.0.0/21', '2603:c020::/35'] }), {}, 'list.json');
+  test('a MISP warning list of another cloud, a Tor bulk exit list and a bare IPv6 VPN list import by content', () => {
+    const oci = imported(
+      JSON.stringify({
+        name: 'List of known Oracle Cloud Infrastructure (OCI) IP address ranges',
+        description: 'OCI',
+        list: ['129.146.0.0/21', '2603:c020::/35'],
+      }),
+      {},
+      'list.json',
+    );
     assert.deepEqual([oci.r.format, oci.r.byCategory], ['misp', { hosting: 2 }]);
     const tor = imported('185.220.101.1\n185.220.101.2\n', { category: 'tor' }, 'torbulkexitlist');
     assert.deepEqual([tor.r.format, tor.r.byCategory], ['list', { tor: 2 }]);
@@ -382,7 +503,13 @@ describe('imports that guess right', () => {
   });
 
   test('a list without a category names the categories and the file', () => {
-    assert.throws(() => imported('81.7.3.1\n', {}, 'l.txt'), /a list needs --category: the file names no category for some rows; give --category \(vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy\)/);
-    assert.throws(() => imported('{"what": [1, 2]}', {}, 'x.json'), /JSON in no known layout: give --format; the file starts "\{\\"what\\": \[1, 2\]\}"; no format reads it by itself/);
+    assert.throws(
+      () => imported('81.7.3.1\n', {}, 'l.txt'),
+      /a list needs --category: the file names no category for some rows; give --category \(vpn, hosting, relay, tor, cdn, resproxy, dcproxy, mobproxy\)/,
+    );
+    assert.throws(
+      () => imported('{"what": [1, 2]}', {}, 'x.json'),
+      /JSON in no known layout: give --format; the file starts "\{\\"what\\": \[1, 2\]\}"; no format reads it by itself/,
+    );
   });
 });

@@ -48,7 +48,8 @@ function randomDetail(rnd: () => number, category: Category, i: number): Detail 
     else if (f === 'confidence') d[f] = ['low', 'medium', 'high'][(rnd() * 3) | 0];
     else if (f === 'method') d[f] = 'traffic';
     else if (f === 'first_seen') d[f] = '2026-01-0' + (1 + ((rnd() * 9) | 0));
-    else if (f === 'last_seen') d[f] = '2026-03-0' + (1 + ((rnd() * 3) | 0)); // few values: ties happen
+    else if (f === 'last_seen')
+      d[f] = '2026-03-0' + (1 + ((rnd() * 3) | 0)); // few values: ties happen
     else d[f] = (i * 7) % 50;
   }
   return d;
@@ -96,7 +97,11 @@ function toCsv(ranges: RefRange[]): string {
   for (const r of ranges) {
     const d = r.detail as Record<string, unknown>;
     lines.push(
-      [`${formatAddress(r.family, r.start)}-${formatAddress(r.family, r.end)}`, r.category, ...fields.map((f) => (d[f] === undefined ? '' : String(d[f])))].join(','),
+      [
+        `${formatAddress(r.family, r.start)}-${formatAddress(r.family, r.end)}`,
+        r.category,
+        ...fields.map((f) => (d[f] === undefined ? '' : String(d[f]))),
+      ].join(','),
     );
   }
   return lines.join('\n') + '\n';

@@ -29,8 +29,10 @@ describe('instruction budget', { skip }, () => {
       const line = compare(w, counts[w], budget.counts[w]);
       t.diagnostic(line);
       assert.ok(counts[w] > 0, line);
-      if (!(counts[w] <= budget.counts[w] * (1 + BUDGET_SLACK))) over.push(line); // none yet counts as over
-      else if (counts[w] < budget.counts[w] * (1 - BUDGET_SLACK)) t.diagnostic(`${w} is cheaper than its budget: lock the gain in with npm run budget -- --write`);
+      if (!(counts[w] <= budget.counts[w] * (1 + BUDGET_SLACK)))
+        over.push(line); // none yet counts as over
+      else if (counts[w] < budget.counts[w] * (1 - BUDGET_SLACK))
+        t.diagnostic(`${w} is cheaper than its budget: lock the gain in with npm run budget -- --write`);
     }
     assert.deepEqual(over, [], 'over budget: find the cost, or accept it by committing the counts of npm run budget -- --write');
   });

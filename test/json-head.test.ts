@@ -15,7 +15,8 @@ import { parseList, type Member } from './structured-fields.js';
  */
 function headersOf(write: (res: HttpResponse) => void, asFields = false): Record<string, string> {
   let text = '';
-  const bytes = (v: Uint8Array | ArrayBuffer | string) => (typeof v === 'string' ? v : Buffer.from(v instanceof ArrayBuffer ? new Uint8Array(v) : v).toString('latin1'));
+  const bytes = (v: Uint8Array | ArrayBuffer | string) =>
+    typeof v === 'string' ? v : Buffer.from(v instanceof ArrayBuffer ? new Uint8Array(v) : v).toString('latin1');
   const res = {
     writeStatus(status: Uint8Array | ArrayBuffer | string) {
       text += `HTTP/1.1 ${bytes(status)}\r\n`;
@@ -125,7 +126,21 @@ describe('JSON answer head', () => {
     const rate: Rate = { perSecond: 10, burst: 200 };
     const a = admission(1000, 1500, now + 3_600_000);
     // Tokens left and units used one request after another, down and up across 10 and 100.
-    const steps: [number, number][] = [[200, 98], [199, 99], [101, 100], [100, 101], [99, 100], [10, 99], [9, 10], [10, 9], [0, 0], [1, 1], [100, 1000], [100, 999], [7, 1001]];
+    const steps: [number, number][] = [
+      [200, 98],
+      [199, 99],
+      [101, 100],
+      [100, 101],
+      [99, 100],
+      [10, 99],
+      [9, 10],
+      [10, 9],
+      [0, 0],
+      [1, 1],
+      [100, 1000],
+      [100, 999],
+      [7, 1001],
+    ];
     let end = now;
     for (const [remaining, used] of steps) {
       const h = headersOf((res) => head.writeOk(res, { ...a, rate, decision: { remaining } } as unknown as Admission, used, end));

@@ -39,7 +39,10 @@ function verify(files: string[], anonymousIps: string[] = []): Report[] {
   const args = anonymousIps.length ? ['--anonymous-ip', anonymousIps.join(','), ...files] : files;
   const r = spawnSync(verifier, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
   assert.ok(r.status === 0 || r.status === 1, r.stderr);
-  return r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Report);
+  return r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Report);
 }
 
 const mmdbFiles = (dir: string): string[] =>
@@ -69,7 +72,9 @@ describe("MaxMind's Go readers", { skip: missing ?? false }, () => {
     for (const r of verify(files)) assert.equal(r.verify, 'ok', `${path.basename(r.file)} (${r.database_type})`);
   });
 
-  test('Verify() passes on every MMDB of the real-data build; AnonymousIP() reads the GeoIP2 file and refuses the Plus one', { skip: !fs.existsSync(REAL) && `${REAL} is not present` }, async () => {
+  test('Verify() passes on every MMDB of the real-data build; AnonymousIP() reads the GeoIP2 file and refuses the Plus one', {
+    skip: !fs.existsSync(REAL) && `${REAL} is not present`,
+  }, async () => {
     const dataDir = tempDir();
     await importRealData(dataDir);
     const build = runBuild({ dataDir });

@@ -61,7 +61,8 @@ function probesOf(ranges: Range[], seed: number, total: number): { ip: string; e
   const rnd = prng(seed);
   const probes: { ip: string; expected: MmdbValue | null }[] = [];
   const find = (family: Family, v: bigint): MmdbValue | null => ranges.find((r) => r.family === family && v >= r.start && v <= r.end)?.value ?? null;
-  for (const r of ranges) for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push({ ip: formatAddress(r.family, v), expected: find(r.family, v) });
+  for (const r of ranges)
+    for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push({ ip: formatAddress(r.family, v), expected: find(r.family, v) });
   while (probes.length < total) {
     const r = ranges[(rnd() * ranges.length) | 0];
     const v = r.start + BigInt(Math.floor(rnd() * Number(r.end - r.start + 1n)));
@@ -114,7 +115,11 @@ function close(a: unknown, b: unknown): boolean {
 function pythonRead(file: string, ips: string[]): unknown[] {
   const script = 'import sys, json, maxminddb\nr = maxminddb.open_database(sys.argv[1])\nfor line in sys.stdin:\n    print(json.dumps(r.get(line.strip())))\n';
   const out = execFileSync('/usr/bin/python3', ['-c', script, file], { input: ips.join('\n') + '\n', maxBuffer: 1 << 28 });
-  return out.toString().trim().split('\n').map((line) => JSON.parse(line) as unknown);
+  return out
+    .toString()
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as unknown);
 }
 
 /** mmdblookup's answer for each address (one process each, as the tool works). */
@@ -148,7 +153,15 @@ describe('MMDB writer', () => {
 
   test('the reference CIDR split covers a range exactly with maximal aligned blocks', () => {
     assert.deepEqual([...cidrsOf(0n, 2n ** 32n - 1n, 32)], [[0n, 0]]);
-    assert.deepEqual([...cidrsOf(1n, 6n, 32)], [[1n, 32], [2n, 31], [4n, 31], [6n, 32]]);
+    assert.deepEqual(
+      [...cidrsOf(1n, 6n, 32)],
+      [
+        [1n, 32],
+        [2n, 31],
+        [4n, 31],
+        [6n, 32],
+      ],
+    );
     const rnd = prng(3);
     for (let k = 0; k < 300; k++) {
       const a = BigInt(Math.floor(rnd() * 2 ** 32));
@@ -186,7 +199,8 @@ describe('MMDB writer', () => {
 
   test('IPv6 blocks are clipped around the networks the tree maps to IPv4', () => {
     const got: string[] = [];
-    const collect = (w: Uint32Array, p: number): void => void got.push(`${formatAddress(6, (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]))}/${p}`);
+    const collect = (w: Uint32Array, p: number): void =>
+      void got.push(`${formatAddress(6, (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]))}/${p}`);
     forEachUnaliased(wordsOf(0x2000n << 112n, new Uint32Array(4)), 14, collect); // 2000::/14 holds 2002::/16
     assert.deepEqual(got, ['2000::/15', '2003::/16']);
     got.length = 0;
@@ -213,14 +227,22 @@ describe('MMDB writer', () => {
     assert.equal(reader.metadata.databaseType, 'ipsift-test');
   });
 
-  test('Python maxminddb (python3-maxminddb) returns exactly the source record', { skip: !hasPython && 'python3-maxminddb is not installed (.ci/run installs it)' }, () => {
-    const got = pythonRead(file, probes.map((p) => p.ip));
+  test('Python maxminddb (python3-maxminddb) returns exactly the source record', {
+    skip: !hasPython && 'python3-maxminddb is not installed (.ci/run installs it)',
+  }, () => {
+    const got = pythonRead(
+      file,
+      probes.map((p) => p.ip),
+    );
     assert.equal(got.length, probes.length);
     for (const [k, v] of got.entries()) assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`);
   });
 
   test('libmaxminddb (mmdblookup) returns exactly the source record', { skip: !hasMmdblookup && 'mmdb-bin is not installed (.ci/run installs it)' }, () => {
-    const got = mmdblookupRead(file, probes.map((p) => p.ip));
+    const got = mmdblookupRead(
+      file,
+      probes.map((p) => p.ip),
+    );
     assert.equal(got.length, probes.length);
     for (const [k, v] of got.entries()) assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`);
   });
@@ -233,12 +255,24 @@ describe('MMDB writer', () => {
       assert.equal(reader.metadata.recordSize, size);
       for (const p of probes) assert.deepEqual(reader.get(p.ip), p.expected, p.ip);
       const some = probes.filter((_, k) => k % 20 === 0);
-      if (hasPython) for (const [k, v] of pythonRead(f, probes.map((p) => p.ip)).entries()) assert.ok(close(v, probes[k].expected), probes[k].ip);
-      if (hasMmdblookup) for (const [k, v] of mmdblookupRead(f, some.map((p) => p.ip)).entries()) assert.ok(close(v, some[k].expected), some[k].ip);
+      if (hasPython)
+        for (const [k, v] of pythonRead(
+          f,
+          probes.map((p) => p.ip),
+        ).entries())
+          assert.ok(close(v, probes[k].expected), probes[k].ip);
+      if (hasMmdblookup)
+        for (const [k, v] of mmdblookupRead(
+          f,
+          some.map((p) => p.ip),
+        ).entries())
+          assert.ok(close(v, some[k].expected), some[k].ip);
     });
   }
 
-  test('metadata carries the required keys with their exact types; identical records are stored once', { skip: !hasMmdblookup && 'mmdb-bin is not installed' }, () => {
+  test('metadata carries the required keys with their exact types; identical records are stored once', {
+    skip: !hasMmdblookup && 'mmdb-bin is not installed',
+  }, () => {
     const meta = execFileSync('mmdblookup', ['--file', file, '--ip', formatAddress(4, ranges[0].start), '--verbose'], { encoding: 'utf8' });
     assert.match(meta, /Binary format: 2\.0/);
     assert.match(meta, /IP version: +IPv6/);
@@ -247,7 +281,10 @@ describe('MMDB writer', () => {
     // One copy per distinct record: a database of 2 000 ranges sharing one record stays small.
     const same = path.join(dir, 'same.mmdb');
     const value = { is_vpn: true, vpn: { provider: 'ExampleVPN' } };
-    writeDb(same, Array.from({ length: 2000 }, (_, k) => ({ family: 4 as const, start: BigInt(k * 512 + (1 << 24)), end: BigInt(k * 512 + (1 << 24) + 255), value })));
+    writeDb(
+      same,
+      Array.from({ length: 2000 }, (_, k) => ({ family: 4 as const, start: BigInt(k * 512 + (1 << 24)), end: BigInt(k * 512 + (1 << 24) + 255), value })),
+    );
     const data = fs.readFileSync(same);
     assert.equal(data.indexOf(Buffer.from('ExampleVPN')), data.lastIndexOf(Buffer.from('ExampleVPN')));
   });

@@ -56,15 +56,13 @@ function behindNginx(setup: Setup): void {
       const d = await publishedDataDir([{ scopes: ['db.download'] }]);
       key = d.keys[0];
       // nginx's defaults pass a client's own X-Forwarded-For through unchanged: trusting nginx
-    // then would let clients choose their address, so that setup trusts no proxy.
-    const trustedProxies = setup.forwards ? [{ family: 4 as const, start: 0x7f000000n, end: 0x7fffffffn }] : [];
+      // then would let clients choose their address, so that setup trusts no proxy.
+      const trustedProxies = setup.forwards ? [{ family: 4 as const, start: 0x7f000000n, end: 0x7fffffffn }] : [];
       svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, trustedProxies, ...(setup.server ? { httpServer: setup.server } : {}) });
       port = await freePort();
       const dir = tempDir('ipsift-nginx-');
       fs.chmodSync(dir, 0o777); // nginx's workers (nobody, when started as root) write request bodies here
-      const shipped = setup.conf
-        .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${svc.port};`)
-        .replace('listen 80;', `listen 127.0.0.1:${port};`);
+      const shipped = setup.conf.replace('server 127.0.0.1:8080;', `server 127.0.0.1:${svc.port};`).replace('listen 80;', `listen 127.0.0.1:${port};`);
       const conf = writeFile(
         dir,
         'nginx.conf',
@@ -74,7 +72,15 @@ function behindNginx(setup: Setup): void {
       const check = spawnSync(NGINX!, ['-t', '-c', conf, '-p', dir], { encoding: 'utf8' });
       assert.equal(check.status, 0, check.stderr);
       nginx = spawn(NGINX!, ['-c', conf, '-p', dir], { stdio: 'ignore' });
-      await until(() => get(port, '/81.7.3.9').then((r) => r.status === 200, () => false), 5_000, 'nginx answering through to ipsift');
+      await until(
+        () =>
+          get(port, '/81.7.3.9').then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        5_000,
+        'nginx answering through to ipsift',
+      );
     });
     after(async () => {
       nginx?.kill('SIGTERM');
@@ -130,7 +136,9 @@ const DEBIAN_DEFAULT_SITE = (port: number): string => `server {
 }
 `;
 
-describe("the shipped configuration beside Debian's default site", { skip: NGINX ? false : 'nginx is not installed (apt-get install nginx-light; .ci/run does)' }, () => {
+describe("the shipped configuration beside Debian's default site", {
+  skip: NGINX ? false : 'nginx is not installed (apt-get install nginx-light; .ci/run does)',
+}, () => {
   test('nginx -t takes it without a conflict, and requests for its server_name reach ipsift', async () => {
     const d = await publishedDataDir([{ scopes: ['db.download'] }]);
     const svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
@@ -153,7 +161,15 @@ describe("the shipped configuration beside Debian's default site", { skip: NGINX
       assert.doesNotMatch(check.stderr, /conflicting server name/);
       nginx = spawn(NGINX!, ['-c', conf, '-p', dir], { stdio: 'ignore' });
       const ask = () => get(port, '/81.7.3.9', { Host: serverName });
-      await until(() => ask().then(() => true, () => false), 5000, 'nginx listens');
+      await until(
+        () =>
+          ask().then(
+            () => true,
+            () => false,
+          ),
+        5000,
+        'nginx listens',
+      );
       const r = await ask();
       assert.deepEqual([r.status, r.json?.is_vpn], [200, true]);
       // Another name is the default site's, as Debian ships it: why server_name matters.

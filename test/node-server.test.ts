@@ -22,5 +22,5 @@ if ((await openServer('auto', { keepAliveTimeoutMs: 1000 })).server.kind !== 'no
   await import('./openapi.test.js');
   await import('./operator-api.test.js');
 } else {
-  test('the HTTP suites on node:http', { skip: 'node:http is this runtime\'s default server: every suite already ran on it' }, () => {});
+  test('the HTTP suites on node:http', { skip: "node:http is this runtime's default server: every suite already ran on it" }, () => {});
 }

@@ -16,7 +16,12 @@ const require = createRequire(import.meta.url);
 const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
 const { default: addFormats } = require('ajv-formats') as typeof import('ajv-formats');
 
-type Doc = ReturnType<typeof openApiDocument> & { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; parameters?: { name: string; in: string }[] }>> };
+type Doc = ReturnType<typeof openApiDocument> & {
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; parameters?: { name: string; in: string }[] }>
+  >;
+};
 const doc = openApiDocument() as Doc;
 const METHODS = ['get', 'post', 'delete', 'head', 'put', 'patch'];
 
@@ -41,10 +46,21 @@ describe('the OpenAPI document', () => {
       const templated = [...p.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
       for (const [method, op] of Object.entries(item)) {
         if (!METHODS.includes(method)) continue;
-        const o = op as unknown as { operationId: string; responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; parameters?: { name: string; in: string }[] };
+        const o = op as unknown as {
+          operationId: string;
+          responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+          parameters?: { name: string; in: string }[];
+        };
         assert.ok(o.operationId && !ids.has(o.operationId), `${method} ${p}: operationId`);
         ids.add(o.operationId);
-        assert.deepEqual((o.parameters ?? []).filter((x) => x.in === 'path').map((x) => x.name).sort(), [...templated].sort(), `${method} ${p}: path parameters`);
+        assert.deepEqual(
+          (o.parameters ?? [])
+            .filter((x) => x.in === 'path')
+            .map((x) => x.name)
+            .sort(),
+          [...templated].sort(),
+          `${method} ${p}: path parameters`,
+        );
         assert.ok(Object.keys(o.responses).length > 0);
         for (const [status, r] of Object.entries(o.responses)) {
           assert.match(status, /^[1-5]\d\d$/);
@@ -61,7 +77,13 @@ describe('the OpenAPI document', () => {
     const result = ajv.compile({ $ref: 'openapi#/components/schemas/LookupResult' });
     assert.ok(result({ ip: '1.2.3.4', is_vpn: false, vpn: {} }));
     assert.ok(result({ ip: '1.2.3.4', is_vpn: true, vpn: { provider: 'X', confidence: 'high', method: 'server_list', last_seen: '2026-11-01' } }));
-    for (const bad of [{ ip: '1.2.3.4' }, { ip: '1.2.3.4', is_vpn: 'yes' }, { ip: '1.2.3.4', is_vpn: true, colour: 'red' }, { ip: '1.2.3.4', is_vpn: true, vpn: { confidence: 'certain' } }, { ip: '1.2.3.4', is_vpn: true, vpn: { last_seen: 'yesterday' } }]) {
+    for (const bad of [
+      { ip: '1.2.3.4' },
+      { ip: '1.2.3.4', is_vpn: 'yes' },
+      { ip: '1.2.3.4', is_vpn: true, colour: 'red' },
+      { ip: '1.2.3.4', is_vpn: true, vpn: { confidence: 'certain' } },
+      { ip: '1.2.3.4', is_vpn: true, vpn: { last_seen: 'yesterday' } },
+    ]) {
       assert.equal(result(bad), false, JSON.stringify(bad));
     }
     const notFound = ajv.compile({ $ref: `openapi#/paths/${seg('/{ip}')}/get/responses/400/content/application~1json/schema` });
@@ -84,7 +106,11 @@ describe('the OpenAPI document against the server', () => {
   const called = new Set<string>();
 
   before(async () => {
-    const d = await publishedDataDir([{ scopes: ['db.download'] }, { scopes: ['apikeys.manage', 'db.download'] }, { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }]);
+    const d = await publishedDataDir([
+      { scopes: ['db.download'] },
+      { scopes: ['apikeys.manage', 'db.download'] },
+      { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] },
+    ]);
     [key, manager, fenced] = d.keys;
     dataDir = d.dataDir;
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
@@ -106,15 +132,25 @@ describe('the OpenAPI document against the server', () => {
     const type = String(r.headers['content-type'] ?? '');
     if (documented.content?.['application/json']?.schema) {
       assert.equal(type, 'application/json', `${method} ${docPath} ${r.status}`);
-      const validate = ajv.getSchema(`openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema`) ?? ajv.compile({ $ref: `openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema` });
+      const validate =
+        ajv.getSchema(`openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema`) ??
+        ajv.compile({ $ref: `openapi#/paths/${seg(docPath)}/${method.toLowerCase()}/responses/${r.status}/content/application~1json/schema` });
       assert.ok(validate(r.json), `${method} ${docPath} ${r.status}: ${JSON.stringify(validate.errors)} in ${r.text?.slice(0, 300)}`);
     } else if (documented.content) {
       const types = Object.keys(documented.content);
-      assert.ok(types.some((t) => type.startsWith(t)), `${method} ${docPath} ${r.status}: ${type} is not one of ${types}`);
+      assert.ok(
+        types.some((t) => type.startsWith(t)),
+        `${method} ${docPath} ${r.status}: ${type} is not one of ${types}`,
+      );
     }
   }
 
-  const call = async (method: string, docPath: string, url: string, o: { headers?: Record<string, string>; body?: string; port?: number } = {}): Promise<Reply> => {
+  const call = async (
+    method: string,
+    docPath: string,
+    url: string,
+    o: { headers?: Record<string, string>; body?: string; port?: number } = {},
+  ): Promise<Reply> => {
     const r = await request(o.port ?? svc.port, method, url, o.body, o.headers);
     check(method, docPath, r);
     return r;
@@ -143,7 +179,10 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/api/v1/account/me', '/api/v1/account/me');
     await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager) });
     await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(key) });
-    const created = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: JSON.stringify({ name: 'doc', allowed_scopes: ['db.download'] }) });
+    const created = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', {
+      headers: bearer(manager),
+      body: JSON.stringify({ name: 'doc', allowed_scopes: ['db.download'] }),
+    });
     await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: '{"name": 3}' });
     await call('POST', '/api/v1/iam/apikeys/{id}/rotate', `/api/v1/iam/apikeys/${created.json.id}/rotate`, { headers: bearer(manager) });
     await call('DELETE', '/api/v1/iam/apikeys/{id}', `/api/v1/iam/apikeys/${created.json.id}`, { headers: bearer(manager) });
@@ -182,7 +221,11 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata?edition_id=vpn_v1', { headers: basic(account, key) });
     await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata', { headers: basic(account, key) });
     await call('GET', '/geoip/updates/metadata', '/geoip/updates/metadata?edition_id=geoip2_anonymous_v1', { headers: basic(account, key) });
-    check('GET', '/geoip/databases/{edition}/download', await fetchBytes(`http://127.0.0.1:${svc.port}/geoip/databases/vpn_v1/download?suffix=tar.gz`, basic(account, key)));
+    check(
+      'GET',
+      '/geoip/databases/{edition}/download',
+      await fetchBytes(`http://127.0.0.1:${svc.port}/geoip/databases/vpn_v1/download?suffix=tar.gz`, basic(account, key)),
+    );
     await call('GET', '/geoip/databases/{edition}/download', '/geoip/databases/vpn_v1/download', { headers: basic('2', key) });
     await call('GET', '/api/v1/openapi.json', '/api/v1/openapi.json');
   });
@@ -206,7 +249,9 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
     await call('POST', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, body({ plan: 'scale', hard_limit: 'default' }));
     await call('POST', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, body({ hard_limit: -3 }));
-    const k = (await call('POST', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, body({ name: 'doc', allowed_scopes: ['db.download'] }))).json;
+    const k = (
+      await call('POST', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, body({ name: 'doc', allowed_scopes: ['db.download'] }))
+    ).json;
     await call('POST', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, body({ name: 'doc', allowed_cidrs: ['nope'] }));
     await call('GET', '/admin/v1/organizations/{id}/keys', `/admin/v1/organizations/${org.id}/keys`, o);
     await call('GET', '/admin/v1/keys/{id}', `/admin/v1/keys/${k.id}`, o);
@@ -214,7 +259,12 @@ describe('the OpenAPI document against the server', () => {
     await call('DELETE', '/admin/v1/keys/{id}', `/admin/v1/keys/${k.id}`, o);
     await call('POST', '/admin/v1/keys/{id}/rotate', `/admin/v1/keys/${k.id}/rotate`, o);
     await call('GET', '/admin/v1/keys/{id}', '/admin/v1/keys/nope', o);
-    await call('POST', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, body({ base: 'vpn', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }));
+    await call(
+      'POST',
+      '/admin/v1/organizations/{id}/licenses',
+      `/admin/v1/organizations/${org.id}/licenses`,
+      body({ base: 'vpn', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }),
+    );
     await call('POST', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, body({ base: 'vpn' }));
     await call('GET', '/admin/v1/organizations/{id}/licenses', `/admin/v1/organizations/${org.id}/licenses`, o);
     await call('DELETE', '/admin/v1/organizations/{id}/licenses/{base}', `/admin/v1/organizations/${org.id}/licenses/vpn`, o);
@@ -273,11 +323,15 @@ describe('the OpenAPI document against the server', () => {
       'POST /admin/v1/organizations': { url: '/admin/v1/organizations', body: { name: 'Walk Org', plan: 'scale' } },
       'POST /admin/v1/organizations/{id}': { url: `/admin/v1/organizations/${orgId}`, body: { plan: 'max' } },
       'POST /admin/v1/organizations/{id}/keys': { url: `/admin/v1/organizations/${orgId}/keys`, body: { name: 'walk', allowed_scopes: ['db.download'] } },
-      'POST /admin/v1/organizations/{id}/licenses': { url: `/admin/v1/organizations/${orgId}/licenses`, body: { base: 'proxy', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' } },
+      'POST /admin/v1/organizations/{id}/licenses': {
+        url: `/admin/v1/organizations/${orgId}/licenses`,
+        body: { base: 'proxy', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' },
+      },
     };
     const bodies: string[] = [];
     for (const [p, item] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(item)) if (METHODS.includes(method) && (op as { requestBody?: unknown }).requestBody) bodies.push(`${method.toUpperCase()} ${p}`);
+      for (const [method, op] of Object.entries(item))
+        if (METHODS.includes(method) && (op as { requestBody?: unknown }).requestBody) bodies.push(`${method.toUpperCase()} ${p}`);
     }
     assert.deepEqual(bodies.sort(), Object.keys(examples).sort(), 'an example for every documented request body');
     for (const [operation, { url, body }] of Object.entries(examples)) {
@@ -301,7 +355,11 @@ describe('the OpenAPI document against the server', () => {
     assert.match(key.json.message, /^unknown field "allowed_scopes": this body takes scopes, lifetime_s$/);
     const made = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager), body: '{"name":"k","scopes":["db.download"]}' });
     assert.deepEqual([made.status, made.json.message], [400, 'unknown field "scopes": this body takes name, allowed_scopes, allowed_cidrs, expires']);
-    const org = await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', { port: svc.adminPort, headers: bearer(operator), body: '{"name":"Typo Org","plan":"scale","hardlimit":5}' });
+    const org = await call('POST', '/admin/v1/organizations', '/admin/v1/organizations', {
+      port: svc.adminPort,
+      headers: bearer(operator),
+      body: '{"name":"Typo Org","plan":"scale","hardlimit":5}',
+    });
     assert.deepEqual([org.status, org.json.message], [400, 'unknown field "hardlimit": this body takes name, plan']);
     const orgs = (await call('GET', '/admin/v1/organizations', '/admin/v1/organizations?q=Typo', { port: svc.adminPort, headers: bearer(reader) })).json;
     assert.equal(JSON.stringify(orgs).includes('Typo Org'), false, 'no organisation was made');

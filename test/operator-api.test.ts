@@ -33,7 +33,9 @@ describe('operator API (admin port)', () => {
   /** The CLI on the service's data directory, --json, parsed; or its exit code and stderr. */
   async function cli(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, ...testStoreEnv(dataDir), PLANS_FILE: plans } });
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], {
+        env: { ...process.env, ...testStoreEnv(dataDir), PLANS_FILE: plans },
+      });
       return { code: 0, json: JSON.parse(stdout), stderr };
     } catch (e) {
       const err = e as { code: number; stderr: string };
@@ -42,7 +44,13 @@ describe('operator API (admin port)', () => {
   }
 
   const as = (token: string | null, method: string, p: string, body?: unknown): Promise<Reply> =>
-    request(svc.adminPort, method, `/admin/v1${p}`, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), token ? { Authorization: `Bearer ${token}` } : {});
+    request(
+      svc.adminPort,
+      method,
+      `/admin/v1${p}`,
+      body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      token ? { Authorization: `Bearer ${token}` } : {},
+    );
 
   before(async () => {
     dataDir = tempDir();
@@ -109,12 +117,20 @@ describe('operator API (admin port)', () => {
     assert.deepEqual(key.json.allowed_scopes, ['db.download']);
     assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).json.is_tor, true);
 
-    const lic = await as(write, 'POST', `/organizations/${org.id}/licenses`, { base: 'ipsift', license_type: 'subscription', starts: '2026-01-01', expires: '2099-01-01' });
+    const lic = await as(write, 'POST', `/organizations/${org.id}/licenses`, {
+      base: 'ipsift',
+      license_type: 'subscription',
+      starts: '2026-01-01',
+      expires: '2099-01-01',
+    });
     assert.equal(lic.status, 201, lic.text);
     assert.equal(lic.json.standing, 'licensed');
 
     const shown = await as(read, 'GET', `/organizations/${org.id}`);
-    assert.deepEqual(shown.json.keys.map((k: { id: string }) => k.id), [key.json.id]);
+    assert.deepEqual(
+      shown.json.keys.map((k: { id: string }) => k.id),
+      [key.json.id],
+    );
     assert.equal(shown.json.keys[0].key, undefined, 'a listing never holds a secret');
 
     const deleted = await as(write, 'DELETE', `/organizations/${org.id}`);
@@ -122,7 +138,11 @@ describe('operator API (admin port)', () => {
     assert.equal(deleted.json.keys_revoked, 1);
     assert.equal(deleted.json.licences_ended, 1);
     assert.match(deleted.json.deleted_at, /^\d{4}-/);
-    await until(async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).status === 401, 5_000, 'the deleted organisation\'s key refused');
+    await until(
+      async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` })).status === 401,
+      5_000,
+      "the deleted organisation's key refused",
+    );
     const refused = await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.json.key}` });
     assert.equal(refused.status, 401);
     assert.equal(refused.json.error, 'API key revoked');
@@ -137,7 +157,10 @@ describe('operator API (admin port)', () => {
     const org = (await as(write, 'POST', '/organizations', { name: 'Keys Ltd', plan: 'free' })).json;
     const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'k1' })).json;
     assert.equal((await as(read, 'GET', `/keys/${k.id}`)).json.key_prefix, k.key_prefix);
-    assert.deepEqual((await as(read, 'GET', `/organizations/${org.id}/keys`)).json.apikeys.map((x: { id: string }) => x.id), [k.id]);
+    assert.deepEqual(
+      (await as(read, 'GET', `/organizations/${org.id}/keys`)).json.apikeys.map((x: { id: string }) => x.id),
+      [k.id],
+    );
     const rotated = await as(write, 'POST', `/keys/${k.id}/rotate`);
     assert.equal(rotated.status, 200);
     assert.notEqual(rotated.json.key, k.key);
@@ -161,10 +184,22 @@ describe('operator API (admin port)', () => {
       ['POST', '/organizations', '[1]', 'BAD_REQUEST', /JSON object/],
       ['POST', `/organizations/${org.id}`, {}, 'BAD_REQUEST', /nothing to change/],
       ['POST', `/organizations/${org.id}`, { hard_limit: -1 }, 'BAD_REQUEST', /whole number/],
-      ['POST', `/organizations/${org.id}/keys`, { name: 'k', allowed_scopes: ['root'] }, 'BAD_REQUEST', /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, not "root"$/],
+      [
+        'POST',
+        `/organizations/${org.id}/keys`,
+        { name: 'k', allowed_scopes: ['root'] },
+        'BAD_REQUEST',
+        /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, not "root"$/,
+      ],
       ['POST', `/organizations/${org.id}/keys`, { name: 'k', allowed_cidrs: ['10.0.0.1'] }, 'BAD_REQUEST', /not a CIDR/],
       ['POST', `/organizations/${org.id}/keys`, { allowed_scopes: [] }, 'BAD_REQUEST', /name is required/],
-      ['POST', `/organizations/${org.id}/licenses`, { base: 'nope', license_type: 'evaluation', starts: '2026-01-01', expires: '2026-02-01' }, 'BAD_REQUEST', /base/],
+      [
+        'POST',
+        `/organizations/${org.id}/licenses`,
+        { base: 'nope', license_type: 'evaluation', starts: '2026-01-01', expires: '2026-02-01' },
+        'BAD_REQUEST',
+        /base/,
+      ],
       ['DELETE', `/organizations/${org.id}/licenses/ipsift`, undefined, 'NOT_FOUND', /no licence/],
       ['GET', '/organizations/00000000-0000-0000-0000-000000000000', undefined, 'NOT_FOUND', /no organisation/],
       ['GET', `/organizations/${org.id}/downloads?limit=0`, undefined, 'BAD_REQUEST', /limit/],
@@ -184,7 +219,11 @@ describe('operator API (admin port)', () => {
     for (let i = 0; i < 3; i++) assert.equal((await get(svc.port, `/81.7.3.${20 + i}`, { Authorization: `Bearer ${k.key}` })).status, 200);
     // Leases held by the front end count as used until given back (about 1.5 s idle).
     let u = await as(read, 'GET', `/organizations/${org.id}/usage`);
-    await until(async () => (u = await as(read, 'GET', `/organizations/${org.id}/usage`)).json.requests === 3, 10_000, () => `usage 3 (read ${u.json.requests})`);
+    await until(
+      async () => (u = await as(read, 'GET', `/organizations/${org.id}/usage`)).json.requests === 3,
+      10_000,
+      () => `usage 3 (read ${u.json.requests})`,
+    );
     assert.equal(u.status, 200);
     assert.equal(u.json.requests, 3);
     assert.equal(u.json.plan, 'starter');
@@ -209,13 +248,16 @@ describe('operator API (admin port)', () => {
       assert.ok(!JSON.stringify(e).includes(k.key), 'no secret in the audit log');
     }
     const paged = await as(read, 'GET', `/audit?org_id=${org.id}&limit=1&before=${log.json.entries[0].id}`);
-    assert.deepEqual(paged.json.entries.map((e: { action: string }) => e.action), ['key.create']);
+    assert.deepEqual(
+      paged.json.entries.map((e: { action: string }) => e.action),
+      ['key.create'],
+    );
     const fromCli = await cli(['audit', '--org', org.id]);
     assert.equal(fromCli.code, 0, fromCli.stderr);
     assert.deepEqual(fromCli.json, log.json.entries);
   });
 
-  test('the CLI and the API give identical answers, and the CLI\'s changes are audited as its user', async () => {
+  test("the CLI and the API give identical answers, and the CLI's changes are audited as its user", async () => {
     const viaApi = (await as(write, 'POST', '/organizations', { name: 'Twin', plan: 'scale' })).json;
     const viaCli = await cli(['org', 'create', '--name', 'Twin', '--plan', 'scale']);
     assert.equal(viaCli.code, 0, viaCli.stderr);
@@ -251,13 +293,18 @@ describe('operator API (admin port)', () => {
     assert.equal(r.json.rc, 'UNAUTHORIZED');
     const tokens = (await cli(['admin', 'token', 'list'])).json as { id: string; revoked_at: string | null; token?: string }[];
     assert.ok(tokens.find((t) => t.id === made.json.id)!.revoked_at);
-    assert.ok(tokens.every((t) => t.token === undefined), 'a listing never holds a secret');
+    assert.ok(
+      tokens.every((t) => t.token === undefined),
+      'a listing never holds a secret',
+    );
   });
 
   test('organisations searched by part of the name (any case, wildcards taken literally) or the start of the id', async () => {
     const made: Record<string, string> = {};
-    for (const name of ['Search Alpha GmbH', 'search beta', '100% Gamma_Co', 'Delta']) made[name] = (await as(write, 'POST', '/organizations', { name, plan: 'free' })).json.id;
-    const names = async (q: string): Promise<string[]> => (await as(read, 'GET', `/organizations?q=${encodeURIComponent(q)}&limit=200`)).json.organizations.map((o: { name: string }) => o.name);
+    for (const name of ['Search Alpha GmbH', 'search beta', '100% Gamma_Co', 'Delta'])
+      made[name] = (await as(write, 'POST', '/organizations', { name, plan: 'free' })).json.id;
+    const names = async (q: string): Promise<string[]> =>
+      (await as(read, 'GET', `/organizations?q=${encodeURIComponent(q)}&limit=200`)).json.organizations.map((o: { name: string }) => o.name);
     assert.deepEqual(await names('SEARCH'), ['Search Alpha GmbH', 'search beta']);
     assert.deepEqual(await names('0%'), ['100% Gamma_Co']);
     assert.deepEqual(await names('a_c'), ['100% Gamma_Co']);
@@ -267,7 +314,10 @@ describe('operator API (admin port)', () => {
     const paged = await as(read, 'GET', '/organizations?q=search&limit=1');
     assert.deepEqual([paged.json.organizations[0].name, typeof paged.json.next], ['Search Alpha GmbH', 'string']);
     const second = await as(read, 'GET', `/organizations?q=search&limit=1&after=${paged.json.next}`);
-    assert.deepEqual(second.json.organizations.map((o: { name: string }) => o.name), ['search beta']);
+    assert.deepEqual(
+      second.json.organizations.map((o: { name: string }) => o.name),
+      ['search beta'],
+    );
     for (const q of ['', 'x'.repeat(201)]) {
       const r = await as(read, 'GET', `/organizations?q=${q}`);
       assert.deepEqual([r.status, r.json.rc], [400, 'BAD_REQUEST']);
@@ -278,9 +328,15 @@ describe('operator API (admin port)', () => {
   test("what the console reads: the token's scopes, the plans, builds and feeds, each plan's answer; a damaged build is not served", async () => {
     assert.deepEqual((await as(read, 'GET', '/token')).json.scopes, ['admin.read']);
     assert.deepEqual((await as(write, 'GET', '/token')).json.scopes, ['admin.read', 'admin.write']);
-    assert.deepEqual((await as(read, 'GET', '/plans')).json.plans.map((p: { plan: string }) => p.plan), ['free', 'starter', 'scale', 'max']);
+    assert.deepEqual(
+      (await as(read, 'GET', '/plans')).json.plans.map((p: { plan: string }) => p.plan),
+      ['free', 'starter', 'scale', 'max'],
+    );
     const feeds = (await as(read, 'GET', '/feeds')).json.feeds;
-    assert.deepEqual(feeds.map((f: { name: string }) => f.name), ['feed']);
+    assert.deepEqual(
+      feeds.map((f: { name: string }) => f.name),
+      ['feed'],
+    );
     const answers = (await as(read, 'GET', '/answers/81.7.3.20')).json;
     const of = (plan: string) => answers.plans.find((p: { plan: string }) => p.plan === plan).answer;
     assert.equal(answers.build, svc.holder.current!.buildId);
@@ -295,7 +351,13 @@ describe('operator API (admin port)', () => {
     const serving = svc.holder.current!.buildId;
     const damaged = runBuild({ dataDir, serve: false }).id;
     const builds = (await as(read, 'GET', '/builds')).json.builds;
-    assert.deepEqual(builds.map((b: { id: string; current: boolean }) => [b.id, b.current]), [[damaged, false], [serving, true]]);
+    assert.deepEqual(
+      builds.map((b: { id: string; current: boolean }) => [b.id, b.current]),
+      [
+        [damaged, false],
+        [serving, true],
+      ],
+    );
     assert.equal((await as(read, 'GET', `/builds/${damaged}`)).json.id, damaged);
     const index = path.join(dataDir, 'builds', damaged, 'index.bin');
     const bytes = fs.readFileSync(index);
@@ -313,7 +375,11 @@ describe('operator API (admin port)', () => {
     const held = net.connect(svc.adminPort, '127.0.0.1');
     await new Promise((r) => held.once('connect', r));
     held.write(`POST /admin/v1/builds/${serving}/serve HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${write}\r\nContent-Length: 2\r\n\r\n`);
-    await until(async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 429, 5_000, 'the second request is refused while the first holds the turn');
+    await until(
+      async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 429,
+      5_000,
+      'the second request is refused while the first holds the turn',
+    );
     const busy = await as(write, 'POST', `/builds/${serving}/serve`);
     assert.deepEqual([busy.status, busy.json.rc, busy.headers['retry-after']], [429, 'RATE_LIMITED', '1']);
     held.destroy();

@@ -23,12 +23,19 @@ describe('the container image (Dockerfile replayed)', { skip: mismatch ?? false 
     assert.deepEqual(img.exposed, [8080, 8081]);
     assert.deepEqual(img.volumes, ['/data']);
     // No development dependency in the image: the TypeScript compiler and the type packages stay in the build stage.
-    for (const dev of ['typescript', '@types/node', '@maxmind/geoip2-node']) assert.ok(!fs.existsSync(path.join(img.cwd, 'node_modules', dev)), `${dev} in the image`);
+    for (const dev of ['typescript', '@types/node', '@maxmind/geoip2-node'])
+      assert.ok(!fs.existsSync(path.join(img.cwd, 'node_modules', dev)), `${dev} in the image`);
     // One uWS binary in the image: this system's, CPU's and ABI's (the others are pruned).
     const own = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
     const uws = path.join(img.cwd, 'node_modules', '@btc-vision', 'uwebsockets.js');
-    assert.deepEqual(fs.readdirSync(uws).filter((f) => f.endsWith('.node')), [own]);
-    assert.deepEqual(fs.readdirSync(path.join(img.cwd, 'node_modules', 'uWebSockets.js', 'binaries')).filter((f) => f.endsWith('.node')), []);
+    assert.deepEqual(
+      fs.readdirSync(uws).filter((f) => f.endsWith('.node')),
+      [own],
+    );
+    assert.deepEqual(
+      fs.readdirSync(path.join(img.cwd, 'node_modules', 'uWebSockets.js', 'binaries')).filter((f) => f.endsWith('.node')),
+      [],
+    );
     // The image's own configuration listens on the ports it EXPOSEs; the replay maps them to
     // ephemeral ones, as `docker run -p` would, so it runs beside `npm start` on the same host.
     const config = loadConfig(img.env);
@@ -112,7 +119,10 @@ describe('the systemd unit and the compose file', () => {
     };
     const shared = settings(/^x-cluster:/m);
     const aws = new Set(['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY']);
-    for (const [role, from] of [['builder', /^ {2}builder:/m], ['serve', /^ {2}serve:/m]] as const) {
+    for (const [role, from] of [
+      ['builder', /^ {2}builder:/m],
+      ['serve', /^ {2}serve:/m],
+    ] as const) {
       const env = { ...shared, ...settings(from) };
       for (const v of Object.keys(env)) assert.ok(known.has(v) || aws.has(v), `${role} sets ${v}`);
       const config = loadConfig(Object.fromEntries(Object.entries(env).filter(([k]) => !aws.has(k))));

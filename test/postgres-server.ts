@@ -77,7 +77,9 @@ export async function startPostgresRelay(): Promise<PostgresRelay> {
       await killChild(c);
     },
     async start() {
-      const c = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/test/fixtures/tcp-proxy.js'), String(port), String(target)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const c = spawn(process.execPath, [path.join(PROJECT_ROOT, 'dist/test/fixtures/tcp-proxy.js'), String(port), String(target)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       child = c;
       await new Promise<void>((resolve, reject) => {
         c.stdout!.once('data', () => resolve());

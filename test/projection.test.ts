@@ -68,11 +68,7 @@ describe('plan projection', () => {
   });
 
   test('keys come in the contract order: ip, flags, details', () => {
-    assert.deepEqual(Object.keys(project('1.2.3.4', null, PLAN_TIERS.max)), [
-      'ip',
-      ...CATEGORIES.map((c) => `is_${c}`),
-      ...CATEGORIES,
-    ]);
+    assert.deepEqual(Object.keys(project('1.2.3.4', null, PLAN_TIERS.max)), ['ip', ...CATEGORIES.map((c) => `is_${c}`), ...CATEGORIES]);
   });
 
   test('the index pieces (flags text + details prefix) equal the projection for 2 000 random records', () => {

@@ -39,7 +39,11 @@ describe('provider registry', () => {
 
   test('an import writes display names; unknown names are kept and reported by the import and the build', async () => {
     const d = tempDir();
-    const file = writeFile(tempDir(), 'mixed.csv', 'network,category,provider\n45.10.0.0/24,hosting,AWS\n45.10.1.0/24,hosting,Aws\n45.10.2.0/24,hosting,Vercel Aws\n45.10.3.0/24,cdn,bunny-net\n');
+    const file = writeFile(
+      tempDir(),
+      'mixed.csv',
+      'network,category,provider\n45.10.0.0/24,hosting,AWS\n45.10.1.0/24,hosting,Aws\n45.10.2.0/24,hosting,Vercel Aws\n45.10.3.0/24,cdn,bunny-net\n',
+    );
     const r = importFeed({ dataDir: d, file });
     assert.deepEqual(r.notes, ['1 provider name not in the registry, kept as written: "Vercel Aws"']);
     const index = await buildIndex(d);

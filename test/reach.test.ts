@@ -30,7 +30,10 @@ describe("one customer's reach", () => {
 
   const auth = (key: string): Record<string, string> => ({ Authorization: `Bearer ${key}` });
   const createKeyCall = (body: unknown, key = manager) =>
-    request(svc.port, 'POST', '/api/v1/iam/apikeys', typeof body === 'string' ? body : JSON.stringify(body), { ...auth(key), 'Content-Type': 'application/json' });
+    request(svc.port, 'POST', '/api/v1/iam/apikeys', typeof body === 'string' ? body : JSON.stringify(body), {
+      ...auth(key),
+      'Content-Type': 'application/json',
+    });
 
   before(async () => {
     // Keys: [0] manages keys and downloads, [1] can only look up.
@@ -47,7 +50,7 @@ describe("one customer's reach", () => {
   });
   after(async () => svc?.close());
 
-  test('a key without db.download is told which scope it lacks, with the contract\'s 401 and rc', async () => {
+  test("a key without db.download is told which scope it lacks, with the contract's 401 and rc", async () => {
     const r = await get(svc.port, '/api/v1/database/list', auth(lookupOnly));
     assert.equal(r.status, 401);
     assert.equal(r.json.rc, 'UNAUTHORIZED');
@@ -116,8 +119,14 @@ describe("one customer's reach", () => {
     const two = await startTestService({ dataDir: d.dataDir, plansFile: d.plans, frontendThreads: 2, keyChangesPerMinute: 60 });
     try {
       // New connections, all at once: the kernel spreads them over both threads.
-      const statuses = await Promise.all(Array.from({ length: 300 }, () => request(two.port, 'POST', `/api/v1/iam/apikeys/${target}/rotate`, undefined, auth(racer)).then((r) => r.status)));
-      assert.deepEqual([statuses.filter((s) => s === 200).length, statuses.filter((s) => s === 429).length], [60, 240], `statuses: ${[...new Set(statuses)].join(', ')}`);
+      const statuses = await Promise.all(
+        Array.from({ length: 300 }, () => request(two.port, 'POST', `/api/v1/iam/apikeys/${target}/rotate`, undefined, auth(racer)).then((r) => r.status)),
+      );
+      assert.deepEqual(
+        [statuses.filter((s) => s === 200).length, statuses.filter((s) => s === 429).length],
+        [60, 240],
+        `statuses: ${[...new Set(statuses)].join(', ')}`,
+      );
     } finally {
       await two.close();
     }
@@ -133,7 +142,11 @@ describe("one customer's reach", () => {
     } finally {
       setup.close();
     }
-    const createKeyCall = (body: unknown) => request(svc.port, 'POST', '/api/v1/iam/apikeys', typeof body === 'string' ? body : JSON.stringify(body), { ...auth(own), 'Content-Type': 'application/json' });
+    const createKeyCall = (body: unknown) =>
+      request(svc.port, 'POST', '/api/v1/iam/apikeys', typeof body === 'string' ? body : JSON.stringify(body), {
+        ...auth(own),
+        'Content-Type': 'application/json',
+      });
     // Raw JSON text: a lone surrogate cannot be written from a JavaScript string through JSON.stringify.
     const lone = await createKeyCall('{"name":"ab\\ud800cd"}');
     assert.deepEqual([lone.status, lone.json.message], [400, "a key's name is not well-formed Unicode (a lone surrogate U+D800 at 2)"]);
@@ -150,7 +163,11 @@ describe("one customer's reach", () => {
     for (const [name, code] of invisible) {
       const r = await createKeyCall({ name });
       assert.equal(r.status, 400, JSON.stringify(name));
-      assert.match(r.json.message, new RegExp(`^a key's name may not hold control, invisible or bidirectional characters \\(${code.replace('+', '\\+')} at \\d+\\)$`), JSON.stringify(name));
+      assert.match(
+        r.json.message,
+        new RegExp(`^a key's name may not hold control, invisible or bidirectional characters \\(${code.replace('+', '\\+')} at \\d+\\)$`),
+        JSON.stringify(name),
+      );
     }
     // Decomposed é (e + U+0301) and a no-break space: stored composed, with a plain space, trimmed.
     const made = await createKeyCall({ name: '  Cafe\u0301\u00a0ci ' });
@@ -175,7 +192,9 @@ describe("one customer's reach", () => {
     } finally {
       db.close();
     }
-    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'org', 'show', orgId], { env: { ...process.env, ...testStoreEnv(d.dataDir) } });
+    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'org', 'show', orgId], {
+      env: { ...process.env, ...testStoreEnv(d.dataDir) },
+    });
     assert.doesNotMatch(stdout, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/, 'no control character reaches the terminal');
     assert.ok(stdout.includes('ci\\u001b]0;owned\\u0007\\u001b[2J\\u000aFAKE key line\\u009b\\u202e'), stdout);
     assert.ok(!/^FAKE/m.test(stdout), 'no forged line');
@@ -235,7 +254,10 @@ describe("one customer's reach", () => {
     }
     const unknown = await get(svc.port, '/api/v1/iam/apikeys?after=00000000-0000-0000-0000-000000000000', auth(manager));
     const theirs = await get(svc.port, `/api/v1/iam/apikeys?after=${foreign}`, auth(manager));
-    assert.deepEqual([theirs.status, theirs.json], [400, { rc: 'BAD_REQUEST', message: "after must be the next of an earlier page of this organisation's keys" }]);
+    assert.deepEqual(
+      [theirs.status, theirs.json],
+      [400, { rc: 'BAD_REQUEST', message: "after must be the next of an earlier page of this organisation's keys" }],
+    );
     assert.deepEqual([unknown.status, unknown.json], [theirs.status, theirs.json], 'the same answer: no oracle for ids or creation order');
     const admin = await get(svc.adminPort, `/admin/v1/organizations/${orgId}/keys?after=${foreign}`, auth(operator));
     assert.deepEqual([admin.status, admin.json.rc], [400, 'BAD_REQUEST']);
@@ -255,7 +277,10 @@ describe("one customer's reach", () => {
       after = r.json.next;
     }
     const all = await get(svc.port, '/api/v1/iam/apikeys?limit=200', auth(manager));
-    assert.deepEqual(keys, all.json.apikeys.map((k: { id: string }) => k.id));
+    assert.deepEqual(
+      keys,
+      all.json.apikeys.map((k: { id: string }) => k.id),
+    );
     assert.equal(new Set(keys).size, keys.length);
     assert.equal(all.json.next, null);
     const orgs = await get(svc.adminPort, '/admin/v1/organizations?limit=1', auth(operator));
@@ -266,8 +291,10 @@ describe("one customer's reach", () => {
     assert.deepEqual([adminKeys.json.apikeys.length, typeof adminKeys.json.next], [1, 'string']);
     // One rule: any whole number from 1 is taken, at most 200; anything else is refused, everywhere.
     for (const big of ['201', '10000', '1000000000', '99999999999999999999']) {
-      for (const p of [`/api/v1/iam/apikeys?limit=${big}`, `/api/v1/database/downloads?limit=${big}`]) assert.equal((await get(svc.port, p, auth(manager))).status, 200, p);
-      for (const p of [`/admin/v1/audit?limit=${big}`, '/admin/v1/organizations?limit=' + big]) assert.equal((await get(svc.adminPort, p, auth(operator))).status, 200, p);
+      for (const p of [`/api/v1/iam/apikeys?limit=${big}`, `/api/v1/database/downloads?limit=${big}`])
+        assert.equal((await get(svc.port, p, auth(manager))).status, 200, p);
+      for (const p of [`/admin/v1/audit?limit=${big}`, '/admin/v1/organizations?limit=' + big])
+        assert.equal((await get(svc.adminPort, p, auth(operator))).status, 200, p);
     }
     for (const bad of ['0', '-1', '1e9', '2.5', 'ten']) {
       const r = await get(svc.port, `/api/v1/iam/apikeys?limit=${bad}`, auth(manager));
@@ -279,14 +306,16 @@ describe("one customer's reach", () => {
     assert.deepEqual([listLimit(null), listLimit('7'), listLimit('201'), listLimit('1' + '0'.repeat(30))], [50, 7, 200, 200]);
     // The CLI reads --limit by the same rule.
     const audit = (limit: string) =>
-      run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'audit', '--limit', limit, '--json'], { env: { ...process.env, ...testStoreEnv(d.dataDir) } }).then(
+      run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'audit', '--limit', limit, '--json'], {
+        env: { ...process.env, ...testStoreEnv(d.dataDir) },
+      }).then(
         () => 0,
         (e: { code: number }) => e.code,
       );
     assert.deepEqual([await audit('500'), await audit('0')], [0, 2]);
   });
 
-  test("key lists have a budget per organisation: a flood of pages is refused at once, with Retry-After", async () => {
+  test('key lists have a budget per organisation: a flood of pages is refused at once, with Retry-After', async () => {
     const statuses: number[] = [];
     let retry = '';
     for (let i = 0; i < 140; i++) {
@@ -313,7 +342,10 @@ describe("one customer's reach", () => {
       const bodies: Record<string, Set<string>> = { br: new Set(), gzip: new Set() };
       for (let i = 0; i < 20; i++) {
         for (const coding of ['br', 'gzip'] as const) {
-          for (const [port, p] of [[svc.port, '/api/v1/openapi.json'], [svc.adminPort, '/openapi.json']] as const) {
+          for (const [port, p] of [
+            [svc.port, '/api/v1/openapi.json'],
+            [svc.adminPort, '/openapi.json'],
+          ] as const) {
             const r = await get(port, p, { 'Accept-Encoding': coding });
             assert.deepEqual([r.status, r.headers['content-encoding']], [200, coding]);
             bodies[coding].add(r.text);

@@ -27,12 +27,12 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
     rel.endsWith('.md')
       ? [...new Set(fs.readFileSync(path.join(REAL, rel), 'utf8').match(/(?<=\|\s*)\d{1,3}(\.\d{1,3}){3}(?=\s*\|)/g) ?? [])]
       : fs
-      .readFileSync(path.join(REAL, rel), 'utf8')
-      .split(/\r?\n/)
-      .map(listToken)
-      .filter((t) => t !== '' && parseNetwork(t).ok)
-      .map((t) => t.split('/')[0].split('-')[0])
-      .filter((ip) => parseAddress(ip, 0, ip.length, p) !== NOT_ADDRESS);
+          .readFileSync(path.join(REAL, rel), 'utf8')
+          .split(/\r?\n/)
+          .map(listToken)
+          .filter((t) => t !== '' && parseNetwork(t).ok)
+          .map((t) => t.split('/')[0].split('-')[0])
+          .filter((ip) => parseAddress(ip, 0, ip.length, p) !== NOT_ADDRESS);
 
   let dataDir = '';
   let sources: Awaited<ReturnType<typeof importRealData>>['sources'] = [];
@@ -45,10 +45,16 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
   });
 
   test('every file imports; the only rows refused are claims no provider can make, Vultr’s 2002::/16 among them', () => {
-    assert.ok(reports.every((r) => r.ok), JSON.stringify(reports.filter((r) => !r.ok)));
+    assert.ok(
+      reports.every((r) => r.ok),
+      JSON.stringify(reports.filter((r) => !r.ok)),
+    );
     const refused = reports.flatMap((r, k) => r.skippedExamples.map((e) => [sources[k].rel, e] as const));
     for (const [rel, reason] of refused) assert.match(reason, /: (a \/(8|16) or larger|in 2002::\/16|in 64:ff9b)/, rel);
-    assert.ok(refused.some(([rel, reason]) => rel.includes('vultr') && reason.includes('2002::/16: a /16 or larger')), JSON.stringify(refused));
+    assert.ok(
+      refused.some(([rel, reason]) => rel.includes('vultr') && reason.includes('2002::/16: a /16 or larger')),
+      JSON.stringify(refused),
+    );
     assert.equal(answer('2002:c000:204::1').is_hosting, false);
   });
 
@@ -73,9 +79,15 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
   test('the quality report holds: no public resolver is a VPN; held out, ≤ 2 % of owner space answers is_vpn; every server list answers its provider', () => {
     const q = qualityOf(index, dataDir, sources);
     assert.equal(q.resolvers.length, 10);
-    assert.deepEqual(q.resolvers.filter((r) => r.is_vpn), []);
+    assert.deepEqual(
+      q.resolvers.filter((r) => r.is_vpn),
+      [],
+    );
     assert.equal(q.ownerSpace.sampled, 3000);
-    assert.ok(q.ownerSpace.vpn / q.ownerSpace.sampled <= 0.02, `${q.ownerSpace.vpn} of ${q.ownerSpace.sampled} answer is_vpn: ${q.ownerSpace.examples.join('; ')}`);
+    assert.ok(
+      q.ownerSpace.vpn / q.ownerSpace.sampled <= 0.02,
+      `${q.ownerSpace.vpn} of ${q.ownerSpace.sampled} answer is_vpn: ${q.ownerSpace.examples.join('; ')}`,
+    );
     assert.ok(q.providers.length >= 11, JSON.stringify(q.providers));
     for (const pr of q.providers) assert.equal(pr.answered, pr.listed, pr.provider);
   });
@@ -99,7 +111,19 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
         checked++;
       }
     }
-    for (const name of ['Amazon Web Services', 'Google Cloud', 'Google', 'Microsoft Azure', 'Oracle Cloud', 'DigitalOcean', 'Linode', 'Cloudflare', 'Akamai', 'Fastly', 'Zscaler']) {
+    for (const name of [
+      'Amazon Web Services',
+      'Google Cloud',
+      'Google',
+      'Microsoft Azure',
+      'Oracle Cloud',
+      'DigitalOcean',
+      'Linode',
+      'Cloudflare',
+      'Akamai',
+      'Fastly',
+      'Zscaler',
+    ]) {
       assert.ok(owners.has(name), `no owner file names ${name}: ${[...owners].join(', ')}`);
     }
     assert.ok(checked > 50_000, `only ${checked}`);
@@ -132,7 +156,10 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
   test('AWS, Google Cloud and Azure ranges, IPv4 and IPv6, answer is_hosting with their provider (CloudFront also is_cdn)', () => {
     const provider = (a: Record<string, unknown>, cat: string): unknown => (a[cat] as { provider?: string }).provider;
     const read = (rel: string): Record<string, unknown> => JSON.parse(fs.readFileSync(path.join(REAL, rel), 'utf8')) as Record<string, unknown>;
-    const aws = read('cloud/femueller__cloud-ip-ranges/aws-ip-ranges.json') as { prefixes: { ip_prefix: string; service: string }[]; ipv6_prefixes: { ipv6_prefix: string; service: string }[] };
+    const aws = read('cloud/femueller__cloud-ip-ranges/aws-ip-ranges.json') as {
+      prefixes: { ip_prefix: string; service: string }[];
+      ipv6_prefixes: { ipv6_prefix: string; service: string }[];
+    };
     const awsNets = [...aws.prefixes.map((p) => [p.ip_prefix, p.service]), ...aws.ipv6_prefixes.map((p) => [p.ipv6_prefix, p.service])];
     for (const [net, service] of awsNets) {
       const a = answer(net.split('/')[0]);
@@ -163,7 +190,9 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
         checked++;
       }
     }
-    const misp = JSON.parse(fs.readFileSync(path.join(REAL, 'relay/MISP__misp-warninglists/lists/icloud-private-relay/list.json'), 'utf8')) as { list: string[] };
+    const misp = JSON.parse(fs.readFileSync(path.join(REAL, 'relay/MISP__misp-warninglists/lists/icloud-private-relay/list.json'), 'utf8')) as {
+      list: string[];
+    };
     for (const net of misp.list) {
       const a = answer(net.split('/')[0]);
       assert.deepEqual([a.is_relay, a.is_vpn], [true, false], net);
@@ -181,7 +210,10 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
         const kind = parseAddress(ip, 0, ip.length, p);
         if (kind === NOT_ADDRESS || !(kind === 6 ? isBogonV6(p.w) : isBogonV4(p.v4))) continue;
         const a = answer(ip);
-        assert.ok(Object.entries(a).every(([k, v]) => !k.startsWith('is_') || v === false), `${list} ${ip}: ${JSON.stringify(a)}`);
+        assert.ok(
+          Object.entries(a).every(([k, v]) => !k.startsWith('is_') || v === false),
+          `${list} ${ip}: ${JSON.stringify(a)}`,
+        );
         checked++;
       }
     }

@@ -42,7 +42,9 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
       // appendfsync always: a kill -9 (what the tests do) loses nothing written. With everysec a
       // write may wait behind a background fsync after its reply has gone (one lease lost, once, on Bun).
       const keep = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
-      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], { stdio: 'ignore' });
+      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], {
+        stdio: 'ignore',
+      });
       await until(() => answers(port), 5_000, `redis-server answering on port ${port}`);
     },
     pause: (ms) =>

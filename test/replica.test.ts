@@ -36,7 +36,14 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
   let builder: string;
   const nodes: Service[] = [];
   const dataDirs = new Map<Service, string>();
-  const storeEnv = (): Record<string, string> => ({ STORE: 's3', S3_BUCKET: BUCKET, S3_ENDPOINT: endpoint, S3_PREFIX: 'c/', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' });
+  const storeEnv = (): Record<string, string> => ({
+    STORE: 's3',
+    S3_BUCKET: BUCKET,
+    S3_ENDPOINT: endpoint,
+    S3_PREFIX: 'c/',
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+  });
 
   /**
    * Imports `csv` as the builder's only feed, builds, and runs `ipsift publish` as an operator
@@ -45,7 +52,9 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
   async function buildAndPublish(csv: string): Promise<string> {
     importFeed({ dataDir: builder, file: writeFile(builder, 'feed.csv', csv), name: 'feed' });
     const { id } = runBuild({ dataDir: builder });
-    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'publish', '--json'], { env: { ...process.env, ...storeEnv(), DATA_DIR: builder } });
+    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), 'publish', '--json'], {
+      env: { ...process.env, ...storeEnv(), DATA_DIR: builder },
+    });
     assert.equal(JSON.parse(stdout).index.build, id);
     return id;
   }
@@ -53,7 +62,16 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
   const serveNode = async (): Promise<Service> => {
     const env = storeEnv();
     const dataDir = tempDir();
-    const config: Partial<Config> = { ...loadConfig({ ...env, ROLE: 'serve' }), dataDir, plansFile: plansFile(tempDir()), replicaPollMs: 200, demo: false, publishAt: '', port: 0, adminPort: 0 };
+    const config: Partial<Config> = {
+      ...loadConfig({ ...env, ROLE: 'serve' }),
+      dataDir,
+      plansFile: plansFile(tempDir()),
+      replicaPollMs: 200,
+      demo: false,
+      publishAt: '',
+      port: 0,
+      adminPort: 0,
+    };
     const svc = await startTestService(config);
     nodes.push(svc);
     dataDirs.set(svc, dataDir);
@@ -114,7 +132,10 @@ describe('index replicas (ROLE=serve, s3rver on loopback)', () => {
     await store.put(`index/${bad}/${INDEX_FILE}`, damaged);
     await store.put(`index/${bad}/${MANIFEST_FILE}`, path.join(buildDir(builder, bad), MANIFEST_FILE));
     const manifest = JSON.parse(fs.readFileSync(path.join(buildDir(builder, bad), MANIFEST_FILE), 'utf8'));
-    await store.put(POINTER_KEY, writeFile(tempDir(), 'CURRENT.json', JSON.stringify({ build: bad, sha256: manifest.index.sha256, bytes: manifest.index.bytes })));
+    await store.put(
+      POINTER_KEY,
+      writeFile(tempDir(), 'CURRENT.json', JSON.stringify({ build: bad, sha256: manifest.index.sha256, bytes: manifest.index.bytes })),
+    );
     store.close();
     await until(async () => /does not verify/.test(String((await readyz(node)).replica.error)), 10_000, 'the damaged build is rejected');
     const r = await readyz(node);

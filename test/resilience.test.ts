@@ -21,7 +21,11 @@ function feed(provider: string): string {
 }
 
 async function waitForWorkers(pool: BatchPool, n: number): Promise<void> {
-  await until(() => pool.workers.length >= n, 10_000, () => `the pool back at its size (${pool.workers.length} of ${n})`);
+  await until(
+    () => pool.workers.length >= n,
+    10_000,
+    () => `the pool back at its size (${pool.workers.length} of ${n})`,
+  );
   assert.equal(pool.workers.length, n, 'the pool grew past its size');
 }
 
@@ -38,7 +42,16 @@ describe('resilience', () => {
         await starting.terminate();
         await waitForWorkers(pool, 2);
       }
-      const frame = await pool.run({ body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer, tier: TIER_MAX, generation: 0, index: null, budget: 1, refusal: 1, out: null, coding: 0 });
+      const frame = await pool.run({
+        body: new TextEncoder().encode('{"ips":["1.1.1.1"]}').buffer,
+        tier: TIER_MAX,
+        generation: 0,
+        index: null,
+        budget: 1,
+        refusal: 1,
+        out: null,
+        coding: 0,
+      });
       assert.ok(frame.byteLength > 0);
     } finally {
       await pool.close();
@@ -89,7 +102,10 @@ describe('resilience', () => {
       await Promise.all(clients);
       assert.ok(killedThreads.size >= 4, 'workers were not killed');
       assert.ok(svc.pool.workerFailures > 0, 'no batch was in flight when a worker died');
-      assert.ok(answered.every((n) => n > KILLS), `every client was answered between every two kills: ${answered.join(', ')}`);
+      assert.ok(
+        answered.every((n) => n > KILLS),
+        `every client was answered between every two kills: ${answered.join(', ')}`,
+      );
       // The pool is whole again, with no traffic to prompt it, and still answers.
       await waitForWorkers(svc.pool, 2);
       assert.equal((await postBatch(svc.port, { ips: ['81.7.1.1'] })).json.results['81.7.1.1'].is_vpn, true);
@@ -149,7 +165,10 @@ describe('resilience', () => {
         assert.equal(seen[0], 'Alpha');
         assert.equal(seen[seen.length - 1], 'Beta');
         const firstBeta = seen.indexOf('Beta');
-        assert.ok(seen.slice(firstBeta).every((p) => p === 'Beta'), 'an answer went back to the old build');
+        assert.ok(
+          seen.slice(firstBeta).every((p) => p === 'Beta'),
+          'an answer went back to the old build',
+        );
         assert.ok(seen.length > 10, `light load: ${seen.length} answers`);
       }
     } finally {
@@ -169,13 +188,19 @@ describe('upgrades', () => {
     bytes.writeUInt32LE(FORMAT_VERSION - 1, 8); // as an older ipsift wrote it
     fs.writeFileSync(file, bytes);
     const lines: string[] = [];
-    const svc = await startTestService({ dataDir }, jsonLogger((l) => lines.push(l)));
+    const svc = await startTestService(
+      { dataDir },
+      jsonLogger((l) => lines.push(l)),
+    );
     try {
       assert.notEqual(svc.holder.current?.buildId, old.id);
       assert.equal(readCurrentBuildId(dataDir), svc.holder.current?.buildId);
       const r = await get(svc.port, '/81.7.3.20');
       assert.deepEqual([r.status, r.json], [200, { ip: '81.7.3.20', is_vpn: true }]);
-      assert.ok(lines.some((l) => l.includes('older index format')), 'the rebuild is logged');
+      assert.ok(
+        lines.some((l) => l.includes('older index format')),
+        'the rebuild is logged',
+      );
     } finally {
       await svc.close();
     }

@@ -45,7 +45,7 @@ describe('route matching', () => {
     }
   });
 
-  test('a fixed segment beats a parameter, a parameter the wildcard; a method\'s routes beat any-method ones', () => {
+  test("a fixed segment beats a parameter, a parameter the wildcard; a method's routes beat any-method ones", () => {
     const router = new Router();
     const named = (name: string): Handler => Object.assign(() => {}, { route: name });
     router.any('/*', named('any /*'));

@@ -63,7 +63,11 @@ describe('S3 object store (s3rver on loopback)', () => {
     await publishExports(db, store, dataDir, build.id);
     db.close();
     store.close();
-    const svc = await startTestService({ dataDir, plansFile: file, objectStore: { kind: 's3', bucket: BUCKET, prefix: 'e2e/', region: 'us-east-1', endpoint } });
+    const svc = await startTestService({
+      dataDir,
+      plansFile: file,
+      objectStore: { kind: 's3', bucket: BUCKET, prefix: 'e2e/', region: 'us-east-1', endpoint },
+    });
     try {
       const auth = { Authorization: `Bearer ${secret}` };
       const r = await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=mmdb', auth);

@@ -34,7 +34,15 @@ const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 const registry = loadRegistry();
 const byName = (name: string): Source => registry.find((s) => s.name === name)!;
 /** The category each folder of the real data speaks for. */
-const FOLDER_CATEGORY: Record<string, string> = { tor: 'tor', vpn: 'vpn', datacenter: 'hosting', cloud: 'hosting', cdn: 'cdn', relay: 'relay', proxy: 'dcproxy' };
+const FOLDER_CATEGORY: Record<string, string> = {
+  tor: 'tor',
+  vpn: 'vpn',
+  datacenter: 'hosting',
+  cloud: 'hosting',
+  cdn: 'cdn',
+  relay: 'relay',
+  proxy: 'dcproxy',
+};
 const HOUR = 3_600_000;
 
 describe('the registry', () => {
@@ -49,7 +57,20 @@ describe('the registry', () => {
       assert.equal(s.intervalMs, hourly ? HOUR : 24 * HOUR, `${s.name}: Tor and proxy lists hourly, the rest daily`);
     }
     // The kinds of list the registry is for: owners' own ranges, VPN server lists, Apple's relay egress.
-    for (const name of ['aws', 'google-cloud', 'azure', 'oracle-cloud', 'digitalocean', 'linode', 'cloudflare-ipv4', 'fastly', 'icloud-private-relay', 'vpn-mullvad', 'vpn-protonvpn', 'tor-exit-addresses']) {
+    for (const name of [
+      'aws',
+      'google-cloud',
+      'azure',
+      'oracle-cloud',
+      'digitalocean',
+      'linode',
+      'cloudflare-ipv4',
+      'fastly',
+      'icloud-private-relay',
+      'vpn-mullvad',
+      'vpn-protonvpn',
+      'tor-exit-addresses',
+    ]) {
       assert.ok(byName(name), name);
     }
   });
@@ -70,7 +91,11 @@ describe('the registry', () => {
       const detected = detectFormat(text);
       assert.ok(!(detected instanceof Error), `${s.name}: ${String(detected)}`);
       // A plain list is what no other format claims; any other format is the one the content shows.
-      assert.equal((detected as { name: string }).name, s.format === 'list' ? 'list' : s.format, `${s.name}: ${path.relative(REAL, copy)} reads as ${(detected as { name: string }).name}`);
+      assert.equal(
+        (detected as { name: string }).name,
+        s.format === 'list' ? 'list' : s.format,
+        `${s.name}: ${path.relative(REAL, copy)} reads as ${(detected as { name: string }).name}`,
+      );
       const r = importFeed({
         dataDir,
         file: copy,
@@ -105,11 +130,24 @@ describe('the registry', () => {
     const without = selectSources('public,-vpn-nordvpn,-aws', registry);
     assert.equal(without.length, registry.length - 2);
     assert.ok(!without.some((s) => s.name === 'vpn-nordvpn' || s.name === 'aws'));
-    assert.deepEqual(selectSources('aws,tor-exit-addresses', registry).map((s) => s.name), ['tor-exit-addresses', 'aws'], 'in registry order');
+    assert.deepEqual(
+      selectSources('aws,tor-exit-addresses', registry).map((s) => s.name),
+      ['tor-exit-addresses', 'aws'],
+      'in registry order',
+    );
     assert.throws(() => selectSources('public,-nordvpn', registry), /SOURCES names "nordvpn", which is not in the registry.*sources list/);
     // From the command line, a configuration error: one line, exit 2.
-    const serve = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, DATA_DIR: tempDir(), SOURCES: 'public,-nordvpn', PORT: '0', ADMIN_PORT: '0' }, encoding: 'utf8' });
-    assert.deepEqual([serve.status, serve.stderr], [2, 'ipsift: SOURCES names "nordvpn", which is not in the registry: public, a registry name, or -name to leave one out (`ipsift sources list` shows them)\n']);
+    const serve = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, DATA_DIR: tempDir(), SOURCES: 'public,-nordvpn', PORT: '0', ADMIN_PORT: '0' },
+      encoding: 'utf8',
+    });
+    assert.deepEqual(
+      [serve.status, serve.stderr],
+      [
+        2,
+        'ipsift: SOURCES names "nordvpn", which is not in the registry: public, a registry name, or -name to leave one out (`ipsift sources list` shows them)\n',
+      ],
+    );
     assert.throws(() => loadConfig({ SOURCES: 'public,;rm' }), /SOURCES must list public, registry names and -name/);
     assert.throws(() => loadConfig({ SOURCES_MIRROR: 'ftp://mirror' }), /SOURCES_MIRROR must be an http\(s\) URL/);
     // A user's file beside the registry may not reuse a registry name.
@@ -117,12 +155,21 @@ describe('the registry', () => {
     const own = writeFile(dir, 'own.json', JSON.stringify([{ name: 'aws', path: 'x.txt', format: 'list', category: 'hosting', interval: '6h' }]));
     assert.throws(() => configuredSources({ sources: 'public', sourcesFile: own }), /source aws has the name of a registry source/);
     assert.equal(configuredSources({ sources: 'public,-aws', sourcesFile: own }).at(-1)!.intervalMs, 6 * HOUR);
-    assert.throws(() => loadSources(writeFile(dir, 'bad.json', JSON.stringify([{ name: 'x', path: 'a', interval: '30s' }]))), /interval must be minutes, hours or days/);
+    assert.throws(
+      () => loadSources(writeFile(dir, 'bad.json', JSON.stringify([{ name: 'x', path: 'a', interval: '30s' }]))),
+      /interval must be minutes, hours or days/,
+    );
   });
 
   test('SOURCES_MIRROR maps https://HOST/PATH?Q to <base>/HOST/PATH?Q', () => {
-    assert.equal(mirroredUrl('https://check.torproject.org/torbulkexitlist', 'http://mirror.internal/feeds/'), 'http://mirror.internal/feeds/check.torproject.org/torbulkexitlist');
-    assert.equal(mirroredUrl('https://raw.githubusercontent.com/X4BNet/lists_vpn/HEAD/output/vpn/ipv4.txt?x=1', 'http://m:8000'), 'http://m:8000/raw.githubusercontent.com/X4BNet/lists_vpn/HEAD/output/vpn/ipv4.txt?x=1');
+    assert.equal(
+      mirroredUrl('https://check.torproject.org/torbulkexitlist', 'http://mirror.internal/feeds/'),
+      'http://mirror.internal/feeds/check.torproject.org/torbulkexitlist',
+    );
+    assert.equal(
+      mirroredUrl('https://raw.githubusercontent.com/X4BNet/lists_vpn/HEAD/output/vpn/ipv4.txt?x=1', 'http://m:8000'),
+      'http://m:8000/raw.githubusercontent.com/X4BNet/lists_vpn/HEAD/output/vpn/ipv4.txt?x=1',
+    );
   });
 });
 
@@ -139,7 +186,10 @@ describe('fetching as a good citizen', () => {
     const dataDir = tempDir();
     const options = { mirror: mirror.url, concurrency: 2 };
     const first = await refreshSources(dataDir, sources, { ...options, nowMs: t0 });
-    assert.deepEqual(first.reports.map((r) => [r.name, r.fetch]), sources.map((s) => [s.name, 'fetched']));
+    assert.deepEqual(
+      first.reports.map((r) => [r.name, r.fetch]),
+      sources.map((s) => [s.name, 'fetched']),
+    );
     assert.equal(first.changed, true);
     assert.equal(mirror.maxInFlight, 2, 'at most SOURCES_CONCURRENCY fetches at once');
     assert.ok(mirror.requests.every((r) => r.userAgent === USER_AGENT && /^ipsift\//.test(r.userAgent) && !r.conditional));
@@ -152,13 +202,22 @@ describe('fetching as a good citizen', () => {
 
     // An hour on: the Tor list only (hourly), asked conditionally, answered 304.
     const hourly = await refreshSources(dataDir, sources, { ...options, nowMs: t0 + HOUR });
-    assert.deepEqual(hourly.reports.map((r) => [r.name, r.fetch, r.changed]), [['tor-exit-addresses', 'unchanged', false]]);
-    assert.deepEqual(mirror.requests.slice(asked).map((r) => [r.status, r.conditional]), [[304, true]]);
+    assert.deepEqual(
+      hourly.reports.map((r) => [r.name, r.fetch, r.changed]),
+      [['tor-exit-addresses', 'unchanged', false]],
+    );
+    assert.deepEqual(
+      mirror.requests.slice(asked).map((r) => [r.status, r.conditional]),
+      [[304, true]],
+    );
 
     // A day on: every source asked, every one 304, no feed rewritten, nothing to build.
     const daily = await refreshSources(dataDir, sources, { ...options, nowMs: t0 + 24 * HOUR });
     assert.equal(daily.changed, false);
-    assert.deepEqual(mirror.requests.slice(asked + 1).map((r) => r.status), sources.map(() => 304));
+    assert.deepEqual(
+      mirror.requests.slice(asked + 1).map((r) => r.status),
+      sources.map(() => 304),
+    );
     assert.equal(fs.statSync(findFeed(dataDir, 'aws')!.file).mtimeMs, feedMtime);
 
     // Cloudflare adds a range: fetched and imported; the others stay 304.
@@ -167,7 +226,10 @@ describe('fetching as a good citizen', () => {
     try {
       const changed = await refreshSources(dataDir, sources, { ...options, nowMs: t0 + 48 * HOUR });
       assert.equal(changed.changed, true);
-      assert.deepEqual(changed.reports.filter((r) => r.changed).map((r) => [r.name, r.rows]), [['cloudflare-ipv4', 16]]);
+      assert.deepEqual(
+        changed.reports.filter((r) => r.changed).map((r) => [r.name, r.rows]),
+        [['cloudflare-ipv4', 16]],
+      );
       const st = readSourceStates(dataDir)['cloudflare-ipv4'];
       assert.equal(st.changed_at, new Date(t0 + 48 * HOUR).toISOString());
     } finally {
@@ -202,13 +264,20 @@ describe('fetching as a good citizen', () => {
     const mispText = fs.readFileSync(copyOf(misp)!);
     mirror.override(nord.url!, { body: nordText.split('\n').slice(0, 3000).join('\n') });
     mirror.override(misp.url!, { body: Buffer.concat(Array.from({ length: 10 }, () => mispText)) });
-    mirror.override(mull.url!, { status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: '<!DOCTYPE html><html><body>Rate limited</body></html>' });
+    mirror.override(mull.url!, {
+      status: 200,
+      headers: { 'content-type': 'text/html; charset=utf-8' },
+      body: '<!DOCTYPE html><html><body>Rate limited</body></html>',
+    });
     mirror.override(tor.url!, { body: '' });
     mirror.override(aws.url!, { body: '\n<!doctype html>\n<title>Maintenance</title>', headers: { 'content-type': 'text/plain' } });
     try {
       const r = await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: t0 + 25 * HOUR });
       assert.equal(r.changed, false);
-      assert.ok(r.reports.every((x) => x.ok && x.fetch === 'refused'), JSON.stringify(r.reports));
+      assert.ok(
+        r.reports.every((x) => x.ok && x.fetch === 'refused'),
+        JSON.stringify(r.reports),
+      );
       const status = Object.fromEntries(sourceStatuses(picked, readSourceStates(dataDir), t0 + 25 * HOUR, DEFAULT_INTERVAL_MS).map((s) => [s.name, s]));
       assert.match(status['vpn-nordvpn'].reason!, /^3000 entries, down from 8468 in the last good copy \(more than 50 % fewer\)$/);
       assert.match(status['vpn-misp-ipv4'].reason!, /ran past this source's cap of 4803995 bytes|over this source's cap/);
@@ -250,7 +319,7 @@ describe('fetching as a good citizen', () => {
 });
 
 describe('SOURCES=public on an empty data directory', () => {
-  test('fetches, imports, builds and serves; keeps refreshing; names each claim\'s source', async () => {
+  test("fetches, imports, builds and serves; keeps refreshing; names each claim's source", async () => {
     const mirror = await startRealMirror(registry);
     const dataDir = tempDir();
     const service = await startTestService({ dataDir, sources: 'public', sourcesMirror: mirror.url, keylessTier: TIER_MAX, demo: true });
@@ -277,10 +346,15 @@ describe('SOURCES=public on an empty data directory', () => {
       const db = openTestControlDb(dataDir);
       const token = createAdminToken(db, 'ops', ['admin.read']).secret;
       db.close();
-      const listed = JSON.parse((await get(service.adminPort, '/admin/v1/sources', { Authorization: `Bearer ${token}` })).text) as { sources: { name: string; state: string; reason: string | null; entries: number }[] };
+      const listed = JSON.parse((await get(service.adminPort, '/admin/v1/sources', { Authorization: `Bearer ${token}` })).text) as {
+        sources: { name: string; state: string; reason: string | null; entries: number }[];
+      };
       assert.equal(listed.sources.length, registry.length);
       const failed = listed.sources.filter((s) => s.state !== 'ok');
-      assert.deepEqual(failed.map((s) => [s.name, s.state, s.reason]), [['icloud-private-relay', 'failed', 'HTTP 404 Not Found']]);
+      assert.deepEqual(
+        failed.map((s) => [s.name, s.state, s.reason]),
+        [['icloud-private-relay', 'failed', 'HTTP 404 Not Found']],
+      );
       assert.equal((await get(service.adminPort, '/admin/v1/sources')).status, 401);
       const metrics = (await get(service.adminPort, '/metrics')).text;
       assert.match(metrics, /^ipsift_source_entries\{source="vpn-nordvpn"\} 8468$/m);
@@ -315,10 +389,18 @@ describe('SOURCES=public on an empty data directory', () => {
       assert.deepEqual([added.is_vpn, provider(added, 'vpn')], [true, 'Mullvad']);
       const lastNord = await answer(nordIps.at(-1)!);
       assert.deepEqual([lastNord.is_vpn, provider(lastNord, 'vpn')], [true, 'NordVPN']);
-      const status = JSON.parse((await get(service.adminPort, '/admin/v1/sources', { Authorization: `Bearer ${token}` })).text) as { sources: { name: string; state: string; reason: string }[] };
-      assert.deepEqual(status.sources.filter((s) => s.name === 'vpn-nordvpn').map((s) => [s.state, s.reason]), [['refused', '1000 entries, down from 8468 in the last good copy (more than 50 % fewer)']]);
+      const status = JSON.parse((await get(service.adminPort, '/admin/v1/sources', { Authorization: `Bearer ${token}` })).text) as {
+        sources: { name: string; state: string; reason: string }[];
+      };
+      assert.deepEqual(
+        status.sources.filter((s) => s.name === 'vpn-nordvpn').map((s) => [s.state, s.reason]),
+        [['refused', '1000 entries, down from 8468 in the last good copy (more than 50 % fewer)']],
+      );
       // The operator's view from the command line says the same.
-      const text = execFileSync(process.execPath, [CLI, 'sources', 'status'], { env: { ...process.env, DATA_DIR: dataDir, SOURCES: 'public' }, encoding: 'utf8' });
+      const text = execFileSync(process.execPath, [CLI, 'sources', 'status'], {
+        env: { ...process.env, DATA_DIR: dataDir, SOURCES: 'public' },
+        encoding: 'utf8',
+      });
       assert.match(text, /^vpn-nordvpn +refused +8468 .* 1000 entries, down from 8468/m);
       assert.match(text, new RegExp(`^${registry.length} sources: ${registry.length - 2} ok, 0 stale, 1 refused, 1 failed, 0 never fetched$`, 'm'));
     } finally {
@@ -348,9 +430,17 @@ describe('the daily publication beside source refreshes', () => {
       scheduler.start();
       try {
         const waits = (): number => lines.filter((l) => l === 'daily build waits: another process on this data directory is building').length;
-        await until(() => waits() === 2, 5_000, () => `a second wait: ${JSON.stringify(lines)}`);
+        await until(
+          () => waits() === 2,
+          5_000,
+          () => `a second wait: ${JSON.stringify(lines)}`,
+        );
         assert.equal(lines[2], 'the latest daily build due is missing: building now');
-        await until(() => scheduler.retryAfterS() > 30, 5_000, () => `the retry scheduled: ${scheduler.retryAfterS()} s`);
+        await until(
+          () => scheduler.retryAfterS() > 30,
+          5_000,
+          () => `the retry scheduled: ${scheduler.retryAfterS()} s`,
+        );
         assert.ok(scheduler.retryAfterS() <= 60, `${scheduler.retryAfterS()} s`);
       } finally {
         scheduler.stop();

@@ -14,7 +14,6 @@ import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
 import { get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
 
-
 /** Builds from one feed of `provider` and makes the build the serving one. */
 function buildAndServe(dataDir: string, provider: string): void {
   writeFile(dataDir, 'f.csv', `network,category,provider\n81.7.0.0/16,vpn,${provider}\n2a01:4f8::/32,hosting,${provider}\n`);
@@ -57,7 +56,10 @@ describe('front-end threads', () => {
     assert.equal(delta('ipsift_batches_total'), 1);
     const perThread = [0, 1].map((n) => delta(`ipsift_frontend_thread_responses_total{thread="${n}"}`));
     assert.equal(perThread[0] + perThread[1], N + 1);
-    assert.ok(perThread.every((n) => n > N / 10), `uneven spread: ${perThread.join(' / ')}`);
+    assert.ok(
+      perThread.every((n) => n > N / 10),
+      `uneven spread: ${perThread.join(' / ')}`,
+    );
     const ready = await get(svc.adminPort, '/readyz');
     assert.deepEqual([ready.status, ready.json.status], [200, 'ready']);
   });
@@ -139,8 +141,21 @@ describe('the batch pool across threads', () => {
     });
     try {
       assert.equal(shares.reserve, 2);
-      const task = () => ({ body: new TextEncoder().encode('{"ips":["1.2.3.4"]}').buffer as ArrayBuffer, tier: 0, generation: 0, index: null, budget: 1000, refusal: 0, out: null, coding: 0 });
-      const outcome = (p: Promise<Uint8Array>) => p.then(() => 'ok', (e: unknown) => (e instanceof QueueFullError ? 'full' : String(e)));
+      const task = () => ({
+        body: new TextEncoder().encode('{"ips":["1.2.3.4"]}').buffer as ArrayBuffer,
+        tier: 0,
+        generation: 0,
+        index: null,
+        budget: 1000,
+        refusal: 0,
+        out: null,
+        coding: 0,
+      });
+      const outcome = (p: Promise<Uint8Array>) =>
+        p.then(
+          () => 'ok',
+          (e: unknown) => (e instanceof QueueFullError ? 'full' : String(e)),
+        );
       // Thread 0 floods: it gets everything but thread 1's reserve.
       const flood = Array.from({ length: 20 }, () => outcome(ends[0].thread.run(task())));
       assert.equal(ends[0].thread.full, true);

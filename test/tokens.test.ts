@@ -9,7 +9,6 @@ import { MAX_REVOKED_PER_KEY, mintToken, revokeToken, tokenSigningKey } from '..
 import type { Service } from '../src/service.js';
 import { get, openTestControlDb, publishedDataDir, request, startTestService, until, type Reply } from './helpers.js';
 
-
 describe('short-lived tokens', () => {
   let svc: Service;
   let dataDir: string;
@@ -23,7 +22,11 @@ describe('short-lived tokens', () => {
   const lookup = (credential: string): Promise<Reply> => get(svc.port, '/81.7.3.9', bearer(credential));
 
   before(async () => {
-    const d = await publishedDataDir([{ scopes: ['db.download', 'apikeys.manage'] }, { scopes: ['db.download'] }, { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] }]);
+    const d = await publishedDataDir([
+      { scopes: ['db.download', 'apikeys.manage'] },
+      { scopes: ['db.download'] },
+      { scopes: ['db.download'], allowedCidrs: ['10.0.0.0/8'] },
+    ]);
     [both, download, fenced] = d.keys;
     dataDir = d.dataDir;
     svc = await startTestService({ dataDir: d.dataDir, plansFile: d.plans });
@@ -52,16 +55,28 @@ describe('short-lived tokens', () => {
 
   test('a key made with a token expires with the token unless it asks for less; asking for more is refused', async () => {
     const t = (await exchange(both, { lifetime_s: 600 })).json;
-    const made = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'from a token', allowed_scopes: ['db.download'] }), bearer(t.token));
+    const made = await request(
+      svc.port,
+      'POST',
+      '/api/v1/iam/apikeys',
+      JSON.stringify({ name: 'from a token', allowed_scopes: ['db.download'] }),
+      bearer(t.token),
+    );
     assert.equal(made.status, 201, made.text);
     const listed = (await get(svc.port, '/api/v1/iam/apikeys', bearer(both))).json.apikeys.find((k: { id: string }) => k.id === made.json.id);
     assert.equal(Date.parse(listed.expires), Date.parse(t.expires));
     const later = new Date(Date.parse(t.expires) + 60_000).toISOString();
-    const longer = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'longer', allowed_scopes: ['db.download'], expires: later }), bearer(t.token));
+    const longer = await request(
+      svc.port,
+      'POST',
+      '/api/v1/iam/apikeys',
+      JSON.stringify({ name: 'longer', allowed_scopes: ['db.download'], expires: later }),
+      bearer(t.token),
+    );
     assert.equal(longer.status, 403);
   });
 
-  test('scopes: a subset of the key\'s; asking for one the key lacks is refused', async () => {
+  test("scopes: a subset of the key's; asking for one the key lacks is refused", async () => {
     const r = await exchange(both, { scopes: ['db.download'] });
     assert.equal(r.status, 201);
     assert.deepEqual(r.json.scopes, ['db.download']);

@@ -23,7 +23,12 @@ try {
   const view = exportInputOf(input);
   const manifest: ExportsManifest = { built, databases: {}, timings_ms: {} };
   for (let k = Atomics.add(next, 0, 1); k < ids.length; k = Atomics.add(next, 0, 1)) {
-    const one = writeDatabases(dir, view, new Date(built), DATABASES.filter((d) => d.id === ids[k]));
+    const one = writeDatabases(
+      dir,
+      view,
+      new Date(built),
+      DATABASES.filter((d) => d.id === ids[k]),
+    );
     Object.assign(manifest.databases, one.databases);
     Object.assign(manifest.timings_ms, one.timings_ms);
   }

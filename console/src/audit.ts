@@ -28,7 +28,17 @@ export const audit: Page = (ctx, root, [orgParam]) => {
       body,
       table(
         ['When (UTC)', 'Action', 'By', 'From', 'Organisation', 'Subject', 'Detail'],
-        entries.filter((e) => a === '' || e.action.includes(a)).map((e) => [e.at.replace('T', ' ').slice(0, 19), e.action, e.actor, e.source, e.org_id ? h('a', { href: `#/orgs/${e.org_id}` }, e.org_id.slice(0, 8)) : '—', e.target ?? '—', h('code', {}, JSON.stringify(e.detail))]),
+        entries
+          .filter((e) => a === '' || e.action.includes(a))
+          .map((e) => [
+            e.at.replace('T', ' ').slice(0, 19),
+            e.action,
+            e.actor,
+            e.source,
+            e.org_id ? h('a', { href: `#/orgs/${e.org_id}` }, e.org_id.slice(0, 8)) : '—',
+            e.target ?? '—',
+            h('code', {}, JSON.stringify(e.detail)),
+          ]),
         { class: 'wide', 'data-test': 'audit' },
       ),
     );

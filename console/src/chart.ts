@@ -75,7 +75,9 @@ export function usageBar(requests: number, quota: number, hardLimit: number | nu
   const x = (v: number): number => 8 + ((W - 16) * v) / end;
   svg.append(s('rect', { x: 8, y: 30, width: W - 16, height: 22, class: 'track' }));
   svg.append(s('rect', { x: 8, y: 30, width: Math.max(1, x(pace) - 8), height: 22, class: 'pace' }));
-  svg.append(s('rect', { x: 8, y: 30, width: Math.max(1, x(requests) - 8), height: 22, class: requests > quota ? 'used over' : 'used', 'data-requests': requests }));
+  svg.append(
+    s('rect', { x: 8, y: 30, width: Math.max(1, x(requests) - 8), height: 22, class: requests > quota ? 'used over' : 'used', 'data-requests': requests }),
+  );
   const mark = (v: number, label: string, cls: string, above: boolean): void => {
     svg.append(s('line', { x1: x(v), x2: x(v), y1: 24, y2: 58, class: `mark ${cls}` }));
     svg.append(s('text', { x: x(v), y: above ? 18 : 74, class: 'tick', 'text-anchor': x(v) > W - 120 ? 'end' : 'middle' }, label));

@@ -14,17 +14,50 @@ interface Build {
 }
 
 function report(m: any): HTMLElement {
-  const ranges = (fam: 'v4' | 'v6'): string => Object.entries(m.ranges[fam] as Record<string, number>).map(([c, n]) => `${c} ${count(n)}`).join(', ') || 'none';
+  const ranges = (fam: 'v4' | 'v6'): string =>
+    Object.entries(m.ranges[fam] as Record<string, number>)
+      .map(([c, n]) => `${c} ${count(n)}`)
+      .join(', ') || 'none';
   return h(
     'div',
     { 'data-test': 'build-report' },
-    h('p', {}, `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.made_serving ? 'made serving when built' : 'built without serving'}.`),
-    table(['Family', 'Ranges per category'], [['IPv4', ranges('v4')], ['IPv6', ranges('v6')]]),
-    table(['Feed', 'Size', 'SHA-256'], m.feeds.map((f: any) => [f.name, bytes(f.bytes), h('code', {}, f.sha256.slice(0, 16) + '…')])),
-    table(['Database', 'Entries', 'Files'], Object.entries(m.exports as Record<string, any>).map(([id, e]) => [id, count(e.entries), Object.entries(e.bytes as Record<string, number>).map(([f, b]) => `${f} ${bytes(b)}`).join(', ')])),
-    table(['Stage', 'Time'], Object.entries(m.timings_ms as Record<string, number>).map(([stage, ms]) => [stage, `${count(Math.round(ms))} ms`])),
+    h(
+      'p',
+      {},
+      `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.made_serving ? 'made serving when built' : 'built without serving'}.`,
+    ),
+    table(
+      ['Family', 'Ranges per category'],
+      [
+        ['IPv4', ranges('v4')],
+        ['IPv6', ranges('v6')],
+      ],
+    ),
+    table(
+      ['Feed', 'Size', 'SHA-256'],
+      m.feeds.map((f: any) => [f.name, bytes(f.bytes), h('code', {}, f.sha256.slice(0, 16) + '…')]),
+    ),
+    table(
+      ['Database', 'Entries', 'Files'],
+      Object.entries(m.exports as Record<string, any>).map(([id, e]) => [
+        id,
+        count(e.entries),
+        Object.entries(e.bytes as Record<string, number>)
+          .map(([f, b]) => `${f} ${bytes(b)}`)
+          .join(', '),
+      ]),
+    ),
+    table(
+      ['Stage', 'Time'],
+      Object.entries(m.timings_ms as Record<string, number>).map(([stage, ms]) => [stage, `${count(Math.round(ms))} ms`]),
+    ),
     m.unknown_providers?.length
-      ? h('details', {}, h('summary', {}, `${m.unknown_providers.length} provider names the registry does not know`), h('p', { class: 'hint' }, m.unknown_providers.join(', ')))
+      ? h(
+          'details',
+          {},
+          h('summary', {}, `${m.unknown_providers.length} provider names the registry does not know`),
+          h('p', { class: 'hint' }, m.unknown_providers.join(', ')),
+        )
       : null,
   );
 }
@@ -40,11 +73,20 @@ async function drawBuilds(ctx: Context, el: HTMLElement, reportEl: HTMLElement, 
         'div',
         { class: 'confirm', role: 'dialog' },
         h('p', {}, `Serve build ${b.id}? Every front-end thread switches to it; lookups answer from it from then on.`),
-        h('button', { class: 'danger', 'data-test': 'confirm-serve', onclick: () => void attempt(ctx, async () => {
-          const r = await ctx.api.post(`/admin/v1/builds/${seg(b.id)}/serve`);
-          ctx.say(r.message, 'ok');
-          await drawBuilds(ctx, el, reportEl, b.id);
-        }) }, `Serve ${b.id}`),
+        h(
+          'button',
+          {
+            class: 'danger',
+            'data-test': 'confirm-serve',
+            onclick: () =>
+              void attempt(ctx, async () => {
+                const r = await ctx.api.post(`/admin/v1/builds/${seg(b.id)}/serve`);
+                ctx.say(r.message, 'ok');
+                await drawBuilds(ctx, el, reportEl, b.id);
+              }),
+          },
+          `Serve ${b.id}`,
+        ),
         h('button', { onclick: () => fill(confirmArea) }, 'Cancel'),
       ),
     );
@@ -76,7 +118,15 @@ export const data: Page = (ctx, root) => {
   void attempt(ctx, async () => {
     await drawBuilds(ctx, builds, reportEl, null);
     const f = await ctx.api.get('/admin/v1/feeds');
-    fill(feeds, f.feeds.length ? table(['Feed', 'Evidence', 'Priority', 'Size', 'Imported', 'From'], f.feeds.map((x: any) => [x.name, x.evidence, String(x.priority), bytes(x.bytes), ago(x.imported_at), x.source ?? '—'])) : h('p', {}, 'No feed imported.'));
+    fill(
+      feeds,
+      f.feeds.length
+        ? table(
+            ['Feed', 'Evidence', 'Priority', 'Size', 'Imported', 'From'],
+            f.feeds.map((x: any) => [x.name, x.evidence, String(x.priority), bytes(x.bytes), ago(x.imported_at), x.source ?? '—']),
+          )
+        : h('p', {}, 'No feed imported.'),
+    );
     const s = await ctx.api.get('/admin/v1/sources');
     fill(
       sources,

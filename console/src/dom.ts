@@ -40,7 +40,8 @@ export function table(head: string[], rows: Child[][], props: Props = {}): HTMLT
 export const section = (title: string, ...children: Child[]): HTMLElement => h('section', {}, h('h2', {}, title), ...children);
 
 /** Key facts as a definition list. */
-export const facts = (pairs: [string, Child][]): HTMLDListElement => h('dl', { class: 'facts' }, ...pairs.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+export const facts = (pairs: [string, Child][]): HTMLDListElement =>
+  h('dl', { class: 'facts' }, ...pairs.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
 export function bytes(n: number): string {

@@ -11,19 +11,32 @@ const MAX_LIST = 100;
 
 /** An answer's fields as short text: the flags that are true, and each category's detail. */
 function summary(answer: Record<string, unknown>): string {
-  const flags = Object.entries(answer).filter(([k, v]) => k.startsWith('is_') && v === true).map(([k]) => k.slice(3));
+  const flags = Object.entries(answer)
+    .filter(([k, v]) => k.startsWith('is_') && v === true)
+    .map(([k]) => k.slice(3));
   const details = Object.entries(answer)
     .filter(([k, v]) => !k.startsWith('is_') && k !== 'ip' && typeof v === 'object' && v !== null && Object.keys(v).length > 0)
-    .map(([k, v]) => `${k}: ${Object.entries(v as Record<string, unknown>).map(([f, x]) => `${f}=${String(x)}`).join(' ')}`);
+    .map(
+      ([k, v]) =>
+        `${k}: ${Object.entries(v as Record<string, unknown>)
+          .map(([f, x]) => `${f}=${String(x)}`)
+          .join(' ')}`,
+    );
   return [flags.length ? flags.join(', ') : 'in no category', ...details].join(' · ');
 }
 
 /** A category's detail as `field: value` text (empty: the caller's plan shows the category, and the address is not in it). */
-const detailText = (v: object): string => Object.entries(v).map(([f, x]) => `${f}: ${String(x)}`).join(', ') || 'none';
+const detailText = (v: object): string =>
+  Object.entries(v)
+    .map(([f, x]) => `${f}: ${String(x)}`)
+    .join(', ') || 'none';
 
 /** One row per answer field, one column per caller: what each plan sees, side by side. */
 function answersTable(doc: any): HTMLElement {
-  const callers: [string, Record<string, unknown>][] = [[`keyless (${doc.keyless.tier})`, doc.keyless.answer], ...doc.plans.map((p: any): [string, Record<string, unknown>] => [`${p.plan} (${p.tier})`, p.answer])];
+  const callers: [string, Record<string, unknown>][] = [
+    [`keyless (${doc.keyless.tier})`, doc.keyless.answer],
+    ...doc.plans.map((p: any): [string, Record<string, unknown>] => [`${p.plan} (${p.tier})`, p.answer]),
+  ];
   const fields = Object.keys(callers[callers.length - 1][1]).filter((f) => f !== 'ip');
   const cell = (v: unknown): string | HTMLElement => {
     if (v === undefined) return h('span', { class: 'absent', title: 'not on this plan' }, '—');
@@ -33,7 +46,11 @@ function answersTable(doc: any): HTMLElement {
   return h(
     'div',
     {},
-    table(['Field', ...callers.map(([who]) => who)], fields.map((f) => [h('code', {}, f), ...callers.map(([, a]) => cell(a[f]))]), { 'data-test': 'plan-answers' }),
+    table(
+      ['Field', ...callers.map(([who]) => who)],
+      fields.map((f) => [h('code', {}, f), ...callers.map(([, a]) => cell(a[f]))]),
+      { 'data-test': 'plan-answers' },
+    ),
     h('p', { class: 'hint' }, '— : the field is not on that plan. none: the plan shows the category, and the address is not in it.'),
   );
 }
@@ -59,12 +76,20 @@ function evidence(e: any): HTMLElement {
             String(cl.priority),
             h('code', {}, cl.network),
             cl.detail === null ? 'says: not in the category' : detailText(cl.detail),
-            cl.source?.url ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${cl.source.fetched_at.slice(0, 16).replace('T', ' ')}` : ''}` : 'imported file',
+            cl.source?.url
+              ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${cl.source.fetched_at.slice(0, 16).replace('T', ' ')}` : ''}`
+              : 'imported file',
           ]),
         ),
       ),
     ),
-    e.serving ? h('p', { class: 'hint' }, `The serving build ${e.serving.build} answers: ${summary(e.serving.answer)}. The evidence above is read from the feeds now; a later build may differ.`) : null,
+    e.serving
+      ? h(
+          'p',
+          { class: 'hint' },
+          `The serving build ${e.serving.build} answers: ${summary(e.serving.answer)}. The evidence above is read from the feeds now; a later build may differ.`,
+        )
+      : null,
   );
 }
 
@@ -74,7 +99,12 @@ async function explain(ctx: Context, ip: string, el: HTMLElement): Promise<void>
 }
 
 export const lookup: Page = (ctx, root, [initial]) => {
-  const input = h('textarea', { rows: 3, 'aria-label': 'Addresses', placeholder: 'an address, or a list: one per line, or separated by spaces or commas', 'data-test': 'lookup-input' });
+  const input = h('textarea', {
+    rows: 3,
+    'aria-label': 'Addresses',
+    placeholder: 'an address, or a list: one per line, or separated by spaces or commas',
+    'data-test': 'lookup-input',
+  });
   const out = h('div');
   const why = h('div');
   const go = (): Promise<void> =>
@@ -83,7 +113,11 @@ export const lookup: Page = (ctx, root, [initial]) => {
       if (ips.length === 0) return;
       fill(why);
       if (ips.length === 1) {
-        fill(out, answersTable(await ctx.api.get(`/admin/v1/answers/${seg(ips[0])}`)), h('button', { 'data-test': 'explain', onclick: () => void attempt(ctx, () => explain(ctx, ips[0], why)) }, `Why? The evidence for ${ips[0]}`));
+        fill(
+          out,
+          answersTable(await ctx.api.get(`/admin/v1/answers/${seg(ips[0])}`)),
+          h('button', { 'data-test': 'explain', onclick: () => void attempt(ctx, () => explain(ctx, ips[0], why)) }, `Why? The evidence for ${ips[0]}`),
+        );
         return;
       }
       const rows: (string | HTMLElement)[][] = [];
@@ -96,7 +130,11 @@ export const lookup: Page = (ctx, root, [initial]) => {
           rows.push([ip, h('span', { class: 'bad' }, (e as Error).message)]);
         }
       }
-      fill(out, ips.length > MAX_LIST ? h('p', { class: 'hint' }, `The first ${MAX_LIST} of ${ips.length} addresses.`) : null, table(['Address', 'Answer on the widest plan'], rows, { 'data-test': 'list-answers' }));
+      fill(
+        out,
+        ips.length > MAX_LIST ? h('p', { class: 'hint' }, `The first ${MAX_LIST} of ${ips.length} addresses.`) : null,
+        table(['Address', 'Answer on the widest plan'], rows, { 'data-test': 'list-answers' }),
+      );
     });
   const f = h('form', { class: 'inline' }, input, h('button', { type: 'submit' }, 'Look up'));
   f.addEventListener('submit', (e) => {

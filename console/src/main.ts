@@ -24,9 +24,24 @@ const ROUTES: [string, string, Page][] = [
 const app = document.getElementById('app')!;
 
 function signIn(message?: string): void {
-  const token = h('input', { type: 'password', autocomplete: 'off', 'aria-label': 'Operator token', placeholder: 'iat_…', required: true, 'data-test': 'token' });
+  const token = h('input', {
+    type: 'password',
+    autocomplete: 'off',
+    'aria-label': 'Operator token',
+    placeholder: 'iat_…',
+    required: true,
+    'data-test': 'token',
+  });
   const note = h('div');
-  const form = h('form', { class: 'signin', 'data-test': 'signin' }, h('h1', {}, 'ipsift console'), h('p', {}, 'Sign in with an operator token (ipsift admin token create). It is kept in this tab only.'), token, h('button', { type: 'submit' }, 'Sign in'), note);
+  const form = h(
+    'form',
+    { class: 'signin', 'data-test': 'signin' },
+    h('h1', {}, 'ipsift console'),
+    h('p', {}, 'Sign in with an operator token (ipsift admin token create). It is kept in this tab only.'),
+    token,
+    h('button', { type: 'submit' }, 'Sign in'),
+    note,
+  );
   if (message) notice(note, message);
   form.addEventListener('submit', (e) => {
     e.preventDefault();

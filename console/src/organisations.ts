@@ -35,7 +35,13 @@ export const organisations: Page = (ctx, root) => {
       list,
       table(
         ['Name', 'Plan', 'Quota', 'Overage limit', 'Created'],
-        loaded.map((o) => [h('a', { href: `#/orgs/${o.id}` }, o.name), o.plan, count(o.quota), o.hard_limit === null ? 'none' : count(o.hard_limit), ago(o.created_at)]),
+        loaded.map((o) => [
+          h('a', { href: `#/orgs/${o.id}` }, o.name),
+          o.plan,
+          count(o.quota),
+          o.hard_limit === null ? 'none' : count(o.hard_limit),
+          ago(o.created_at),
+        ]),
         { 'data-test': 'orgs' },
       ),
     );
@@ -63,10 +69,17 @@ export const organisations: Page = (ctx, root) => {
   if (ctx.canWrite) {
     const name = h('input', { name: 'name', required: true, maxlength: 200, 'aria-label': 'Name', placeholder: 'Name' });
     const plan = h('select', { name: 'plan', 'aria-label': 'Plan' });
-    const create = form('create-org', 'Name and plan', [name, plan], 'Create organisation', async () => {
-      const org = await ctx.api.post('/admin/v1/organizations', { name: name.value, plan: plan.value });
-      ctx.go(`#/orgs/${org.id}`);
-    }, ctx);
+    const create = form(
+      'create-org',
+      'Name and plan',
+      [name, plan],
+      'Create organisation',
+      async () => {
+        const org = await ctx.api.post('/admin/v1/organizations', { name: name.value, plan: plan.value });
+        ctx.go(`#/orgs/${org.id}`);
+      },
+      ctx,
+    );
     root.append(section('New organisation', create));
     void attempt(ctx, async () => fill(plan, ...(await plans(ctx)).plans.map((p) => h('option', { value: p.plan }, p.plan))));
   }
@@ -92,14 +105,25 @@ export const organisation: Page = (ctx, root, [id]) => {
   const licences = h('div');
   const downloads = h('div');
   const controls = h('div');
-  root.append(head, controls, section('Usage this month', usage), section('Keys', secret, keys), section('Licences', licences), section('Downloads', downloads));
+  root.append(
+    head,
+    controls,
+    section('Usage this month', usage),
+    section('Keys', secret, keys),
+    section('Licences', licences),
+    section('Downloads', downloads),
+  );
   const path = `/admin/v1/organizations/${seg(id)}`;
 
   const drawUsage = async (): Promise<void> => {
     const u = await ctx.api.get(`${path}/usage`);
     const start = Date.parse(u.window_start);
     const elapsed = Math.min(1, (Date.now() - start) / (Date.parse(u.window_end) - start));
-    fill(usage, usageBar(u.requests, u.quota, u.hard_limit, elapsed), h('p', { 'data-test': 'usage-requests' }, `${count(u.requests)} requests since ${u.window_start.slice(0, 10)}`));
+    fill(
+      usage,
+      usageBar(u.requests, u.quota, u.hard_limit, elapsed),
+      h('p', { 'data-test': 'usage-requests' }, `${count(u.requests)} requests since ${u.window_start.slice(0, 10)}`),
+    );
   };
   const drawKeys = async (): Promise<void> => {
     const { apikeys, next } = await ctx.api.get(`${path}/keys?limit=200`);
@@ -118,12 +142,28 @@ export const organisation: Page = (ctx, root, [id]) => {
             ? h(
                 'span',
                 {},
-                h('button', { 'data-test': `rotate-${k.name}`, onclick: () => void attempt(ctx, async () => showSecret(await ctx.api.post(`/admin/v1/keys/${seg(k.id)}/rotate`), 'rotated')) }, 'Rotate'),
-                h('button', { class: 'danger', 'data-test': `revoke-${k.name}`, onclick: () => void attempt(ctx, async () => {
-                  await ctx.api.del(`/admin/v1/keys/${seg(k.id)}`);
-                  ctx.say(`key ${k.name} revoked: servers refuse it within a second`, 'ok');
-                  await drawKeys();
-                }) }, 'Revoke'),
+                h(
+                  'button',
+                  {
+                    'data-test': `rotate-${k.name}`,
+                    onclick: () => void attempt(ctx, async () => showSecret(await ctx.api.post(`/admin/v1/keys/${seg(k.id)}/rotate`), 'rotated')),
+                  },
+                  'Rotate',
+                ),
+                h(
+                  'button',
+                  {
+                    class: 'danger',
+                    'data-test': `revoke-${k.name}`,
+                    onclick: () =>
+                      void attempt(ctx, async () => {
+                        await ctx.api.del(`/admin/v1/keys/${seg(k.id)}`);
+                        ctx.say(`key ${k.name} revoked: servers refuse it within a second`, 'ok');
+                        await drawKeys();
+                      }),
+                  },
+                  'Revoke',
+                ),
               )
             : '',
         ]),
@@ -158,10 +198,21 @@ export const organisation: Page = (ctx, root, [id]) => {
               l.starts,
               l.expires,
               l.renews_at ?? '—',
-              ctx.canWrite ? h('button', { class: 'danger', 'data-test': `end-${l.base}`, onclick: () => void attempt(ctx, async () => {
-                await ctx.api.del(`${path}/licenses/${seg(l.base)}`);
-                await drawLicences();
-              }) }, 'End') : '',
+              ctx.canWrite
+                ? h(
+                    'button',
+                    {
+                      class: 'danger',
+                      'data-test': `end-${l.base}`,
+                      onclick: () =>
+                        void attempt(ctx, async () => {
+                          await ctx.api.del(`${path}/licenses/${seg(l.base)}`);
+                          await drawLicences();
+                        }),
+                    },
+                    'End',
+                  )
+                : '',
             ]),
             { 'data-test': 'licences' },
           )
@@ -187,11 +238,20 @@ export const organisation: Page = (ctx, root, [id]) => {
     if (ctx.canWrite && !org.deleted_at) {
       const meta = await plans(ctx);
       const plan = h('select', { 'aria-label': 'Plan' }, ...meta.plans.map((p) => h('option', { value: p.plan, selected: p.plan === org.plan }, p.plan)));
-      const limit = h('input', { 'aria-label': 'Overage limit', placeholder: 'requests, none or default', value: org.hard_limit === null ? 'none' : String(org.hard_limit) });
+      const limit = h('input', {
+        'aria-label': 'Overage limit',
+        placeholder: 'requests, none or default',
+        value: org.hard_limit === null ? 'none' : String(org.hard_limit),
+      });
       const keyName = h('input', { 'aria-label': 'Key name', placeholder: 'Key name', required: true, maxlength: 200 });
       const scopes = SCOPES.map((sc) => h('input', { type: 'checkbox', value: sc, 'aria-label': sc }));
       const base = h('select', { 'aria-label': 'Base' }, ...meta.license_bases.map((b) => h('option', { value: b }, b)));
-      const type = h('select', { 'aria-label': 'Licence type' }, h('option', { value: 'subscription' }, 'subscription'), h('option', { value: 'evaluation' }, 'evaluation'));
+      const type = h(
+        'select',
+        { 'aria-label': 'Licence type' },
+        h('option', { value: 'subscription' }, 'subscription'),
+        h('option', { value: 'evaluation' }, 'evaluation'),
+      );
       const today = new Date().toISOString().slice(0, 10);
       const starts = h('input', { type: 'date', 'aria-label': 'Starts', value: today });
       const expires = h('input', { type: 'date', 'aria-label': 'Expires', value: `${Number(today.slice(0, 4)) + 1}${today.slice(4)}` });
@@ -199,24 +259,52 @@ export const organisation: Page = (ctx, root, [id]) => {
         controls,
         section(
           'Change',
-          form('change-plan', 'Plan', [plan], 'Set plan', async () => {
-            await ctx.api.post(path, { plan: plan.value });
-            ctx.go(`#/orgs/${id}`);
-          }, ctx),
-          form('change-limit', 'Overage limit', [limit], 'Set overage limit', async () => {
-            const v = limit.value.trim();
-            await ctx.api.post(path, { hard_limit: v === 'none' ? null : v === 'default' ? 'default' : Number(v) });
-            ctx.go(`#/orgs/${id}`);
-          }, ctx),
-          form('create-key', 'New key', [keyName, ...scopes.flatMap((c) => [h('label', {}, c, c.value)])], 'Create key', async () => {
-            const k = await ctx.api.post(`${path}/keys`, { name: keyName.value, allowed_scopes: scopes.filter((c) => c.checked).map((c) => c.value) });
-            keyName.value = '';
-            await showSecret(k, 'created');
-          }, ctx),
-          form('grant-licence', 'Licence', [base, type, starts, expires], 'Grant licence', async () => {
-            await ctx.api.post(`${path}/licenses`, { base: base.value, license_type: type.value, starts: starts.value, expires: expires.value });
-            await drawLicences();
-          }, ctx),
+          form(
+            'change-plan',
+            'Plan',
+            [plan],
+            'Set plan',
+            async () => {
+              await ctx.api.post(path, { plan: plan.value });
+              ctx.go(`#/orgs/${id}`);
+            },
+            ctx,
+          ),
+          form(
+            'change-limit',
+            'Overage limit',
+            [limit],
+            'Set overage limit',
+            async () => {
+              const v = limit.value.trim();
+              await ctx.api.post(path, { hard_limit: v === 'none' ? null : v === 'default' ? 'default' : Number(v) });
+              ctx.go(`#/orgs/${id}`);
+            },
+            ctx,
+          ),
+          form(
+            'create-key',
+            'New key',
+            [keyName, ...scopes.flatMap((c) => [h('label', {}, c, c.value)])],
+            'Create key',
+            async () => {
+              const k = await ctx.api.post(`${path}/keys`, { name: keyName.value, allowed_scopes: scopes.filter((c) => c.checked).map((c) => c.value) });
+              keyName.value = '';
+              await showSecret(k, 'created');
+            },
+            ctx,
+          ),
+          form(
+            'grant-licence',
+            'Licence',
+            [base, type, starts, expires],
+            'Grant licence',
+            async () => {
+              await ctx.api.post(`${path}/licenses`, { base: base.value, license_type: type.value, starts: starts.value, expires: expires.value });
+              await drawLicences();
+            },
+            ctx,
+          ),
         ),
       );
     }
@@ -227,7 +315,15 @@ export const organisation: Page = (ctx, root, [id]) => {
       list.length
         ? table(
             ['When', 'Database', 'Format', 'Outcome', 'Bytes', 'Key', 'From'],
-            list.map((d: any) => [ago(d.created), d.dataset_id, d.format, `${d.outcome} (${d.http_status})`, count(d.bytes ?? 0), d.apikey_id ?? '—', d.client_ip ?? '—']),
+            list.map((d: any) => [
+              ago(d.created),
+              d.dataset_id,
+              d.format,
+              `${d.outcome} (${d.http_status})`,
+              count(d.bytes ?? 0),
+              d.apikey_id ?? '—',
+              d.client_ip ?? '—',
+            ]),
           )
         : h('p', {}, 'No download yet.'),
     );

@@ -59,7 +59,11 @@ export const overview: Page = (ctx, root) => {
         'Front-end threads',
         table(
           ['Thread', 'Listening', 'Serving the build'],
-          o.threads.map((t: { thread: number; listening: boolean; serving: boolean }) => [String(t.thread), t.listening ? 'yes' : 'no', h('span', { class: t.serving ? 'good' : 'bad' }, t.serving ? 'yes' : 'no')]),
+          o.threads.map((t: { thread: number; listening: boolean; serving: boolean }) => [
+            String(t.thread),
+            t.listening ? 'yes' : 'no',
+            h('span', { class: t.serving ? 'good' : 'bad' }, t.serving ? 'yes' : 'no'),
+          ]),
         ),
       ),
     );

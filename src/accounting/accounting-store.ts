@@ -45,8 +45,20 @@ export type StoreFailure = string;
 export interface LatentCounters {
   /** Longest a call may take before the store counts as unavailable. */
   readonly timeoutMs: number;
-  reserveLater(counter: string, need: number, extra: number, limit: number | null, done: (failure: StoreFailure | null, r: { granted: number; spent: number }) => void): void;
-  takeTokensLater(bucket: string, want: number, perSecond: number, burst: number, done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void): void;
+  reserveLater(
+    counter: string,
+    need: number,
+    extra: number,
+    limit: number | null,
+    done: (failure: StoreFailure | null, r: { granted: number; spent: number }) => void,
+  ): void;
+  takeTokensLater(
+    bucket: string,
+    want: number,
+    perSecond: number,
+    burst: number,
+    done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void,
+  ): void;
   /** Gives units back; a failure leaves them counted (an over-count, never an under-count). */
   releaseLater(counter: string, units: number): void;
   /** Handles now the answers that have come in but wait for the event loop. */

@@ -60,7 +60,8 @@ export function checkAccountingFile(file: string): void {
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
   }
   const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), file], { encoding: 'utf8', timeout: 60_000 });
-  if (child.status !== 0) fail(`reading every entry failed (${child.signal ?? `exit ${child.status}`}${child.stderr ? `: ${child.stderr.trim().split('\n')[0]}` : ''})`);
+  if (child.status !== 0)
+    fail(`reading every entry failed (${child.signal ?? `exit ${child.status}`}${child.stderr ? `: ${child.stderr.trim().split('\n')[0]}` : ''})`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -75,7 +75,7 @@ export class EdgeCounts {
     s.tokensAtMs = nowMs;
     if (level < 1) {
       s.tokens = level;
-      return { ok: false, retryAfter: Math.max(1, Math.ceil(((1 - level) / rate.perSecond))), remaining: 0 };
+      return { ok: false, retryAfter: Math.max(1, Math.ceil((1 - level) / rate.perSecond)), remaining: 0 };
     }
     s.tokens = level - 1;
     return { ok: true, retryAfter: 0, remaining: Math.floor(s.tokens) };

@@ -24,7 +24,10 @@ export const MIN_FREE_BYTES = 32 * 1024 * 1024;
 /** The store refuses writes: the disk is (nearly) full. */
 export class DiskFullError extends IpsiftError {
   constructor(dir: string, free: number) {
-    super('DISK_FULL', `${dir}: ${Math.floor(free / 1048576)} MiB free, under the ${MIN_FREE_BYTES / 1048576} MiB accounting needs to write safely; free some space`);
+    super(
+      'DISK_FULL',
+      `${dir}: ${Math.floor(free / 1048576)} MiB free, under the ${MIN_FREE_BYTES / 1048576} MiB accounting needs to write safely; free some space`,
+    );
   }
 }
 

@@ -57,7 +57,6 @@ const LATE_RETRY_MS = 1000;
 /** A latent store's lease idle this long is forgotten (its last known counter with it). */
 const FORGET_MS = 60_000;
 
-
 /** A refill that does not block, in flight or not. */
 interface Refilling {
   /** When the call in flight was sent; -1 when none is. */
@@ -95,9 +94,6 @@ interface TokenLease extends Refilling {
   /** When refused: no tokens before this time (ms). */
   refusedUntilMs: number;
 }
-
-
-
 
 /** Extra units a lease takes for a rate: about a tenth of a second of traffic at the rate. */
 export function leaseExtra(rate: Rate): number {
@@ -255,7 +251,8 @@ export class Meter {
     if (lease.left >= units) {
       lease.left -= units;
       // Ahead of need: the refill lands while the other half of the extra is spent.
-      if (this.latent !== null && lease.left <= (extra * lease.boost) >> 1 && lease.sentMs < 0 && extra > 0 && nowMs >= lease.retryAtMs) this.refill(lease, 0, extra, limit, nowMs);
+      if (this.latent !== null && lease.left <= (extra * lease.boost) >> 1 && lease.sentMs < 0 && extra > 0 && nowMs >= lease.retryAtMs)
+        this.refill(lease, 0, extra, limit, nowMs);
       return units;
     }
     if (this.latent !== null) return this.spendLater(lease, units, extra, limit, nowMs);
@@ -487,7 +484,8 @@ export class Meter {
         // Tokens still leased are kept: the grant adds to them.
         const held = now < t.expiresMs ? t.left : 0;
         this.granted(t, g, rate, now);
-        if (g.granted > 0) t.left += held + 1; // granted() spent one: none is spent here
+        if (g.granted > 0)
+          t.left += held + 1; // granted() spent one: none is spent here
         else if (held > 0) {
           t.left = held;
           t.refusedUntilMs = 0;

@@ -81,7 +81,13 @@ export class RedisAccountingStore implements AccountingStore, LatentCounters {
     return this.options.timeoutMs;
   }
 
-  reserveLater(counter: string, need: number, extra: number, limit: number | null, done: (failure: StoreFailure | null, r: { granted: number; spent: number }) => void): void {
+  reserveLater(
+    counter: string,
+    need: number,
+    extra: number,
+    limit: number | null,
+    done: (failure: StoreFailure | null, r: { granted: number; spent: number }) => void,
+  ): void {
     this.bridge.later('reserve', [counter, need, extra, limit ?? -1], (error, value) => {
       if (error !== null) return done(error, NOTHING_RESERVED);
       const [granted, spent] = value as [number, number];
@@ -89,7 +95,13 @@ export class RedisAccountingStore implements AccountingStore, LatentCounters {
     });
   }
 
-  takeTokensLater(bucket: string, want: number, perSecond: number, burst: number, done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void): void {
+  takeTokensLater(
+    bucket: string,
+    want: number,
+    perSecond: number,
+    burst: number,
+    done: (failure: StoreFailure | null, r: { granted: number; left: number }) => void,
+  ): void {
     this.bridge.later('take', [bucket, want, perSecond, burst], (error, value) => {
       if (error !== null) return done(error, NO_TOKENS);
       const [granted, left] = value as [number, string];

@@ -116,7 +116,11 @@ async function answer(r: SyncRequest<RedisOp>): Promise<unknown> {
   if (!client.isReady) throw new Error('not connected');
   if (r.op === 'add') {
     const [counters, units] = r.args as [string[], number[]];
-    return script('add', counters.map((c) => `${prefix}${c}`), [...units, ...counters.map(ttlOf)]);
+    return script(
+      'add',
+      counters.map((c) => `${prefix}${c}`),
+      [...units, ...counters.map(ttlOf)],
+    );
   }
   const key = `${prefix}${r.args[0]}`;
   switch (r.op) {
@@ -147,7 +151,11 @@ async function undo(r: SyncRequest<RedisOp>, value: unknown): Promise<void> {
     if (granted > 0) await script('release', [`${prefix}${r.args[0]}`], [granted]);
   } else if (r.op === 'add') {
     const [counters, units] = r.args as [string[], number[]];
-    await script('add', counters.map((c) => `${prefix}${c}`), [...units.map((u) => -u), ...counters.map(ttlOf)]);
+    await script(
+      'add',
+      counters.map((c) => `${prefix}${c}`),
+      [...units.map((u) => -u), ...counters.map(ttlOf)],
+    );
   } else if (r.op === 'release') {
     const back = Number(value);
     if (back > 0) await script('add', [`${prefix}${r.args[0]}`], [back, ttlOf(String(r.args[0]))]);

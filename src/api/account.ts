@@ -34,17 +34,22 @@ export class AccountApi {
       this.log.error('usage read failed', { reason: e instanceof Error ? e.message : String(e) });
       return sendError(res, ERRORS.usageUnavailable, this.edge.metrics);
     }
-    sendJson(res, 200, {
-      org_id: c.org.id,
-      apikey: { id: c.key.id, expires: c.key.expires, allowed_cidrs: c.key.allowedCidrs },
-      plan: { key: c.plan.key, tier: c.plan.tier },
-      usage: {
-        requests: Math.max(0, usage.used),
-        quota: c.plan.quota,
-        hard_limit: c.hardLimit,
-        window_start: new Date(usage.window.startMs).toISOString(),
-        window_end: new Date(usage.window.endMs).toISOString(),
+    sendJson(
+      res,
+      200,
+      {
+        org_id: c.org.id,
+        apikey: { id: c.key.id, expires: c.key.expires, allowed_cidrs: c.key.allowedCidrs },
+        plan: { key: c.plan.key, tier: c.plan.tier },
+        usage: {
+          requests: Math.max(0, usage.used),
+          quota: c.plan.quota,
+          hard_limit: c.hardLimit,
+          window_start: new Date(usage.window.startMs).toISOString(),
+          window_end: new Date(usage.window.endMs).toISOString(),
+        },
       },
-    }, this.edge.metrics);
+      this.edge.metrics,
+    );
   }
 }

@@ -27,7 +27,6 @@ import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
 
-
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
 
@@ -55,7 +54,20 @@ export interface AdminAppDeps {
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
-  const { server, holder, pool, metrics, log, dataDir, life = { draining: false }, threads = null, lastPublishedAt = () => null, operator = null, replica = null, sources = null } = deps;
+  const {
+    server,
+    holder,
+    pool,
+    metrics,
+    log,
+    dataDir,
+    life = { draining: false },
+    threads = null,
+    lastPublishedAt = () => null,
+    operator = null,
+    replica = null,
+    sources = null,
+  } = deps;
   const keylessTier = deps.keylessTier ?? TIER_BASIC;
   const app = server.app();
   const adminMetrics = new Metrics();
@@ -71,19 +83,45 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     const waiting = threads?.notReady() ?? 0;
     const following = replica ? { replica: replicaJson(replica()) } : {};
     if (life.draining) writeJson(res, 503, { status: 'not ready', reason: 'shutting down', http_server });
-    else if (s && waiting > 0) writeJson(res, 503, { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
+    else if (s && waiting > 0)
+      writeJson(res, 503, { status: 'not ready', reason: `${waiting} front-end threads not serving build ${s.buildId} yet`, http_server });
     else if (s) writeJson(res, 200, { status: 'ready', build: s.buildId, loaded_at: s.loadedAt.toISOString(), http_server, ...following });
     else writeJson(res, 503, { status: 'not ready', reason: 'no index loaded', http_server, ...following });
   });
-  routes.get('/metrics', (res) => {
-    res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(metricsText({ holder, pool, metrics: metrics(), threads: threads?.threadMetrics() ?? null, serverKind: server.kind, lastPublishedAt, replica: replica?.() ?? null, sources: sources?.() ?? null }));
-  }, { compress: true });
+  routes.get(
+    '/metrics',
+    (res) => {
+      res
+        .writeHeader('Content-Type', 'text/plain; version=0.0.4')
+        .end(
+          metricsText({
+            holder,
+            pool,
+            metrics: metrics(),
+            threads: threads?.threadMetrics() ?? null,
+            serverKind: server.kind,
+            lastPublishedAt,
+            replica: replica?.() ?? null,
+            sources: sources?.() ?? null,
+          }),
+        );
+    },
+    { compress: true },
+  );
   const history = new MetricsHistory(metrics);
   const stopHistory = history.start();
   if (operator) {
     new OperatorApi(operator).register(routes, edge);
     const threadStates = threads && ((): ThreadState[] => threads.threadStates());
-    new OverviewApi(operator.db, { holder, history, serverKind: server.kind, life, threads: threadStates, lastPublishedAt, startedAtMs: PROCESS_STARTED_MS }).register(routes, edge);
+    new OverviewApi(operator.db, {
+      holder,
+      history,
+      serverKind: server.kind,
+      life,
+      threads: threadStates,
+      lastPublishedAt,
+      startedAtMs: PROCESS_STARTED_MS,
+    }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);

@@ -159,7 +159,9 @@ export class BatchApi {
           return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
         }
         // Workers keep failing or the deadline passed: the dataset cannot be consulted, so every address is a 500.
-        this.log.error('batch not answered by a worker (failures or its deadline); answering every address with 500', { reason: e instanceof Error ? e.message : String(e) });
+        this.log.error('batch not answered by a worker (failures or its deadline); answering every address with 500', {
+          reason: e instanceof Error ? e.message : String(e),
+        });
         respond(answerBatch(new TextDecoder().decode(body), null, a.tier));
       })
       .finally(() => this.pool.releaseSlot(slot));

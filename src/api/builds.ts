@@ -32,15 +32,23 @@ export class BuildsApi {
       sendRc(res, RC.NOT_FOUND, `no build ${id}: GET /admin/v1/builds lists them`, metrics);
       return null;
     };
-    routes.get('/admin/v1/builds', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
-      sendJson(res, 200, { builds: buildSummaries(dataDir).reverse() }, metrics);
-    }, { compress: true });
-    routes.get('/admin/v1/builds/:id', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
-      const id = buildOf(res, req.getParameter(0) ?? '');
-      if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
-    }, { compress: true });
+    routes.get(
+      '/admin/v1/builds',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        sendJson(res, 200, { builds: buildSummaries(dataDir).reverse() }, metrics);
+      },
+      { compress: true },
+    );
+    routes.get(
+      '/admin/v1/builds/:id',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        const id = buildOf(res, req.getParameter(0) ?? '');
+        if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
+      },
+      { compress: true },
+    );
     // One build checked at a time: the check reads a whole index into memory (226 MiB for 1 M
     // ranges), and a token holder asking many at once would hold as many.
     let checking = false;
@@ -48,7 +56,8 @@ export class BuildsApi {
       if (operatorOf(db, res, req, 'admin.write', metrics) === null) return;
       const id = buildOf(res, req.getParameter(0) ?? '');
       if (id === null) return;
-      if (checking) return sendRc(res, RC.RATE_LIMITED, 'another build is being checked and served: retry when it is done', metrics, { headers: [['Retry-After', '1']] });
+      if (checking)
+        return sendRc(res, RC.RATE_LIMITED, 'another build is being checked and served: retry when it is done', metrics, { headers: [['Retry-After', '1']] });
       checking = true;
       const p: Pending = { aborted: false };
       let held = true;
@@ -68,23 +77,31 @@ export class BuildsApi {
         }
         serveBuild(dataDir, id)
           .then(
-            () => late(res, p, () => sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics)),
-            (e) => late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
+            () =>
+              late(res, p, () =>
+                sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics),
+              ),
+            (e) =>
+              late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
           )
           .finally(done);
       });
     });
-    routes.get('/admin/v1/feeds', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
-      const feeds = listFeeds(dataDir).map((f) => ({
-        name: f.name,
-        bytes: f.bytes,
-        evidence: f.evidence,
-        priority: f.priority,
-        source: f.source,
-        imported_at: fs.statSync(f.file).mtime.toISOString(),
-      }));
-      sendJson(res, 200, { feeds }, metrics);
-    }, { compress: true });
+    routes.get(
+      '/admin/v1/feeds',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        const feeds = listFeeds(dataDir).map((f) => ({
+          name: f.name,
+          bytes: f.bytes,
+          evidence: f.evidence,
+          priority: f.priority,
+          source: f.source,
+          imported_at: fs.statSync(f.file).mtime.toISOString(),
+        }));
+        sendJson(res, 200, { feeds }, metrics);
+      },
+      { compress: true },
+    );
   }
 }

@@ -64,7 +64,8 @@ export function readConsole(dir = CONSOLE_DIR): ConsoleFiles | null {
   if (!fs.existsSync(page)) return null;
   const assets = new Map<string, Asset>();
   const root = path.join(dir, 'assets');
-  for (const hash of fs.readdirSync(root)) for (const name of fs.readdirSync(path.join(root, hash))) assets.set(`${hash}/${name}`, asset(path.join(root, hash, name)));
+  for (const hash of fs.readdirSync(root))
+    for (const name of fs.readdirSync(path.join(root, hash))) assets.set(`${hash}/${name}`, asset(path.join(root, hash, name)));
   return { page: asset(page), assets };
 }
 
@@ -91,7 +92,11 @@ export class ConsoleRoute {
       }
     };
     const notBuilt = (res: HttpResponse): void =>
-      sendError(res, { ...ERRORS.notFound, body: Buffer.from(JSON.stringify({ error: 'the console is not built here: npm run build writes it into dist/console' })) }, edge.metrics);
+      sendError(
+        res,
+        { ...ERRORS.notFound, body: Buffer.from(JSON.stringify({ error: 'the console is not built here: npm run build writes it into dist/console' })) },
+        edge.metrics,
+      );
     routes.get('/console', (res) => {
       edge.metrics.count(308);
       res.writeStatus('308 Permanent Redirect').writeHeader('Location', '/console/').end();

@@ -18,8 +18,7 @@ export const DATABASE_REFUSALS = Object.freeze({
     `this organisation's licence for ${base} runs from ${day(starts)} to ${day(expires)}: it has not begun yet`,
   licenceEnded: (base: string, starts: string, expires: string): string =>
     `this organisation's licence for ${base} ran from ${day(starts)} to ${day(expires)} and has ended: ask the operator to renew it`,
-  notPublished: (id: string, retryS: number | null): string =>
-    `today's copy of ${id} is not published yet` + (retryS === null ? '' : `: retry in ${retryS} s`),
+  notPublished: (id: string, retryS: number | null): string => `today's copy of ${id} is not published yet` + (retryS === null ? '' : `: retry in ${retryS} s`),
 });
 
 /** One example of each message, for the docs: code, status and text. */

@@ -106,7 +106,8 @@ export class DatabaseApi {
     if (c === null || !('key' in c)) return rc(a, RC.UNAUTHORIZED, this.metrics, c === null ? KEY_REFUSALS.missing : c.message);
     a.caller = c;
     const refuse = (e: RcError, message: string): void => {
-      if (history) this.record(a, a.query.get('id') ?? '', a.query.get('format') ?? '', a.query.get('sample') === 'true', EARLY_OUTCOME[e.code as RcCode]!, e.status, 0);
+      if (history)
+        this.record(a, a.query.get('id') ?? '', a.query.get('format') ?? '', a.query.get('sample') === 'true', EARLY_OUTCOME[e.code as RcCode]!, e.status, 0);
       rc(a, e, this.metrics, message);
     };
     if (!c.key.scopes.includes('db.download')) return refuse(RC.UNAUTHORIZED, KEY_REFUSALS.noDownloadScope);
@@ -115,7 +116,18 @@ export class DatabaseApi {
   }
 
   record(a: Ask, datasetId: string, format: string, sample: boolean, outcome: Outcome, status: number, bytes: number): void {
-    recordDownload(this.db, { orgId: a.caller.org.id, keyId: a.caller.key.id, datasetId, format, sample, outcome, httpStatus: status, bytes, clientIp: a.clientIp, userAgent: a.userAgent });
+    recordDownload(this.db, {
+      orgId: a.caller.org.id,
+      keyId: a.caller.key.id,
+      datasetId,
+      format,
+      sample,
+      outcome,
+      httpStatus: status,
+      bytes,
+      clientIp: a.clientIp,
+      userAgent: a.userAgent,
+    });
   }
 
   private list(a: Ask): void {
@@ -175,12 +187,14 @@ export class DatabaseApi {
     if (sampleText !== null && sampleText !== 'true' && sampleText !== 'false') return refuse(RC.BAD_REQUEST, 'bad_request', R.sampleMalformed(sampleText));
     if (!entry) return refuse(RC.NOT_FOUND, 'not_found', R.unknownDatabase(id));
     const formats = needFormat ? [format] : entry.version.formats;
-    if (needFormat && !entry.version.formats.includes(format as never)) return refuse(RC.FORMAT_NOT_BUILT, 'bad_format', R.formatNotBuilt(id, format, entry.version.formats));
+    if (needFormat && !entry.version.formats.includes(format as never))
+      return refuse(RC.FORMAT_NOT_BUILT, 'bad_format', R.formatNotBuilt(id, format, entry.version.formats));
     if (!sample) {
       const l = getLicence(this.db, a.caller.org.id, entry.base.base);
       const now = Date.now();
       const standing = standingOf(l, now);
-      if (standing === 'unlicensed') return refuse(RC.NO_LICENSE, 'no_license', l === null ? R.noLicence(entry.base.base) : R.licenceNotBegun(entry.base.base, l.starts, l.expires));
+      if (standing === 'unlicensed')
+        return refuse(RC.NO_LICENSE, 'no_license', l === null ? R.noLicence(entry.base.base) : R.licenceNotBegun(entry.base.base, l.starts, l.expires));
       if (standing === 'expired') return refuse(RC.LICENSE_EXPIRED, 'license_expired', R.licenceEnded(entry.base.base, l!.starts, l!.expires));
     }
     const pubs = formats.map((f) => latestPublication(this.db, id, f, sample));
@@ -263,7 +277,8 @@ export function rc(a: Ask, e: RcError, metrics: Metrics, message?: string): void
 /** Why a database request's key was refused (401/403), with the way on. */
 export const KEY_REFUSALS = Object.freeze({
   missing: 'an API key with the db.download scope is required: Authorization: Bearer <key>',
-  noDownloadScope: 'this key lacks the db.download scope: download with a key that holds it (ipsift key create --scope db.download, or allowed_scopes ["db.download"])',
+  noDownloadScope:
+    'this key lacks the db.download scope: download with a key that holds it (ipsift key create --scope db.download, or allowed_scopes ["db.download"])',
   source: ERRORS.sourceNotAllowed.message,
 });
 
@@ -307,6 +322,10 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
   // An MMDB goes out as its gzip form (written at publish) to a client that takes gzip.
   const mmdb = ok.file.endsWith('.mmdb');
   const gzipped = mmdb && acceptsGzip(req.getHeader('accept-encoding')) && fs.existsSync(gzippedPath(ok.file));
-  const answer = { file: gzipped ? gzippedPath(ok.file) : ok.file, name: ok.name, headers: [...(gzipped ? [['Content-Encoding', 'gzip'] as const] : []), ...(mmdb ? [['Vary', 'Accept-Encoding'] as const] : [])] };
+  const answer = {
+    file: gzipped ? gzippedPath(ok.file) : ok.file,
+    name: ok.name,
+    headers: [...(gzipped ? [['Content-Encoding', 'gzip'] as const] : []), ...(mmdb ? [['Vary', 'Accept-Encoding'] as const] : [])],
+  };
   sendFile(res, range, ifNoneMatch, head, answer, metrics, routes);
 }

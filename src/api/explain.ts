@@ -34,37 +34,41 @@ export class ExplainApi {
     const { metrics } = edge;
     let running = false;
     const parsed = new ParsedAddress();
-    routes.get('/explain/:ip', (res, req) => {
-      // Like the rest of the admin API: it reads every feed, so only an operator may start it.
-      if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
-      let ip: string;
-      try {
-        ip = decodeURIComponent(req.getParameter(0) ?? '');
-      } catch {
-        return sendError(res, ERRORS.notAddress, metrics);
-      }
-      if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, metrics);
-      if (running) return sendError(res, ERRORS.rateLimited, metrics, { headers: [['Retry-After', '1']] });
-      running = true;
-      const p = pending(res);
-      const serving = holder.current;
-      let answered = false;
-      const answer = (write: () => void): void => {
-        if (answered) return;
-        answered = true;
-        running = false; // the thread has done its work; it only exits now
-        late(res, p, write);
-      };
-      const worker = new Worker(EXPLAIN_WORKER, { workerData: { dataDir, ip } });
-      worker.once(
-        'message',
-        routes.later(res, ERRORS.lookupFailed, (e: Explanation) => {
-          const doc = { ...e, serving: serving ? { build: serving.buildId, answer: answerObject(serving.index, ip, TIER_MAX) } : null };
-          answer(() => sendJson(res, 200, doc, metrics));
-        }),
-      );
-      worker.once('error', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
-      worker.once('exit', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
-    }, { compress: true });
+    routes.get(
+      '/explain/:ip',
+      (res, req) => {
+        // Like the rest of the admin API: it reads every feed, so only an operator may start it.
+        if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
+        let ip: string;
+        try {
+          ip = decodeURIComponent(req.getParameter(0) ?? '');
+        } catch {
+          return sendError(res, ERRORS.notAddress, metrics);
+        }
+        if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) return sendError(res, ERRORS.notAddress, metrics);
+        if (running) return sendError(res, ERRORS.rateLimited, metrics, { headers: [['Retry-After', '1']] });
+        running = true;
+        const p = pending(res);
+        const serving = holder.current;
+        let answered = false;
+        const answer = (write: () => void): void => {
+          if (answered) return;
+          answered = true;
+          running = false; // the thread has done its work; it only exits now
+          late(res, p, write);
+        };
+        const worker = new Worker(EXPLAIN_WORKER, { workerData: { dataDir, ip } });
+        worker.once(
+          'message',
+          routes.later(res, ERRORS.lookupFailed, (e: Explanation) => {
+            const doc = { ...e, serving: serving ? { build: serving.buildId, answer: answerObject(serving.index, ip, TIER_MAX) } : null };
+            answer(() => sendJson(res, 200, doc, metrics));
+          }),
+        );
+        worker.once('error', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
+        worker.once('exit', () => answer(() => sendError(res, ERRORS.lookupFailed, metrics)));
+      },
+      { compress: true },
+    );
   }
 }

@@ -125,7 +125,7 @@ function oneOf(joined: string): string | null {
  */
 export function queryKey(query: string | undefined): string | null | undefined {
   if (query === undefined || query === '') return undefined;
-  let key: string | undefined ;
+  let key: string | undefined;
   for (let at = 0; at < query.length; ) {
     let end = query.indexOf('&', at);
     if (end < 0) end = query.length;

@@ -46,7 +46,7 @@ export function basicCredentials(header: string): { user: string; password: stri
 }
 
 /** geoipupdate's AccountID and LicenseKey, as this server reads them. */
-const UNAUTHORISED_MESSAGE = 'Basic credentials are required: the organisation\'s account id (AccountID) and an API key with the db.download scope (LicenseKey)';
+const UNAUTHORISED_MESSAGE = "Basic credentials are required: the organisation's account id (AccountID) and an API key with the db.download scope (LicenseKey)";
 
 const CHALLENGE = ['WWW-Authenticate', 'Basic realm="ipsift", charset="UTF-8"'] as const;
 
@@ -153,7 +153,14 @@ export class GeoipUpdateApi {
       this.metrics.count(304);
       return void res.writeStatus('304 Not Modified').writeHeader('X-Database-MD5', md5).writeHeader('Last-Modified', lastModified).endWithoutBody();
     }
-    return this.send(a, r.id, p.key, range, routes, (file) => ({ file, name: `${r.id}.mmdb.gz`, headers: [['X-Database-MD5', md5], ['Last-Modified', lastModified]] }));
+    return this.send(a, r.id, p.key, range, routes, (file) => ({
+      file,
+      name: `${r.id}.mmdb.gz`,
+      headers: [
+        ['X-Database-MD5', md5],
+        ['Last-Modified', lastModified],
+      ],
+    }));
   }
 
   /** 6.x and later: each edition's MD5 and date, every one checked as a download would be. */
@@ -161,7 +168,8 @@ export class GeoipUpdateApi {
     const editions = new URLSearchParams(req.getQuery() ?? '').getAll('edition_id');
     const a = this.caller(res, req, editions[0] ?? '', false);
     if (a === null) return;
-    if (editions.length === 0 || editions.length > MAX_EDITIONS) return rc(a, RC.BAD_REQUEST, this.metrics, `edition_id is required, 1 to ${MAX_EDITIONS} of them (GeoIP.conf's EditionIDs)`);
+    if (editions.length === 0 || editions.length > MAX_EDITIONS)
+      return rc(a, RC.BAD_REQUEST, this.metrics, `edition_id is required, 1 to ${MAX_EDITIONS} of them (GeoIP.conf's EditionIDs)`);
     const databases: { edition_id: string; md5: string; date: string }[] = [];
     for (const edition of editions) {
       a.query = new URLSearchParams({ id: edition, format: 'mmdb' });

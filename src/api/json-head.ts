@@ -99,7 +99,16 @@ class PlanShape {
 
   /** Whether (rate, a) has this shape; if not, it becomes this shape. */
   keep(rate: Rate, a: Admission | null): boolean {
-    if (rate === this.rate && (a === null ? !this.allowance : this.allowance && a.quota === this.quota && a.limit === this.limit && (a.limit === null || (a.window.endMs - a.window.startMs === this.windowMs && a.window.id.length === this.windowKind)))) return true;
+    if (
+      rate === this.rate &&
+      (a === null
+        ? !this.allowance
+        : this.allowance &&
+          a.quota === this.quota &&
+          a.limit === this.limit &&
+          (a.limit === null || (a.window.endMs - a.window.startMs === this.windowMs && a.window.id.length === this.windowKind)))
+    )
+      return true;
     const limited = a !== null && a.limit !== null;
     this.rate = rate;
     this.allowance = a !== null;
@@ -166,7 +175,12 @@ export class JsonHead {
   /** The same headers as names and values (a server that takes text would parse the bytes back). */
   private fieldsOf(rate: Rate, remainingTokens: number, a: Admission | null, used: number, nowMs: number): string[] {
     if (!this.textsShape.keep(rate, a)) {
-      this.texts = { policy: policyOf(rate, a), windowPolicy: a === null ? '' : windowPolicy(a), quota: a === null ? '' : String(a.quota), limit: a?.limit == null ? '' : String(a.limit) };
+      this.texts = {
+        policy: policyOf(rate, a),
+        windowPolicy: a === null ? '' : windowPolicy(a),
+        quota: a === null ? '' : String(a.quota),
+        limit: a?.limit == null ? '' : String(a.limit),
+      };
     }
     const t = this.texts;
     const remaining = remainingOf(rate, remainingTokens);

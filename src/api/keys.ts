@@ -53,9 +53,7 @@ function rangesWithin(inner: readonly string[], outer: readonly Network[]): bool
 /** The target holds nothing the caller does not: scopes, expiry and ranges. */
 function holdsAtMost(target: ApiKey, caller: Caller): boolean {
   return (
-    target.scopes.every((s) => caller.key.scopes.includes(s)) &&
-    expiryMs(target) <= caller.expiresMs &&
-    rangesWithin(target.allowedCidrs, caller.networks)
+    target.scopes.every((s) => caller.key.scopes.includes(s)) && expiryMs(target) <= caller.expiresMs && rangesWithin(target.allowedCidrs, caller.networks)
   );
 }
 
@@ -104,9 +102,15 @@ export class KeysApi {
   }
 
   private refuseChange(res: HttpResponse, retry: number): void {
-    sendRc(res, RC.RATE_LIMITED, `this organisation made ${this.limits.keyChangesPerMinute} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`, this.edge.metrics, {
-      headers: [['Retry-After', String(retry)]],
-    });
+    sendRc(
+      res,
+      RC.RATE_LIMITED,
+      `this organisation made ${this.limits.keyChangesPerMinute} key changes in the last minute, the most it may (KEY_CHANGES_PER_MIN): retry in ${retry} s`,
+      this.edge.metrics,
+      {
+        headers: [['Retry-After', String(retry)]],
+      },
+    );
   }
 
   /** An early refusal, before a body is read: answered and true when the limit is reached now. */
@@ -154,10 +158,16 @@ export class KeysApi {
     } catch {
       return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
     }
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
     const problem = bodyProblem(KEY_CREATE_REQUEST, body);
     if (problem !== null) return bad(problem);
-    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body as { name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null };
+    const {
+      name,
+      allowed_cidrs: cidrs,
+      allowed_scopes: scopes,
+      expires,
+    } = body as { name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null };
     let fields: ReturnType<typeof checkKeyFields>;
     try {
       // Not given: the creator's own expiry and ranges (a token's expiry where a token creates
@@ -173,9 +183,19 @@ export class KeysApi {
     let made: { key: ApiKey; secret: string } | null;
     try {
       made = this.change(res, c, () => {
-        const m = createKey(this.db, { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires }, this.limits.maxKeysPerOrg);
+        const m = createKey(
+          this.db,
+          { orgId: c.org.id, name: fields.name, scopes: fields.scopes, allowedCidrs: fields.cidrs, expires: fields.expires },
+          this.limits.maxKeysPerOrg,
+        );
         const k = m.key;
-        recordAudit(this.db, actor, 'key.create', k.orgId, k.id, { name: k.name, key_prefix: k.keyPrefix, scopes: k.scopes, allowed_cidrs: k.allowedCidrs, expires: k.expires });
+        recordAudit(this.db, actor, 'key.create', k.orgId, k.id, {
+          name: k.name,
+          key_prefix: k.keyPrefix,
+          scopes: k.scopes,
+          allowed_cidrs: k.allowedCidrs,
+          expires: k.expires,
+        });
         return m;
       });
     } catch (e) {
@@ -201,9 +221,15 @@ export class KeysApi {
     const turn = this.gate.take(keyListBucket(c.org.id), KEY_LIST_RATE, Date.now());
     if (!turn.ok) {
       const { perSecond, burst } = KEY_LIST_RATE;
-      return sendRc(res, RC.RATE_LIMITED, `key lists come at most ${perSecond} pages a second (${burst} at once) for an organisation: retry in ${turn.retryAfter} s`, this.edge.metrics, {
-        headers: [['Retry-After', String(turn.retryAfter)]],
-      });
+      return sendRc(
+        res,
+        RC.RATE_LIMITED,
+        `key lists come at most ${perSecond} pages a second (${burst} at once) for an organisation: retry in ${turn.retryAfter} s`,
+        this.edge.metrics,
+        {
+          headers: [['Retry-After', String(turn.retryAfter)]],
+        },
+      );
     }
     const query = new URLSearchParams(req.getQuery() ?? '');
     const limit = listLimit(query.get('limit'));
@@ -230,7 +256,8 @@ export class KeysApi {
     if (!c) return;
     const own = this.ownKey(c, id);
     if (!own) return sendRc(res, RC.NOT_FOUND, `no key ${id} in this organisation`, this.edge.metrics);
-    if (!own.scopes.every((s) => c.key.scopes.includes(s))) return sendRc(res, RC.FORBIDDEN, 'a key may revoke only keys whose scopes it holds', this.edge.metrics);
+    if (!own.scopes.every((s) => c.key.scopes.includes(s)))
+      return sendRc(res, RC.FORBIDDEN, 'a key may revoke only keys whose scopes it holds', this.edge.metrics);
     const actor = this.actorOf(c);
     const key = this.change(res, c, () => {
       const revoked = revokeKey(this.db, id);

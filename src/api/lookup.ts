@@ -183,7 +183,15 @@ export class LookupApi {
 }
 
 /** The public app of one thread: the lookup routes, batches and the OpenAPI document; the other APIs register on its route table. */
-export function createLookupApp(server: HttpServer, config: Config, holder: IndexSource, pool: BatchRunner, gate: Gate, log: Logger, shared: LookupShared = {}): LookupApp {
+export function createLookupApp(
+  server: HttpServer,
+  config: Config,
+  holder: IndexSource,
+  pool: BatchRunner,
+  gate: Gate,
+  log: Logger,
+  shared: LookupShared = {},
+): LookupApp {
   const app = server.app();
   const metrics = new Metrics(shared.metrics);
   const head = new JsonHead();

@@ -52,19 +52,28 @@ export function metricsText(v: MetricsView): string {
   family('ipsift_build_info', 'gauge', 'What this ipsift is: version, runtime and HTTP server (always 1).', [
     `ipsift_build_info{version="${label(VERSION)}",runtime="${label(RUNTIME)}",http_server="${label(v.serverKind)}"} 1`,
   ]);
-  family('ipsift_responses_total', 'counter', 'Lookup-group responses by HTTP status.', [...m.responses()].map(([status, n]) => `ipsift_responses_total{status="${status}"} ${n}`));
+  family(
+    'ipsift_responses_total',
+    'counter',
+    'Lookup-group responses by HTTP status.',
+    [...m.responses()].map(([status, n]) => `ipsift_responses_total{status="${status}"} ${n}`),
+  );
   family('ipsift_batches_total', 'counter', 'Batches answered with 200.', [`ipsift_batches_total ${m.batches}`]);
   const latency: string[] = [];
   FAMILIES.forEach((name, f) => {
     const h = m.histogram(f);
     for (const [b, le] of LATENCY_BOUNDS.entries()) latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="${le}"} ${h.cumulative[b]}`);
     const count = h.cumulative[LATENCY_BOUNDS.length];
-    latency.push(`ipsift_request_duration_seconds_bucket{family="${name}",le="+Inf"} ${count}`, `ipsift_request_duration_seconds_sum{family="${name}"} ${h.sum}`, `ipsift_request_duration_seconds_count{family="${name}"} ${count}`);
+    latency.push(
+      `ipsift_request_duration_seconds_bucket{family="${name}",le="+Inf"} ${count}`,
+      `ipsift_request_duration_seconds_sum{family="${name}"} ${h.sum}`,
+      `ipsift_request_duration_seconds_count{family="${name}"} ${count}`,
+    );
   });
   family(
     'ipsift_request_duration_seconds',
     'histogram',
-    "Time from a request reaching its route to its answer being handed to the server, by route family (lookup: GET /{ip} and /myip; files: until the last byte is handed over). Requests the client abandoned are not counted.",
+    'Time from a request reaching its route to its answer being handed to the server, by route family (lookup: GET /{ip} and /myip; files: until the last byte is handed over). Requests the client abandoned are not counted.',
     latency,
   );
   family('ipsift_index_generation', 'gauge', 'Serving index generation (0: none loaded).', [`ipsift_index_generation ${s?.generation ?? 0}`]);
@@ -72,29 +81,53 @@ export function metricsText(v: MetricsView): string {
   family('ipsift_index_build_timestamp_seconds', 'gauge', 'When the serving build was made (Unix time; 0: none loaded). Its age is time() minus this.', [
     `ipsift_index_build_timestamp_seconds ${seconds(s?.builtAt)}`,
   ]);
-  family('ipsift_index_loaded_timestamp_seconds', 'gauge', 'When the serving build was loaded (Unix time; 0: none).', [`ipsift_index_loaded_timestamp_seconds ${seconds(s?.loadedAt)}`]);
+  family('ipsift_index_loaded_timestamp_seconds', 'gauge', 'When the serving build was loaded (Unix time; 0: none).', [
+    `ipsift_index_loaded_timestamp_seconds ${seconds(s?.loadedAt)}`,
+  ]);
   family('ipsift_last_publish_timestamp_seconds', 'gauge', 'When a database export was last published (Unix time; 0: never).', [
     `ipsift_last_publish_timestamp_seconds ${seconds(v.lastPublishedAt())}`,
   ]);
   if (v.replica) {
     const r = v.replica;
-    family('ipsift_replica_in_sync', 'gauge', 'Whether this serving node serves the build published to the store (ROLE=serve; 0 while fetching, or when the published build failed its check).', [
-      `ipsift_replica_in_sync ${r.published !== null && r.published === s?.buildId ? 1 : 0}`,
-    ]);
-    family('ipsift_replica_check_timestamp_seconds', 'gauge', 'When this serving node last read the store\'s pointer (Unix time; 0: never).', [
+    family(
+      'ipsift_replica_in_sync',
+      'gauge',
+      'Whether this serving node serves the build published to the store (ROLE=serve; 0 while fetching, or when the published build failed its check).',
+      [`ipsift_replica_in_sync ${r.published !== null && r.published === s?.buildId ? 1 : 0}`],
+    );
+    family('ipsift_replica_check_timestamp_seconds', 'gauge', "When this serving node last read the store's pointer (Unix time; 0: never).", [
       `ipsift_replica_check_timestamp_seconds ${seconds(r.checkedAt)}`,
     ]);
   }
   if (v.sources) {
     const src = v.sources;
-    family('ipsift_source_age_seconds', 'gauge', "Seconds since each source's good copy was last confirmed (fetched, or answered 304); absent: never fetched.", src.filter((x) => x.age_s !== null).map((x) => `ipsift_source_age_seconds{source="${label(x.name)}"} ${x.age_s}`));
-    family('ipsift_source_entries', 'gauge', "Entries of each source's copy that answers (0: none).", src.map((x) => `ipsift_source_entries{source="${label(x.name)}"} ${x.entries}`));
-    family('ipsift_source_state', 'gauge', 'Each source\'s state, 1 on its current one: ok, stale, refused (bad data, the last good copy answers), failed, never.', src.map((x) => `ipsift_source_state{source="${label(x.name)}",state="${x.state}"} 1`));
+    family(
+      'ipsift_source_age_seconds',
+      'gauge',
+      "Seconds since each source's good copy was last confirmed (fetched, or answered 304); absent: never fetched.",
+      src.filter((x) => x.age_s !== null).map((x) => `ipsift_source_age_seconds{source="${label(x.name)}"} ${x.age_s}`),
+    );
+    family(
+      'ipsift_source_entries',
+      'gauge',
+      "Entries of each source's copy that answers (0: none).",
+      src.map((x) => `ipsift_source_entries{source="${label(x.name)}"} ${x.entries}`),
+    );
+    family(
+      'ipsift_source_state',
+      'gauge',
+      "Each source's state, 1 on its current one: ok, stale, refused (bad data, the last good copy answers), failed, never.",
+      src.map((x) => `ipsift_source_state{source="${label(x.name)}",state="${x.state}"} 1`),
+    );
   }
   family('ipsift_batch_queue', 'gauge', 'Batches waiting for a worker.', [`ipsift_batch_queue ${v.pool.queued}`]);
-  family('ipsift_batch_worker_failures_total', 'counter', 'Batch attempts lost to a failed worker.', [`ipsift_batch_worker_failures_total ${v.pool.workerFailures}`]);
+  family('ipsift_batch_worker_failures_total', 'counter', 'Batch attempts lost to a failed worker.', [
+    `ipsift_batch_worker_failures_total ${v.pool.workerFailures}`,
+  ]);
   family('ipsift_batch_body_bytes', 'gauge', 'Bytes held by batch bodies being received.', [`ipsift_batch_body_bytes ${m.bodyMemory?.held ?? 0}`]);
-  family('ipsift_handler_failures_total', 'counter', 'Requests whose handler failed unexpectedly (answered 500).', [`ipsift_handler_failures_total ${m.handlerFailures}`]);
+  family('ipsift_handler_failures_total', 'counter', 'Requests whose handler failed unexpectedly (answered 500).', [
+    `ipsift_handler_failures_total ${m.handlerFailures}`,
+  ]);
   const threads = v.threads ?? [m];
   family(
     'ipsift_frontend_thread_responses_total',
@@ -108,17 +141,27 @@ export function metricsText(v: MetricsView): string {
     "Each front-end thread's event-loop delay over the last 5 s: median, 99th percentile and max (0 before the first period, and on Bun).",
     threads.flatMap((t, n) => {
       const d = t.loopDelay;
-      return [`ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.5"} ${d.p50}`, `ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.99"} ${d.p99}`, `ipsift_event_loop_delay_seconds{thread="${n}",quantile="1"} ${d.max}`];
+      return [
+        `ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.5"} ${d.p50}`,
+        `ipsift_event_loop_delay_seconds{thread="${n}",quantile="0.99"} ${d.p99}`,
+        `ipsift_event_loop_delay_seconds{thread="${n}",quantile="1"} ${d.max}`,
+      ];
     }),
   );
   const cpu = process.cpuUsage();
   const mem = process.memoryUsage();
-  family('process_cpu_seconds_total', 'counter', 'User and system CPU time of the process (every thread).', [`process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`]);
+  family('process_cpu_seconds_total', 'counter', 'User and system CPU time of the process (every thread).', [
+    `process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`,
+  ]);
   family('process_resident_memory_bytes', 'gauge', 'Resident memory of the process.', [`process_resident_memory_bytes ${mem.rss}`]);
-  family('process_start_time_seconds', 'gauge', 'When the process started (Unix time).', [`process_start_time_seconds ${Math.round(PROCESS_STARTED_MS / 1000)}`]);
+  family('process_start_time_seconds', 'gauge', 'When the process started (Unix time).', [
+    `process_start_time_seconds ${Math.round(PROCESS_STARTED_MS / 1000)}`,
+  ]);
   const fds = openFds();
   if (fds !== null) family('process_open_fds', 'gauge', 'Open file descriptors.', [`process_open_fds ${fds}`]);
   family('nodejs_heap_used_bytes', 'gauge', "The main thread's JavaScript heap in use.", [`nodejs_heap_used_bytes ${mem.heapUsed}`]);
-  family('nodejs_external_memory_bytes', 'gauge', 'Memory held outside the JavaScript heaps (buffers, the shared index).', [`nodejs_external_memory_bytes ${mem.external}`]);
+  family('nodejs_external_memory_bytes', 'gauge', 'Memory held outside the JavaScript heaps (buffers, the shared index).', [
+    `nodejs_external_memory_bytes ${mem.external}`,
+  ]);
   return out.join('\n') + '\n';
 }

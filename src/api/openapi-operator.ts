@@ -17,8 +17,20 @@ const notFound = rc('NOT_FOUND', 'No such organisation (or it was deleted), key 
 
 const pathParam = (name: string, description: string): Schema => ({ name, in: 'path', required: true, description, schema: { type: 'string' } });
 const orgId = pathParam('id', 'Organisation id.');
-const limit = { name: 'limit', in: 'query', required: false, description: 'Entries a page: a whole number from 1, at most 200 taken (default 50).', schema: { type: 'integer', minimum: 1 } };
-const after = (what: string): Schema => ({ name: 'after', in: 'query', required: false, description: `The next cursor of the page before (${what}); absent: the first page.`, schema: { type: 'string' } });
+const limit = {
+  name: 'limit',
+  in: 'query',
+  required: false,
+  description: 'Entries a page: a whole number from 1, at most 200 taken (default 50).',
+  schema: { type: 'integer', minimum: 1 },
+};
+const after = (what: string): Schema => ({
+  name: 'after',
+  in: 'query',
+  required: false,
+  description: `The next cursor of the page before (${what}); absent: the first page.`,
+  schema: { type: 'string' },
+});
 const next = { type: ['string', 'null'], description: 'The cursor of the next page (pass as after), or null on the last page.' };
 
 const body = (schema: BodySchema): Schema => ({ required: true, content: { 'application/json': { schema } } });
@@ -43,8 +55,16 @@ export function operatorSchemas(): Record<string, Schema> {
   const required = Object.keys(organisation).filter((k) => k !== 'deleted_at');
   return {
     Organisation: object(organisation, required),
-    OrganisationWithKeys: object({ ...organisation, keys: { type: 'array', items: ref('ApiKey'), description: 'The first 200 keys, oldest first.' }, keys_next: next }, [...required, 'keys', 'keys_next']),
-    DeletedOrganisation: object({ ...organisation, keys_revoked: { type: 'integer', minimum: 0 }, licences_ended: { type: 'integer', minimum: 0 } }, [...required, 'deleted_at', 'keys_revoked', 'licences_ended']),
+    OrganisationWithKeys: object(
+      { ...organisation, keys: { type: 'array', items: ref('ApiKey'), description: 'The first 200 keys, oldest first.' }, keys_next: next },
+      [...required, 'keys', 'keys_next'],
+    ),
+    DeletedOrganisation: object({ ...organisation, keys_revoked: { type: 'integer', minimum: 0 }, licences_ended: { type: 'integer', minimum: 0 } }, [
+      ...required,
+      'deleted_at',
+      'keys_revoked',
+      'licences_ended',
+    ]),
     OperatorKey: object({ ...apiKeyFields, key: { type: 'string', description: 'The secret, in this answer only.' } }),
     Licence: object({
       org_id: { type: 'string', format: 'uuid' },
@@ -108,60 +128,189 @@ export function operatorPaths(): Record<string, Schema> {
   const admin = (item: Schema): Schema => ({ servers: ADMIN, ...item });
   return {
     '/admin/v1/organizations': admin({
-      get: op('adminListOrganisations', 'The organisations in account-number order, a page at a time (deleted ones too with ?deleted=true)', false, { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') }, next }), 'A page of organisations.'), '400': bad }, {
-        parameters: [{ name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } }, { name: 'q', in: 'query', required: false, description: 'Only organisations whose name holds this text (any case) or whose id begins with it; 1 to 200 characters.', schema: { type: 'string', minLength: 1, maxLength: 200 } }, limit, after('an account number')],
-      }),
-      post: op('adminCreateOrganisation', 'Create an organisation on a plan', true, { '201': json(ref('Organisation'), 'Created.'), '400': bad }, {
-        requestBody: body(ORGANISATION_CREATE_REQUEST),
-      }),
+      get: op(
+        'adminListOrganisations',
+        'The organisations in account-number order, a page at a time (deleted ones too with ?deleted=true)',
+        false,
+        { '200': json(object({ organizations: { type: 'array', items: ref('Organisation') }, next }), 'A page of organisations.'), '400': bad },
+        {
+          parameters: [
+            { name: 'deleted', in: 'query', required: false, schema: { enum: ['true', 'false'] } },
+            {
+              name: 'q',
+              in: 'query',
+              required: false,
+              description: 'Only organisations whose name holds this text (any case) or whose id begins with it; 1 to 200 characters.',
+              schema: { type: 'string', minLength: 1, maxLength: 200 },
+            },
+            limit,
+            after('an account number'),
+          ],
+        },
+      ),
+      post: op(
+        'adminCreateOrganisation',
+        'Create an organisation on a plan',
+        true,
+        { '201': json(ref('Organisation'), 'Created.'), '400': bad },
+        {
+          requestBody: body(ORGANISATION_CREATE_REQUEST),
+        },
+      ),
     }),
     '/admin/v1/organizations/{id}': admin({
-      get: op('adminShowOrganisation', 'An organisation with its keys', false, { '200': json(ref('OrganisationWithKeys'), 'The organisation.'), '404': notFound }, { parameters: [orgId] }),
-      post: op('adminUpdateOrganisation', 'Change the plan and/or the overage limit (a number, null for none, or "default")', true, { '200': json(ref('Organisation'), 'Changed.'), '400': bad, '404': notFound }, {
-        parameters: [orgId],
-        requestBody: body(ORGANISATION_UPDATE_REQUEST),
-      }),
-      delete: op('adminDeleteOrganisation', 'Delete: keys revoked and licences ended at once; history and audit kept', true, { '200': json(ref('DeletedOrganisation'), 'Deleted.'), '404': notFound }, { parameters: [orgId] }),
+      get: op(
+        'adminShowOrganisation',
+        'An organisation with its keys',
+        false,
+        { '200': json(ref('OrganisationWithKeys'), 'The organisation.'), '404': notFound },
+        { parameters: [orgId] },
+      ),
+      post: op(
+        'adminUpdateOrganisation',
+        'Change the plan and/or the overage limit (a number, null for none, or "default")',
+        true,
+        { '200': json(ref('Organisation'), 'Changed.'), '400': bad, '404': notFound },
+        {
+          parameters: [orgId],
+          requestBody: body(ORGANISATION_UPDATE_REQUEST),
+        },
+      ),
+      delete: op(
+        'adminDeleteOrganisation',
+        'Delete: keys revoked and licences ended at once; history and audit kept',
+        true,
+        { '200': json(ref('DeletedOrganisation'), 'Deleted.'), '404': notFound },
+        { parameters: [orgId] },
+      ),
     }),
     '/admin/v1/organizations/{id}/keys': admin({
-      get: op('adminListKeys', "An organisation's keys (no secrets), oldest first, a page at a time", false, { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') }, next }), 'A page of keys.'), '400': bad, '404': notFound }, { parameters: [orgId, limit, after('a key id')] }),
-      post: op('adminCreateKey', 'Create a key; its secret is in this answer only', true, { '201': json(ref('OperatorKey'), 'Created.'), '400': bad, '404': notFound, '409': rc('CONFLICT', 'The organisation holds MAX_KEYS_PER_ORG live keys already.') }, {
-        parameters: [orgId],
-        requestBody: body(OPERATOR_KEY_CREATE_REQUEST),
-      }),
+      get: op(
+        'adminListKeys',
+        "An organisation's keys (no secrets), oldest first, a page at a time",
+        false,
+        { '200': json(object({ apikeys: { type: 'array', items: ref('ApiKey') }, next }), 'A page of keys.'), '400': bad, '404': notFound },
+        { parameters: [orgId, limit, after('a key id')] },
+      ),
+      post: op(
+        'adminCreateKey',
+        'Create a key; its secret is in this answer only',
+        true,
+        {
+          '201': json(ref('OperatorKey'), 'Created.'),
+          '400': bad,
+          '404': notFound,
+          '409': rc('CONFLICT', 'The organisation holds MAX_KEYS_PER_ORG live keys already.'),
+        },
+        {
+          parameters: [orgId],
+          requestBody: body(OPERATOR_KEY_CREATE_REQUEST),
+        },
+      ),
     }),
     '/admin/v1/keys/{id}': admin({
-      get: op('adminShowKey', 'A key (no secret)', false, { '200': json(ref('ApiKey'), 'The key.'), '404': notFound }, { parameters: [pathParam('id', 'Key id.')] }),
-      delete: op('adminRevokeKey', 'Revoke a key', true, { '200': json(ref('ApiKey'), 'Revoked.'), '404': notFound }, { parameters: [pathParam('id', 'Key id.')] }),
+      get: op(
+        'adminShowKey',
+        'A key (no secret)',
+        false,
+        { '200': json(ref('ApiKey'), 'The key.'), '404': notFound },
+        { parameters: [pathParam('id', 'Key id.')] },
+      ),
+      delete: op(
+        'adminRevokeKey',
+        'Revoke a key',
+        true,
+        { '200': json(ref('ApiKey'), 'Revoked.'), '404': notFound },
+        { parameters: [pathParam('id', 'Key id.')] },
+      ),
     }),
     '/admin/v1/keys/{id}/rotate': admin({
-      post: op('adminRotateKey', 'A new secret for a key; the old one stops working', true, { '200': json(ref('OperatorKey'), 'Rotated.'), '404': notFound, '409': rc('CONFLICT', 'The key is revoked.') }, { parameters: [pathParam('id', 'Key id.')] }),
+      post: op(
+        'adminRotateKey',
+        'A new secret for a key; the old one stops working',
+        true,
+        { '200': json(ref('OperatorKey'), 'Rotated.'), '404': notFound, '409': rc('CONFLICT', 'The key is revoked.') },
+        { parameters: [pathParam('id', 'Key id.')] },
+      ),
     }),
     '/admin/v1/organizations/{id}/licenses': admin({
-      get: op('adminListLicences', "An organisation's licences", false, { '200': json(object({ licenses: { type: 'array', items: ref('Licence') } }), 'The licences.'), '404': notFound }, { parameters: [orgId] }),
-      post: op('adminGrantLicence', 'Grant (or replace) a licence for a database base', true, { '201': json(ref('Licence'), 'Granted.'), '400': bad, '404': notFound }, {
-        parameters: [orgId],
-        requestBody: body(LICENCE_GRANT_REQUEST),
-      }),
+      get: op(
+        'adminListLicences',
+        "An organisation's licences",
+        false,
+        { '200': json(object({ licenses: { type: 'array', items: ref('Licence') } }), 'The licences.'), '404': notFound },
+        { parameters: [orgId] },
+      ),
+      post: op(
+        'adminGrantLicence',
+        'Grant (or replace) a licence for a database base',
+        true,
+        { '201': json(ref('Licence'), 'Granted.'), '400': bad, '404': notFound },
+        {
+          parameters: [orgId],
+          requestBody: body(LICENCE_GRANT_REQUEST),
+        },
+      ),
     }),
     '/admin/v1/organizations/{id}/licenses/{base}': admin({
-      delete: op('adminRevokeLicence', 'End a licence', true, { '200': json(object({ revoked: object({ org_id: { type: 'string' }, base: { type: 'string' } }) }), 'Ended.'), '404': notFound }, { parameters: [orgId, pathParam('base', 'Database base.')] }),
+      delete: op(
+        'adminRevokeLicence',
+        'End a licence',
+        true,
+        { '200': json(object({ revoked: object({ org_id: { type: 'string' }, base: { type: 'string' } }) }), 'Ended.'), '404': notFound },
+        { parameters: [orgId, pathParam('base', 'Database base.')] },
+      ),
     }),
     '/admin/v1/organizations/{id}/usage': admin({
-      get: op('adminUsage', "This calendar month's requests against quota and overage limit", false, { '200': json(ref('Usage'), 'The usage.'), '404': notFound }, { parameters: [orgId] }),
+      get: op(
+        'adminUsage',
+        "This calendar month's requests against quota and overage limit",
+        false,
+        { '200': json(ref('Usage'), 'The usage.'), '404': notFound },
+        { parameters: [orgId] },
+      ),
     }),
     '/admin/v1/organizations/{id}/downloads': admin({
-      get: op('adminDownloads', "An organisation's download history, newest first", false, { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': bad, '404': notFound }, {
-        parameters: [orgId, limit],
-      }),
+      get: op(
+        'adminDownloads',
+        "An organisation's download history, newest first",
+        false,
+        { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': bad, '404': notFound },
+        {
+          parameters: [orgId, limit],
+        },
+      ),
     }),
     '/admin/v1/plans': admin({
       get: op('adminPlans', 'The plans of PLANS_FILE and the database bases a licence may name', false, {
-        '200': json(object({ plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, quota: { type: 'integer', minimum: 0 }, default_hard_limit: { type: ['integer', 'null'] } }) }, license_bases: { type: 'array', items: { type: 'string' } } }), 'The plans and bases.'),
+        '200': json(
+          object({
+            plans: {
+              type: 'array',
+              items: object({
+                plan: { type: 'string' },
+                tier: { type: 'string' },
+                quota: { type: 'integer', minimum: 0 },
+                default_hard_limit: { type: ['integer', 'null'] },
+              }),
+            },
+            license_bases: { type: 'array', items: { type: 'string' } },
+          }),
+          'The plans and bases.',
+        ),
       }),
     }),
     '/admin/v1/token': admin({
-      get: op('adminToken', 'The operator token of the request: its id, name and scopes', false, { '200': json(object({ id: { type: 'string', format: 'uuid' }, name: { type: 'string' }, scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] } } }), 'The token.') }),
+      get: op('adminToken', 'The operator token of the request: its id, name and scopes', false, {
+        '200': json(
+          object({
+            id: { type: 'string', format: 'uuid' },
+            name: { type: 'string' },
+            scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] } },
+          }),
+          'The token.',
+        ),
+      }),
     }),
     '/admin/v1/overview': admin({
       get: op('adminOverview', 'The serving build and its age, each front-end thread, the HTTP server and runtime, and the last hour of traffic', false, {
@@ -175,43 +324,110 @@ export function operatorPaths(): Record<string, Schema> {
             draining: { type: 'boolean' },
             build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
             last_published_at: { type: ['string', 'null'], format: 'date-time' },
-            threads: { type: 'array', items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }) },
-            traffic: object({ period_s: { type: 'number' }, samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' } }),
+            threads: {
+              type: 'array',
+              items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }),
+            },
+            traffic: object({
+              period_s: { type: 'number' },
+              samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' },
+            }),
           }),
           'The overview.',
         ),
       }),
     }),
     '/admin/v1/builds': admin({
-      get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, { '200': json(object({ builds: { type: 'array', items: object({ id: { type: 'string' }, current: { type: 'boolean' }, created: DATE_TIME, bytes: { type: 'integer', minimum: 0 } }) } }), 'The builds.') }),
+      get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, {
+        '200': json(
+          object({
+            builds: {
+              type: 'array',
+              items: object({ id: { type: 'string' }, current: { type: 'boolean' }, created: DATE_TIME, bytes: { type: 'integer', minimum: 0 } }),
+            },
+          }),
+          'The builds.',
+        ),
+      }),
     }),
     '/admin/v1/builds/{id}': admin({
-      get: op('adminBuild', "A build's report: its manifest (feeds, ranges and addresses per category, index, exports, stage timings)", false, { '200': json(ref('BuildManifest'), 'The manifest.'), '404': rc('NOT_FOUND', 'No build has this id.') }, { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] }),
+      get: op(
+        'adminBuild',
+        "A build's report: its manifest (feeds, ranges and addresses per category, index, exports, stage timings)",
+        false,
+        { '200': json(ref('BuildManifest'), 'The manifest.'), '404': rc('NOT_FOUND', 'No build has this id.') },
+        { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] },
+      ),
     }),
     '/admin/v1/builds/{id}/serve': admin({
-      post: op('adminServeBuild', 'Make a build the serving one, after checking its index against its manifest (as ipsift builds use)', true, {
-        '200': json(object({ current: { type: 'string' }, message: { type: 'string' } }), 'Serving; every front-end thread switches within INDEX_POLL_MS.'),
-        '400': bad,
-        '404': rc('NOT_FOUND', 'No build has this id.'),
-        '409': rc('CONFLICT', 'The build is damaged; the serving build is unchanged.'),
-        '429': rc('RATE_LIMITED', 'Another build is being checked and served (one at a time); retry after Retry-After seconds.'),
-      }, { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] }),
+      post: op(
+        'adminServeBuild',
+        'Make a build the serving one, after checking its index against its manifest (as ipsift builds use)',
+        true,
+        {
+          '200': json(object({ current: { type: 'string' }, message: { type: 'string' } }), 'Serving; every front-end thread switches within INDEX_POLL_MS.'),
+          '400': bad,
+          '404': rc('NOT_FOUND', 'No build has this id.'),
+          '409': rc('CONFLICT', 'The build is damaged; the serving build is unchanged.'),
+          '429': rc('RATE_LIMITED', 'Another build is being checked and served (one at a time); retry after Retry-After seconds.'),
+        },
+        { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] },
+      ),
     }),
     '/admin/v1/feeds': admin({
       get: op('adminFeeds', 'The imported feeds with their evidence kind, priority, size and import time', false, {
-        '200': json(object({ feeds: { type: 'array', items: object({ name: { type: 'string' }, bytes: { type: 'integer', minimum: 0 }, evidence: { type: 'string' }, priority: { type: 'integer' }, source: { type: ['string', 'null'] }, imported_at: DATE_TIME }) } }), 'The feeds.'),
+        '200': json(
+          object({
+            feeds: {
+              type: 'array',
+              items: object({
+                name: { type: 'string' },
+                bytes: { type: 'integer', minimum: 0 },
+                evidence: { type: 'string' },
+                priority: { type: 'integer' },
+                source: { type: ['string', 'null'] },
+                imported_at: DATE_TIME,
+              }),
+            },
+          }),
+          'The feeds.',
+        ),
       }),
     }),
     '/admin/v1/answers/{ip}': admin({
-      get: op('adminPlanAnswers', "The serving build's answer for an address as a keyless caller and a caller on each plan sees it; nothing is counted", false, {
-        '200': json(object({ ip: { type: 'string' }, build: { type: 'string' }, keyless: object({ tier: { type: 'string' }, answer: ref('LookupResult') }), plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, answer: ref('LookupResult') }) } }), 'The answers.'),
-        '400': json(object({ error: { const: 'not a valid IP address' } }), 'Not an IP address.'),
-      }, { parameters: [pathParam('ip', 'An IPv4 or IPv6 address.')] }),
+      get: op(
+        'adminPlanAnswers',
+        "The serving build's answer for an address as a keyless caller and a caller on each plan sees it; nothing is counted",
+        false,
+        {
+          '200': json(
+            object({
+              ip: { type: 'string' },
+              build: { type: 'string' },
+              keyless: object({ tier: { type: 'string' }, answer: ref('LookupResult') }),
+              plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, answer: ref('LookupResult') }) },
+            }),
+            'The answers.',
+          ),
+          '400': json(object({ error: { const: 'not a valid IP address' } }), 'Not an IP address.'),
+        },
+        { parameters: [pathParam('ip', 'An IPv4 or IPv6 address.')] },
+      ),
     }),
     '/admin/v1/audit': admin({
-      get: op('adminAudit', 'The audit log, newest first', false, { '200': json(object({ entries: { type: 'array', items: ref('AuditEntry') } }), 'The entries.'), '400': bad }, {
-        parameters: [{ name: 'org_id', in: 'query', required: false, schema: { type: 'string' } }, { name: 'before', in: 'query', required: false, description: 'Entries older than this id.', schema: { type: 'integer' } }, limit],
-      }),
+      get: op(
+        'adminAudit',
+        'The audit log, newest first',
+        false,
+        { '200': json(object({ entries: { type: 'array', items: ref('AuditEntry') } }), 'The entries.'), '400': bad },
+        {
+          parameters: [
+            { name: 'org_id', in: 'query', required: false, schema: { type: 'string' } },
+            { name: 'before', in: 'query', required: false, description: 'Entries older than this id.', schema: { type: 'integer' } },
+            limit,
+          ],
+        },
+      ),
     }),
   };
 }

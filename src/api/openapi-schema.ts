@@ -15,7 +15,11 @@ export const object = (properties: Record<string, Schema>, required: string[] = 
 });
 
 /** A serving node's (ROLE=serve) view of the builds published to the object store, on /readyz. */
-export const REPLICA = object({ published: { type: ['string', 'null'] }, checked_at: { type: ['string', 'null'], format: 'date-time' }, error: { type: ['string', 'null'] } });
+export const REPLICA = object({
+  published: { type: ['string', 'null'] },
+  checked_at: { type: ['string', 'null'], format: 'date-time' },
+  error: { type: ['string', 'null'] },
+});
 
 /** A response with a JSON body. */
 export const json = (schema: Schema, description: string, headers?: Record<string, unknown>): Schema => ({

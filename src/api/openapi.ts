@@ -15,7 +15,6 @@ import { writePublicJsonType } from '../http/json.js';
 import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 import { operatorPaths, operatorSchemas } from './openapi-operator.js';
 
-
 const DETAIL_SCHEMAS: Record<DetailField, Schema> = {
   provider: { type: 'string' },
   confidence: { enum: [...CONFIDENCE_VALUES] },
@@ -37,7 +36,10 @@ function lookupResult(): Schema {
       description: `Detail of the ${c} category; {} when the address is not in it. Present from the plan that includes it.`,
     };
   }
-  return { ...object(properties, ['ip', 'is_vpn']), description: 'Fields beyond ip and is_vpn depend on the plan: absent, not false, where the plan lacks them.' };
+  return {
+    ...object(properties, ['ip', 'is_vpn']),
+    description: 'Fields beyond ip and is_vpn depend on the plan: absent, not false, where the plan lacks them.',
+  };
 }
 
 /** `{error}` bodies of the lookup group, each message exact. */
@@ -46,10 +48,12 @@ const errorBody = (...messages: string[]): Schema => object({ error: { enum: mes
 /** A result-code body; `message`, where given, says what was wrong and how to put it right. */
 const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes }, message: { type: 'string' } }, ['rc']);
 
-
 const H = {
   retryAfter: { description: 'Seconds to wait (integer).', schema: { type: 'string', pattern: '^[0-9]+$' } },
-  rateLimitPolicy: { description: 'draft-ietf-httpapi-ratelimit-headers-10: the "rate" token bucket, and the "monthly"/"daily" window where a hard limit refuses.', schema: { type: 'string' } },
+  rateLimitPolicy: {
+    description: 'draft-ietf-httpapi-ratelimit-headers-10: the "rate" token bucket, and the "monthly"/"daily" window where a hard limit refuses.',
+    schema: { type: 'string' },
+  },
   rateLimit: { description: 'draft-ietf-httpapi-ratelimit-headers-10: r (units left) and t (seconds to reset) per policy.', schema: { type: 'string' } },
 };
 const quotaHeaders = {
@@ -72,7 +76,11 @@ const lookupRefusals = {
     { 'Retry-After': H.retryAfter, 'RateLimit-Policy': H.rateLimitPolicy, RateLimit: H.rateLimit },
   ),
   '500': json(errorBody(E.lookupFailed.message), 'The dataset could not be consulted.'),
-  '503': json(errorBody(E.unavailable.message), 'The key could not be checked: the control database of a cluster cannot be reached now (cached keys go on working for a while).', { 'Retry-After': H.retryAfter }),
+  '503': json(
+    errorBody(E.unavailable.message),
+    'The key could not be checked: the control database of a cluster cannot be reached now (cached keys go on working for a while).',
+    { 'Retry-After': H.retryAfter },
+  ),
 };
 /** Where the control database of a cluster cannot be reached now. */
 const UNAVAILABLE_RC = 'The control database of a cluster cannot be reached now.';
@@ -83,7 +91,7 @@ const optionalKey = [{}, ...keyAuth];
 /** The database group's refusals: 401 for any key problem or a missing scope. */
 const dbRefusals = (...extra: [string, Schema][]): Record<string, Schema> => ({
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No key, an invalid one, or one without db.download.'),
-  '403': json(rcBody(RC.FORBIDDEN.code, RC.NO_LICENSE.code, RC.LICENSE_EXPIRED.code), 'Source outside the key\'s ranges; no licence; licence term ended.'),
+  '403': json(rcBody(RC.FORBIDDEN.code, RC.NO_LICENSE.code, RC.LICENSE_EXPIRED.code), "Source outside the key's ranges; no licence; licence term ended."),
   '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
   ...Object.fromEntries(extra),
   '500': json(rcBody(RC.INTERNAL.code), 'An unexpected failure.'),
@@ -92,7 +100,14 @@ const dbRefusals = (...extra: [string, Schema][]): Record<string, Schema> => ({
 /** 404 for an unknown database, 503 while today's copy is not published (with Retry-After where the answer has it). */
 const missing = (retry = false): [string, Schema][] => [
   ['404', json(rcBody(RC.NOT_FOUND.code), 'No such database.')],
-  ['503', json(rcBody(RC.NOT_PUBLISHED.code, RC.UNAVAILABLE.code), `NOT_PUBLISHED: today's copy is not published yet. INTERNAL: ${UNAVAILABLE_RC}`, retry ? { 'Retry-After': H.retryAfter } : undefined)],
+  [
+    '503',
+    json(
+      rcBody(RC.NOT_PUBLISHED.code, RC.UNAVAILABLE.code),
+      `NOT_PUBLISHED: today's copy is not published yet. INTERNAL: ${UNAVAILABLE_RC}`,
+      retry ? { 'Retry-After': H.retryAfter } : undefined,
+    ),
+  ],
 ];
 
 const query = (name: string, schema: Schema, required: boolean, description: string): Schema => ({ name, in: 'query', required, description, schema });
@@ -104,9 +119,13 @@ const keyManagement = { security: [{ bearer: [] }] };
 const keyRefusals = {
   '400': json(rcBody(RC.BAD_REQUEST.code), 'A body or field that does not parse, or a revoked key to rotate.'),
   '401': json(rcBody(RC.UNAUTHORIZED.code), 'No Bearer key, an invalid one, or one without apikeys.manage.'),
-  '403': json(rcBody(RC.FORBIDDEN.code), 'Source outside the key\'s ranges, or a key with more than the caller holds.'),
+  '403': json(rcBody(RC.FORBIDDEN.code), "Source outside the key's ranges, or a key with more than the caller holds."),
   '404': json(rcBody(RC.NOT_FOUND.code), "No such key in the caller's organisation."),
-  '429': json(rcBody(RC.RATE_LIMITED.code), 'Key changes (create, rotate, revoke) faster than KEY_CHANGES_PER_MIN for the organisation, or key-list pages faster than 20 a second (100 at once).', { 'Retry-After': H.retryAfter }),
+  '429': json(
+    rcBody(RC.RATE_LIMITED.code),
+    'Key changes (create, rotate, revoke) faster than KEY_CHANGES_PER_MIN for the organisation, or key-list pages faster than 20 a second (100 at once).',
+    { 'Retry-After': H.retryAfter },
+  ),
   '503': json(rcBody(RC.UNAVAILABLE.code), UNAVAILABLE_RC, { 'Retry-After': H.retryAfter }),
 };
 /** A page's cursor: the `next` of the page before. */
@@ -144,7 +163,10 @@ export function openApiDocument(): Schema {
       errors: {
         type: 'object',
         description: 'By the exact input string: the status and message a single lookup would have had.',
-        additionalProperties: object({ status: { enum: [400, 429, 500] }, error: { enum: [E.notAddress.message, E.keylessCap.message, E.allowanceSpent.message, E.lookupFailed.message] } }),
+        additionalProperties: object({
+          status: { enum: [400, 429, 500] },
+          error: { enum: [E.notAddress.message, E.keylessCap.message, E.allowanceSpent.message, E.lookupFailed.message] },
+        }),
       },
     }),
     Database: object({
@@ -174,7 +196,10 @@ export function openApiDocument(): Schema {
       update_freq: { type: 'string' },
       updated: DATE,
       entries: { type: 'integer', minimum: 0 },
-      schema: { type: 'object', additionalProperties: { type: 'array', items: object({ name: { type: 'string' }, type: { type: 'string' }, description: { type: 'string' } }) } },
+      schema: {
+        type: 'object',
+        additionalProperties: { type: 'array', items: object({ name: { type: 'string' }, type: { type: 'string' }, description: { type: 'string' } }) },
+      },
       sample: { type: 'object', additionalProperties: { type: 'array', items: { type: 'object' } } },
       size: { type: 'object', additionalProperties: { type: 'integer', minimum: 0 }, description: 'Bytes per format.' },
       sample_size: { type: 'object', additionalProperties: { type: 'integer', minimum: 0 }, description: 'Bytes per format.' },
@@ -183,7 +208,12 @@ export function openApiDocument(): Schema {
     Checksums: object({
       id: { type: 'string' },
       format: { enum: ['csvgz', 'mmdb'] },
-      checksums: object({ md5: { type: 'string', pattern: '^[0-9a-f]{32}$' }, sha1: { type: 'string', pattern: '^[0-9a-f]{40}$' }, sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' }, sha512: { type: 'string', pattern: '^[0-9a-f]{128}$' } }),
+      checksums: object({
+        md5: { type: 'string', pattern: '^[0-9a-f]{32}$' },
+        sha1: { type: 'string', pattern: '^[0-9a-f]{40}$' },
+        sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+        sha512: { type: 'string', pattern: '^[0-9a-f]{128}$' },
+      }),
     }),
     Download: object({
       dataset_id: { type: 'string' },
@@ -199,7 +229,11 @@ export function openApiDocument(): Schema {
     }),
     Account: object({
       org_id: { type: 'string', format: 'uuid' },
-      apikey: object({ id: { type: 'string', format: 'uuid' }, expires: { type: ['string', 'null'], format: 'date-time' }, allowed_cidrs: { type: 'array', items: { type: 'string' } } }),
+      apikey: object({
+        id: { type: 'string', format: 'uuid' },
+        expires: { type: ['string', 'null'], format: 'date-time' },
+        allowed_cidrs: { type: 'array', items: { type: 'string' } },
+      }),
       plan: object({ key: { type: 'string' }, tier: { enum: ['free', 'starter', 'scale', 'max', 'basic'] } }),
       usage: object({
         requests: { type: 'integer', minimum: 0 },
@@ -213,7 +247,15 @@ export function openApiDocument(): Schema {
     ApiKeyAnswer: object({ rc: { const: 'OK' }, ...apiKeyFields }),
     RotatedApiKey: object({ rc: { const: 'OK' }, ...apiKeyFields, key: { type: 'string', description: 'The new secret, in this answer only.' } }),
     ...operatorSchemas(),
-    CreatedApiKey: object({ rc: { const: 'OK' }, id: apiKeyFields.id, name: apiKeyFields.name, key: { type: 'string' }, key_prefix: apiKeyFields.key_prefix, allowed_cidrs: apiKeyFields.allowed_cidrs, allowed_scopes: apiKeyFields.allowed_scopes }),
+    CreatedApiKey: object({
+      rc: { const: 'OK' },
+      id: apiKeyFields.id,
+      name: apiKeyFields.name,
+      key: { type: 'string' },
+      key_prefix: apiKeyFields.key_prefix,
+      allowed_cidrs: apiKeyFields.allowed_cidrs,
+      allowed_scopes: apiKeyFields.allowed_scopes,
+    }),
   };
 
   const lookupOk = json(ref('LookupResult'), 'The lookup result, with the fields of the plan.', quotaHeaders);
@@ -223,12 +265,19 @@ export function openApiDocument(): Schema {
         operationId: 'lookup',
         summary: 'Classify one address',
         security: optionalKey,
-        parameters: [{ name: 'ip', in: 'path', required: true, description: 'An IPv4 or IPv6 address (percent-encoded where needed).', schema: { type: 'string' } }],
+        parameters: [
+          { name: 'ip', in: 'path', required: true, description: 'An IPv4 or IPv6 address (percent-encoded where needed).', schema: { type: 'string' } },
+        ],
         responses: { '200': lookupOk, '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), ...lookupRefusals },
       },
     },
     '/myip': {
-      get: { operationId: 'lookupOwn', summary: "Classify the request's own source address", security: optionalKey, responses: { '200': lookupOk, ...lookupRefusals } },
+      get: {
+        operationId: 'lookupOwn',
+        summary: "Classify the request's own source address",
+        security: optionalKey,
+        responses: { '200': lookupOk, ...lookupRefusals },
+      },
     },
     '/batch': {
       post: {
@@ -256,7 +305,10 @@ export function openApiDocument(): Schema {
           '200': json(ref('Account'), 'The account.'),
           '401': json(errorBody(E.keyRequired.message, ...keyErrors), 'No key, or an unknown, revoked or expired one.'),
           '403': lookupRefusals['403'],
-          '503': json(errorBody(E.usageUnavailable.message, E.unavailable.message), 'Usage cannot be read now, or the key cannot be checked now (a cluster whose control database cannot be reached: with Retry-After).'),
+          '503': json(
+            errorBody(E.usageUnavailable.message, E.unavailable.message),
+            'Usage cannot be read now, or the key cannot be checked now (a cluster whose control database cannot be reached: with Retry-After).',
+          ),
         },
       },
     },
@@ -266,7 +318,10 @@ export function openApiDocument(): Schema {
         summary: "The organisation's keys (no secrets), oldest first, a page at a time",
         ...keyManagement,
         parameters: [limitParam, afterParam('a key id')],
-        responses: { '200': json(object({ rc: { const: 'OK' }, apikeys: { type: 'array', items: ref('ApiKey') }, next: nextField }), 'A page of keys.'), ...keyRefusals },
+        responses: {
+          '200': json(object({ rc: { const: 'OK' }, apikeys: { type: 'array', items: ref('ApiKey') }, next: nextField }), 'A page of keys.'),
+          ...keyRefusals,
+        },
       },
       post: {
         operationId: 'createKey',
@@ -276,15 +331,25 @@ export function openApiDocument(): Schema {
           required: true,
           content: {
             'application/json': {
-schema: { ...KEY_CREATE_REQUEST },
+              schema: { ...KEY_CREATE_REQUEST },
             },
           },
         },
-        responses: { '201': json(ref('CreatedApiKey'), 'The created key, with its secret.'), ...keyRefusals, '409': json(rcBody(RC.KEY_LIMIT.code), 'The organisation holds MAX_KEYS_PER_ORG live keys already.') },
+        responses: {
+          '201': json(ref('CreatedApiKey'), 'The created key, with its secret.'),
+          ...keyRefusals,
+          '409': json(rcBody(RC.KEY_LIMIT.code), 'The organisation holds MAX_KEYS_PER_ORG live keys already.'),
+        },
       },
     },
     '/api/v1/iam/apikeys/{id}': {
-      delete: { operationId: 'revokeKey', summary: 'Revoke a key', ...keyManagement, parameters: [keyIdParam], responses: { '200': json(ref('ApiKeyAnswer'), 'The revoked key.'), ...keyRefusals } },
+      delete: {
+        operationId: 'revokeKey',
+        summary: 'Revoke a key',
+        ...keyManagement,
+        parameters: [keyIdParam],
+        responses: { '200': json(ref('ApiKeyAnswer'), 'The revoked key.'), ...keyRefusals },
+      },
     },
     '/api/v1/iam/apikeys/{id}/rotate': {
       post: {
@@ -336,7 +401,12 @@ schema: { ...KEY_CREATE_REQUEST },
       },
     },
     '/api/v1/database/list': {
-      get: { operationId: 'listDatabases', summary: 'The catalogue with the organisation\'s licences', security: keyAuth, responses: { '200': json(object({ databases: { type: 'array', items: ref('Database') } }), 'The databases.'), ...dbRefusals() } },
+      get: {
+        operationId: 'listDatabases',
+        summary: "The catalogue with the organisation's licences",
+        security: keyAuth,
+        responses: { '200': json(object({ databases: { type: 'array', items: ref('Database') } }), 'The databases.'), ...dbRefusals() },
+      },
     },
     '/api/v1/database/download': {
       get: {
@@ -385,7 +455,11 @@ schema: { ...KEY_CREATE_REQUEST },
         summary: "The organisation's download history, newest first",
         security: keyAuth,
         parameters: [query('limit', { type: 'integer', minimum: 1, maximum: 200, default: 50 }, false, 'How many entries.')],
-        responses: { '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'), '400': json(rcBody(RC.BAD_REQUEST.code), 'A limit outside 1..200.'), ...dbRefusals() },
+        responses: {
+          '200': json(object({ downloads: { type: 'array', items: ref('Download') } }), 'The history.'),
+          '400': json(rcBody(RC.BAD_REQUEST.code), 'A limit outside 1..200.'),
+          ...dbRefusals(),
+        },
       },
     },
     '/files/{key}': {
@@ -412,7 +486,10 @@ schema: { ...KEY_CREATE_REQUEST },
         operationId: 'geoipupdate',
         summary: "geoipupdate 4.x/5.x protocol: the edition's MMDB, gzip-compressed, unless db_md5 is current",
         security: [{ geoipupdate: [] }],
-        parameters: [{ name: 'edition', in: 'path', required: true, schema: { type: 'string' } }, query('db_md5', { type: 'string' }, false, 'MD5 of the MMDB the client has.')],
+        parameters: [
+          { name: 'edition', in: 'path', required: true, schema: { type: 'string' } },
+          query('db_md5', { type: 'string' }, false, 'MD5 of the MMDB the client has.'),
+        ],
         responses: {
           '200': {
             description: 'The MMDB, gzip-compressed.',
@@ -430,9 +507,24 @@ schema: { ...KEY_CREATE_REQUEST },
         operationId: 'geoipupdateMetadata',
         summary: 'geoipupdate 6.x+ protocol: the MD5 and date of each edition, checked as a download would be',
         security: [{ geoipupdate: [] }],
-        parameters: [{ name: 'edition_id', in: 'query', required: true, description: 'One or more (at most 50).', schema: { type: 'array', items: { type: 'string' } }, style: 'form', explode: true }],
+        parameters: [
+          {
+            name: 'edition_id',
+            in: 'query',
+            required: true,
+            description: 'One or more (at most 50).',
+            schema: { type: 'array', items: { type: 'string' } },
+            style: 'form',
+            explode: true,
+          },
+        ],
         responses: {
-          '200': json(object({ databases: { type: 'array', items: object({ edition_id: { type: 'string' }, md5: { type: 'string', pattern: '^[0-9a-f]{32}$' }, date: DATE }) } }), 'Each edition asked for.'),
+          '200': json(
+            object({
+              databases: { type: 'array', items: object({ edition_id: { type: 'string' }, md5: { type: 'string', pattern: '^[0-9a-f]{32}$' }, date: DATE }) },
+            }),
+            'Each edition asked for.',
+          ),
           '400': json(rcBody(RC.BAD_REQUEST.code, RC.FORMAT_NOT_BUILT.code), 'No edition, more than 50, or one without an MMDB.'),
           ...dbRefusals(...missing()),
         },
@@ -443,7 +535,11 @@ schema: { ...KEY_CREATE_REQUEST },
         operationId: 'geoipupdateDownload',
         summary: "geoipupdate 6.x+ protocol: the edition's current MMDB in a tar.gz ({edition}_{date}/{edition}.mmdb)",
         security: [{ geoipupdate: [] }],
-        parameters: [{ name: 'edition', in: 'path', required: true, schema: { type: 'string' } }, query('date', { type: 'string' }, false, 'YYYYMMDD (not checked: the latest is sent).'), query('suffix', { const: 'tar.gz' }, false, 'tar.gz.')],
+        parameters: [
+          { name: 'edition', in: 'path', required: true, schema: { type: 'string' } },
+          query('date', { type: 'string' }, false, 'YYYYMMDD (not checked: the latest is sent).'),
+          query('suffix', { const: 'tar.gz' }, false, 'tar.gz.'),
+        ],
         responses: {
           '200': { description: 'The tar.gz.', headers: { 'Last-Modified': { schema: { type: 'string' } } }, content: { 'application/gzip': {} } },
           '206': { description: 'The requested range of it.' },
@@ -456,19 +552,42 @@ schema: { ...KEY_CREATE_REQUEST },
     '/api/v1/openapi.json': {
       get: { operationId: 'openapi', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } },
     },
-    '/healthz': { servers: ADMIN, get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(object({ status: { const: 'ok' } }), 'Alive.') } } },
+    '/healthz': {
+      servers: ADMIN,
+      get: { operationId: 'health', summary: 'Liveness', responses: { '200': json(object({ status: { const: 'ok' } }), 'Alive.') } },
+    },
     '/readyz': {
       servers: ADMIN,
       get: {
         operationId: 'ready',
         summary: 'Readiness: an index is loaded on every thread, not shutting down',
         responses: {
-          '200': json(object({ status: { const: 'ready' }, build: { type: 'string' }, loaded_at: DATE_TIME, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA }, ['status', 'build', 'loaded_at', 'http_server']), 'Ready.'),
-          '503': json(object({ status: { const: 'not ready' }, reason: { type: 'string' }, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA }, ['status', 'reason', 'http_server']), 'Not ready, and why.'),
+          '200': json(
+            object(
+              { status: { const: 'ready' }, build: { type: 'string' }, loaded_at: DATE_TIME, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA },
+              ['status', 'build', 'loaded_at', 'http_server'],
+            ),
+            'Ready.',
+          ),
+          '503': json(
+            object({ status: { const: 'not ready' }, reason: { type: 'string' }, http_server: { enum: ['uws', 'bun', 'node'] }, replica: REPLICA }, [
+              'status',
+              'reason',
+              'http_server',
+            ]),
+            'Not ready, and why.',
+          ),
         },
       },
     },
-    '/metrics': { servers: ADMIN, get: { operationId: 'metrics', summary: 'Prometheus metrics', responses: { '200': { description: 'Text format 0.0.4.', content: { 'text/plain': {} } } } } },
+    '/metrics': {
+      servers: ADMIN,
+      get: {
+        operationId: 'metrics',
+        summary: 'Prometheus metrics',
+        responses: { '200': { description: 'Text format 0.0.4.', content: { 'text/plain': {} } } },
+      },
+    },
     '/explain/{ip}': {
       servers: ADMIN,
       get: {
@@ -499,13 +618,19 @@ schema: { ...KEY_CREATE_REQUEST },
       },
     },
     ...operatorPaths(),
-    '/console': { servers: ADMIN, get: { operationId: 'consoleRedirect', summary: 'To the console', responses: { '308': { description: 'Location: /console/.' } } } },
+    '/console': {
+      servers: ADMIN,
+      get: { operationId: 'consoleRedirect', summary: 'To the console', responses: { '308': { description: 'Location: /console/.' } } },
+    },
     '/console/': {
       servers: ADMIN,
       get: {
         operationId: 'console',
         summary: "The operator's console (sign in with an operator token); never stored by a cache, under a strict Content-Security-Policy",
-        responses: { '200': { description: 'The page.', content: { 'text/html': {} } }, '404': json(errorBody('the console is not built here: npm run build writes it into dist/console'), 'Not built (dist/console is missing).') },
+        responses: {
+          '200': { description: 'The page.', content: { 'text/html': {} } },
+          '404': json(errorBody('the console is not built here: npm run build writes it into dist/console'), 'Not built (dist/console is missing).'),
+        },
       },
     },
     '/console/assets/{hash}/{file}': {
@@ -517,10 +642,20 @@ schema: { ...KEY_CREATE_REQUEST },
           { name: 'hash', in: 'path', required: true, schema: { type: 'string' } },
           { name: 'file', in: 'path', required: true, schema: { type: 'string' } },
         ],
-        responses: { '200': { description: 'The file.', content: { 'text/javascript': {}, 'text/css': {} } }, '404': json(errorBody(E.notFound.message), 'No such file in this build of the console.') },
+        responses: {
+          '200': { description: 'The file.', content: { 'text/javascript': {}, 'text/css': {} } },
+          '404': json(errorBody(E.notFound.message), 'No such file in this build of the console.'),
+        },
       },
     },
-    '/openapi.json': { servers: ADMIN, get: { operationId: 'openapiAdmin', summary: 'This document', responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } } } },
+    '/openapi.json': {
+      servers: ADMIN,
+      get: {
+        operationId: 'openapiAdmin',
+        summary: 'This document',
+        responses: { '200': { description: 'OpenAPI 3.1.', content: { 'application/json': {} } } },
+      },
+    },
   };
 
   return {
@@ -529,7 +664,8 @@ schema: { ...KEY_CREATE_REQUEST },
       title: 'ipsift',
       version: VERSION,
       summary: 'IP classification (VPN, hosting, relay, Tor, CDN, proxies) and licensed database downloads',
-      description: 'Implements the ipsift API contract, version 2026.09.15. Every error a client can cause has the status and the exact message or result code listed here.',
+      description:
+        'Implements the ipsift API contract, version 2026.09.15. Every error a client can cause has the status and the exact message or result code listed here.',
     },
     servers: [{ url: '/', description: 'The public port (HOST:PORT), or PUBLIC_URL.' }],
     paths,
@@ -539,8 +675,16 @@ schema: { ...KEY_CREATE_REQUEST },
         bearer: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <API key>' },
         apiKeyHeader: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
         apiKeyQuery: { type: 'apiKey', in: 'query', name: 'apikey' },
-        operator: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <operator token> (iat_…, ipsift admin token create): admin.read for GET, admin.write for changes.' },
-        geoipupdate: { type: 'http', scheme: 'basic', description: "Organisation account id and an API key with db.download (geoipupdate's AccountID and LicenseKey)." },
+        operator: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'Authorization: Bearer <operator token> (iat_…, ipsift admin token create): admin.read for GET, admin.write for changes.',
+        },
+        geoipupdate: {
+          type: 'http',
+          scheme: 'basic',
+          description: "Organisation account id and an API key with db.download (geoipupdate's AccountID and LicenseKey).",
+        },
       },
     },
   };

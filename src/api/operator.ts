@@ -13,7 +13,13 @@ import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } fro
 import type { LicenceType } from '../control/licences.js';
 import { readSmallBody } from '../http/body.js';
 import { bodyProblem, type BodySchema } from '../wire/body-schema.js';
-import { LICENCE_GRANT_REQUEST, NO_FIELDS, OPERATOR_KEY_CREATE_REQUEST, ORGANISATION_CREATE_REQUEST, ORGANISATION_UPDATE_REQUEST } from '../wire/request-bodies.js';
+import {
+  LICENCE_GRANT_REQUEST,
+  NO_FIELDS,
+  OPERATOR_KEY_CREATE_REQUEST,
+  ORGANISATION_CREATE_REQUEST,
+  ORGANISATION_UPDATE_REQUEST,
+} from '../wire/request-bodies.js';
 import { peerText } from '../http/client.js';
 import { authorizationOf } from './gate.js';
 import type { ControlDb } from '../control/control-db.js';
@@ -148,34 +154,46 @@ export class OperatorApi {
         license_bases: deps.bases,
       }),
     );
-    route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true', q.get('q'))));
+    route('get', '/organizations', 'admin.read', (op, _b, _p, q) =>
+      ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true', q.get('q'))),
+    );
     route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201), ORGANISATION_CREATE_REQUEST);
     route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
-    route('post', '/organizations/:id', 'admin.write', (op, b, [id]) => {
-      if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
-      // Both or neither: a refused overage limit leaves the plan as it was.
-      return ok(
-        op.change(() => {
-          let doc = op.showOrganisation(id);
-          if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
-          if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
-          return doc;
-        }),
-      );
-    }, ORGANISATION_UPDATE_REQUEST);
+    route(
+      'post',
+      '/organizations/:id',
+      'admin.write',
+      (op, b, [id]) => {
+        if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
+        // Both or neither: a refused overage limit leaves the plan as it was.
+        return ok(
+          op.change(() => {
+            let doc = op.showOrganisation(id);
+            if (b.plan !== undefined) doc = op.setPlan(id, b.plan);
+            if ('hard_limit' in b) doc = op.setHardLimit(id, b.hard_limit);
+            return doc;
+          }),
+        );
+      },
+      ORGANISATION_UPDATE_REQUEST,
+    );
     route('del', '/organizations/:id', 'admin.write', (op, _b, [id]) => ok(op.deleteOrganisation(id)));
 
     route('get', '/organizations/:id/keys', 'admin.read', (op, _b, [id], q) => ok(op.pageKeys(id, limitOf(q), q.get('after'))));
-    route('post', '/organizations/:id/keys', 'admin.write', (op, b, [id]) =>
-      ok(
-        op.createKey(id, {
-          name: requiredString(b, 'name'),
-          scopes: optionalStrings(b, 'allowed_scopes'),
-          allowedCidrs: optionalStrings(b, 'allowed_cidrs'),
-          expires: optionalString(b, 'expires') ?? null,
-        }),
-        201,
-      ),
+    route(
+      'post',
+      '/organizations/:id/keys',
+      'admin.write',
+      (op, b, [id]) =>
+        ok(
+          op.createKey(id, {
+            name: requiredString(b, 'name'),
+            scopes: optionalStrings(b, 'allowed_scopes'),
+            allowedCidrs: optionalStrings(b, 'allowed_cidrs'),
+            expires: optionalString(b, 'expires') ?? null,
+          }),
+          201,
+        ),
       OPERATOR_KEY_CREATE_REQUEST,
     );
     route('get', '/keys/:id', 'admin.read', (op, _b, [id]) => ok(op.showKey(id)));
@@ -183,19 +201,23 @@ export class OperatorApi {
     route('post', '/keys/:id/rotate', 'admin.write', (op, _b, [id]) => ok(op.rotateKey(id)));
 
     route('get', '/organizations/:id/licenses', 'admin.read', (op, _b, [id]) => ok({ licenses: op.listLicences(id) }));
-    route('post', '/organizations/:id/licenses', 'admin.write', (op, b, [id]) =>
-      ok(
-        op.grantLicence({
-          orgId: id,
-          base: requiredString(b, 'base'),
-          licenceType: requiredString(b, 'license_type') as LicenceType,
-          starts: requiredString(b, 'starts'),
-          expires: requiredString(b, 'expires'),
-          renewsAt: optionalString(b, 'renews_at') ?? null,
-          noticeDueAt: optionalString(b, 'notice_due_at') ?? null,
-        }),
-        201,
-      ),
+    route(
+      'post',
+      '/organizations/:id/licenses',
+      'admin.write',
+      (op, b, [id]) =>
+        ok(
+          op.grantLicence({
+            orgId: id,
+            base: requiredString(b, 'base'),
+            licenceType: requiredString(b, 'license_type') as LicenceType,
+            starts: requiredString(b, 'starts'),
+            expires: requiredString(b, 'expires'),
+            renewsAt: optionalString(b, 'renews_at') ?? null,
+            noticeDueAt: optionalString(b, 'notice_due_at') ?? null,
+          }),
+          201,
+        ),
       LICENCE_GRANT_REQUEST,
     );
     route('del', '/organizations/:id/licenses/:base', 'admin.write', (op, _b, [id, base]) => ok(op.revokeLicence(id, base)));

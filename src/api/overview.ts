@@ -35,25 +35,38 @@ export class OverviewApi {
   register(routes: RouteTable, edge: Edge): void {
     const { db, s } = this;
     const now = s.now ?? Date.now;
-    routes.get('/admin/v1/overview', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.read', edge.metrics) === null) return;
-      const serving = s.holder.current;
-      const nowMs = now();
-      const threads = s.threads?.() ?? [{ thread: 0, listening: true, serving: serving !== null }];
-      const published = s.lastPublishedAt();
-      sendJson(res, 200, {
-        version: VERSION,
-        runtime: RUNTIME,
-        http_server: s.serverKind,
-        started_at: new Date(s.startedAtMs).toISOString(),
-        ready: !s.life.draining && serving !== null && threads.every((t) => t.serving),
-        draining: s.life.draining,
-        build: serving && { id: serving.buildId, loaded_at: serving.loadedAt.toISOString(), age_s: Math.round((nowMs - serving.loadedAt.getTime()) / 1000) },
-        last_published_at: published?.toISOString() ?? null,
-        threads,
-        traffic: { period_s: s.history.periodMs / 1000, samples: s.history.samples() },
-      }, edge.metrics);
-    }, { compress: true });
+    routes.get(
+      '/admin/v1/overview',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', edge.metrics) === null) return;
+        const serving = s.holder.current;
+        const nowMs = now();
+        const threads = s.threads?.() ?? [{ thread: 0, listening: true, serving: serving !== null }];
+        const published = s.lastPublishedAt();
+        sendJson(
+          res,
+          200,
+          {
+            version: VERSION,
+            runtime: RUNTIME,
+            http_server: s.serverKind,
+            started_at: new Date(s.startedAtMs).toISOString(),
+            ready: !s.life.draining && serving !== null && threads.every((t) => t.serving),
+            draining: s.life.draining,
+            build: serving && {
+              id: serving.buildId,
+              loaded_at: serving.loadedAt.toISOString(),
+              age_s: Math.round((nowMs - serving.loadedAt.getTime()) / 1000),
+            },
+            last_published_at: published?.toISOString() ?? null,
+            threads,
+            traffic: { period_s: s.history.periodMs / 1000, samples: s.history.samples() },
+          },
+          edge.metrics,
+        );
+      },
+      { compress: true },
+    );
     routes.get('/admin/v1/token', (res, req) => {
       const token = operatorTokenOf(db, res, req, 'admin.read', edge.metrics);
       if (token === null) return;

@@ -25,24 +25,33 @@ export class PlanAnswersApi {
   register(routes: RouteTable, edge: Edge): void {
     const { db, holder, plans, keylessTier } = this;
     const { metrics } = edge;
-    routes.get('/admin/v1/answers/:ip', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
-      let ip: string;
-      try {
-        ip = decodeURIComponent(req.getParameter(0) ?? '');
-      } catch {
-        return sendError(res, ERRORS.notAddress, metrics);
-      }
-      const serving = holder.current;
-      if (serving === null) return sendError(res, ERRORS.lookupFailed, metrics);
-      const keyless = answerObject(serving.index, ip, keylessTier);
-      if (keyless === null) return sendError(res, ERRORS.notAddress, metrics);
-      sendJson(res, 200, {
-        ip,
-        build: serving.buildId,
-        keyless: { tier: TIERS[keylessTier], answer: keyless },
-        plans: [...plans.byKey.values()].map((p) => ({ plan: p.key, tier: p.tier, answer: answerObject(serving.index, ip, p.fieldTier) })),
-      }, metrics);
-    }, { compress: true });
+    routes.get(
+      '/admin/v1/answers/:ip',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        let ip: string;
+        try {
+          ip = decodeURIComponent(req.getParameter(0) ?? '');
+        } catch {
+          return sendError(res, ERRORS.notAddress, metrics);
+        }
+        const serving = holder.current;
+        if (serving === null) return sendError(res, ERRORS.lookupFailed, metrics);
+        const keyless = answerObject(serving.index, ip, keylessTier);
+        if (keyless === null) return sendError(res, ERRORS.notAddress, metrics);
+        sendJson(
+          res,
+          200,
+          {
+            ip,
+            build: serving.buildId,
+            keyless: { tier: TIERS[keylessTier], answer: keyless },
+            plans: [...plans.byKey.values()].map((p) => ({ plan: p.key, tier: p.tier, answer: answerObject(serving.index, ip, p.fieldTier) })),
+          },
+          metrics,
+        );
+      },
+      { compress: true },
+    );
   }
 }

@@ -16,9 +16,13 @@ export class SourcesApi {
 
   register(routes: RouteTable, edge: Edge): void {
     const { control, statuses } = this;
-    routes.get('/admin/v1/sources', (res, req) => {
-      if (control !== null && operatorOf(control, res, req, 'admin.read', edge.metrics) === null) return;
-      sendJson(res, 200, { sources: statuses() }, edge.metrics);
-    }, { compress: true });
+    routes.get(
+      '/admin/v1/sources',
+      (res, req) => {
+        if (control !== null && operatorOf(control, res, req, 'admin.read', edge.metrics) === null) return;
+        sendJson(res, 200, { sources: statuses() }, edge.metrics);
+      },
+      { compress: true },
+    );
   }
 }

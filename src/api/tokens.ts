@@ -58,7 +58,12 @@ export class TokensApi {
         const wanted = scopes ?? c.key.scopes;
         const missing = wanted.filter((s) => !(c.key.scopes as string[]).includes(s));
         if (missing.length > 0) {
-          return sendRc(res, RC.FORBIDDEN, `this key does not hold ${missing.join(', ')}: a token holds the key's scopes or fewer (${c.key.scopes.join(', ') || 'none'})`, this.edge.metrics);
+          return sendRc(
+            res,
+            RC.FORBIDDEN,
+            `this key does not hold ${missing.join(', ')}: a token holds the key's scopes or fewer (${c.key.scopes.join(', ') || 'none'})`,
+            this.edge.metrics,
+          );
         }
         const now = Date.now();
         const expiresMs = Math.min(c.expiresMs, now + (lifetime ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
@@ -69,7 +74,16 @@ export class TokensApi {
         sendJson(
           res,
           201,
-          { rc: 'OK', token: minted.token, token_id: minted.id, token_type: 'Bearer', expires: new Date(expires).toISOString(), expires_in: Math.max(0, Math.floor((expires - now) / 1000)), scopes: granted, org_id: c.org.id },
+          {
+            rc: 'OK',
+            token: minted.token,
+            token_id: minted.id,
+            token_type: 'Bearer',
+            expires: new Date(expires).toISOString(),
+            expires_in: Math.max(0, Math.floor((expires - now) / 1000)),
+            scopes: granted,
+            org_id: c.org.id,
+          },
           this.edge.metrics,
         );
       }),
@@ -83,7 +97,13 @@ export class TokensApi {
   private revokeToken(res: HttpResponse, req: HttpRequest): void {
     const c = bearerCaller(this.gate, this.edge, res, req);
     if (!c) return;
-    if (c.tokenId === undefined) return sendRc(res, RC.BAD_REQUEST, 'present the token to revoke as the Bearer credential: a key is revoked with DELETE /api/v1/iam/apikeys/{id}', this.edge.metrics);
+    if (c.tokenId === undefined)
+      return sendRc(
+        res,
+        RC.BAD_REQUEST,
+        'present the token to revoke as the Bearer credential: a key is revoked with DELETE /api/v1/iam/apikeys/{id}',
+        this.edge.metrics,
+      );
     const now = Date.now();
     // The caller's expiry is the token's, or the key's where that comes first: either way the
     // token is void from then on, and its revocation may be forgotten.

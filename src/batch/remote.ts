@@ -61,18 +61,16 @@ export function serveBatches(pool: BatchPool, port: MessagePort): void {
   port.on('message', (m: Request) => {
     // The threads keep within the capacity (BatchShares); this is for their races.
     if (pool.full) return port.postMessage({ id: m.id, full: true } satisfies Reply);
-    pool
-      .run(m.task)
-      .then(
-        (out) => {
-          if (m.task.out !== null && out.buffer === m.task.out) port.postMessage({ id: m.id, length: out.byteLength } satisfies Reply);
-          else port.postMessage({ id: m.id, bytes: out } satisfies Reply, [out.buffer as ArrayBuffer]);
-        },
-        (e: unknown) => {
-          if (e instanceof QueueFullError) port.postMessage({ id: m.id, full: true } satisfies Reply);
-          else port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) } satisfies Reply);
-        },
-      );
+    pool.run(m.task).then(
+      (out) => {
+        if (m.task.out !== null && out.buffer === m.task.out) port.postMessage({ id: m.id, length: out.byteLength } satisfies Reply);
+        else port.postMessage({ id: m.id, bytes: out } satisfies Reply, [out.buffer as ArrayBuffer]);
+      },
+      (e: unknown) => {
+        if (e instanceof QueueFullError) port.postMessage({ id: m.id, full: true } satisfies Reply);
+        else port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) } satisfies Reply);
+      },
+    );
   });
 }
 

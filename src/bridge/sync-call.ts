@@ -78,7 +78,10 @@ export class SyncCaller<Op extends string> {
     const late = new MessageChannel();
     this.port = port1;
     this.latePort = late.port1;
-    this.worker = new Worker(script, { workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal, state: this.state }, transferList: [port2, late.port2] });
+    this.worker = new Worker(script, {
+      workerData: { ...data, port: port2, latePort: late.port2, signal: this.signal, state: this.state },
+      transferList: [port2, late.port2],
+    });
     this.worker.unref();
     this.latePort.on('message', (r: SyncReply) => this.dispatch(r));
     this.latePort.unref();
@@ -156,7 +159,8 @@ export class SyncCaller<Op extends string> {
         // Given up, unless the worker has settled it first: then its answer is on the way. Given
         // up, the call may still reach the server; the worker then undoes it, so that a call
         // that failed for its caller leaves nothing behind (sync-serve.ts).
-        if (Atomics.compareExchange(this.state, 0, callState(id, OPEN), callState(id, GIVEN_UP)) === callState(id, OPEN)) throw new Error(`no answer within ${timeoutMs} ms`);
+        if (Atomics.compareExchange(this.state, 0, callState(id, OPEN), callState(id, GIVEN_UP)) === callState(id, OPEN))
+          throw new Error(`no answer within ${timeoutMs} ms`);
         answered = true;
         deadline = performance.now() + timeoutMs;
         continue;

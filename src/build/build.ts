@@ -191,7 +191,15 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       exportsWanted && (options.threadedExports ?? records.count >= PARALLEL_EXPORT_RECORDS)
         ? startExportsParallel(
             staging,
-            shareExportInput(iv4.start as number[], iv4.record, iv6.start as bigint[], iv6.record, records.count, records.details, details.map((t) => t.texts)),
+            shareExportInput(
+              iv4.start as number[],
+              iv4.record,
+              iv6.start as bigint[],
+              iv6.record,
+              records.count,
+              records.details,
+              details.map((t) => t.texts),
+            ),
             now,
           )
         : null;

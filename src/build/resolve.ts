@@ -100,7 +100,7 @@ export function resolveOverlaps(ranges: RangeSet, one: Key): Segments {
   const out: Segments = { start: [], end: [], detail: [] };
   const heap = new PriorityHeap(ranges.priority, size, ranges.rank);
   let i = 0;
-  let p: Key ;
+  let p: Key;
   while (true) {
     if (heap.length === 0) {
       if (i >= n) break;
@@ -139,20 +139,14 @@ export interface Intervals {
  * from 0 to `last`. Records are interned in `records` (key: the eight detail ids, 0 = not in
  * the category); record 0 is the empty one.
  */
-export function combineCategories(
-  perCategory: readonly Segments[],
-  last: Key,
-  zero: Key,
-  one: Key,
-  records: RecordTable,
-): Intervals {
+export function combineCategories(perCategory: readonly Segments[], last: Key, zero: Key, one: Key, records: RecordTable): Intervals {
   const c = CATEGORIES.length;
   const at = new Array<number>(c).fill(0);
   const ids = new Array<number>(c).fill(0);
   const out: Intervals = { start: [], record: [] };
   let p: Key = zero;
   while (true) {
-    let next: Key ; // undefined = the end of the space
+    let next: Key; // undefined = the end of the space
     for (let k = 0; k < c; k++) {
       const seg = perCategory[k];
       let j = at[k];

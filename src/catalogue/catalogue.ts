@@ -7,7 +7,6 @@ import { DATABASES, FORMATS, type DatabaseDef, type Format } from '../exports/da
 import { IpsiftError } from '../errors.js';
 import { DEFAULT_CATALOGUE_FILE } from '../config.js';
 
-
 export interface CatalogueVersion {
   id: string;
   version: number;
@@ -52,7 +51,13 @@ export function parseCatalogue(text: string, file: string): Catalogue {
     const base = String(raw.base ?? '');
     if (!/^[a-z][a-z0-9_]*$/.test(base)) fail(`bad base ${JSON.stringify(raw.base)}`);
     if (!Array.isArray(raw.versions) || raw.versions.length === 0) fail(`${base}: versions must be a non-empty array`);
-    const b: CatalogueBase = { base, name: String(raw.name ?? base), summary: String(raw.summary ?? ''), updateFreq: String(raw.update_freq ?? 'daily'), versions: [] };
+    const b: CatalogueBase = {
+      base,
+      name: String(raw.name ?? base),
+      summary: String(raw.summary ?? ''),
+      updateFreq: String(raw.update_freq ?? 'daily'),
+      versions: [],
+    };
     for (const v of raw.versions as Record<string, unknown>[]) {
       const id = `${base}_v${String(v.version)}`;
       const def = DATABASES.find((d) => d.id === id);

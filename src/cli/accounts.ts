@@ -17,7 +17,6 @@ import { publishBuild } from '../publish/pipeline.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { loadConfig } from '../config.js';
 
-
 function withDb<T>(fn: (db: ControlDb, plans: Plans, dataDir: string) => T): T {
   const config = loadConfig(process.env);
   const db = openControlDb(config.dataDir, config.controlDb);
@@ -134,7 +133,10 @@ async function key(sub: string | undefined, args: string[]): Promise<void> {
           expires: (v.expires as string | undefined) ?? null,
         });
         // A key with no scope looks up (GET /{ip}, /batch, /api/v1/account/me) and nothing else.
-        const reach = (k.allowed_scopes as string[]).length === 0 ? '\nno scope: this key can only look up; give --scope db.download to download databases, --scope apikeys.manage to manage keys' : '';
+        const reach =
+          (k.allowed_scopes as string[]).length === 0
+            ? '\nno scope: this key can only look up; give --scope db.download to download databases, --scope apikeys.manage to manage keys'
+            : '';
         return print(json, k, () => `created key ${keyLine(k)}\nsecret (shown only now): ${k.key}${reach}`);
       }
       case 'list': {
@@ -164,8 +166,11 @@ async function usage(args: string[]): Promise<void> {
   if (values.help) return print(false, null, () => HELP.usage);
   const id = one(positionals, 'organisation id');
   const view = withOperator((op) => op.usage(id));
-  print(values.json as boolean, view, () =>
-    `${view.org_id}  plan ${view.plan}: ${view.requests} requests of quota ${view.quota}, hard_limit ${view.hard_limit ?? 'none'}, window ${view.window_start} – ${view.window_end}`,
+  print(
+    values.json as boolean,
+    view,
+    () =>
+      `${view.org_id}  plan ${view.plan}: ${view.requests} requests of quota ${view.quota}, hard_limit ${view.hard_limit ?? 'none'}, window ${view.window_start} – ${view.window_end}`,
   );
 }
 
@@ -185,7 +190,15 @@ async function licenceCommand(sub: string | undefined, args: string[]): Promise<
   withOperator((op) => {
     if (sub === 'grant') {
       if (!v.org || !v.base || !v.type || !v.starts || !v.expires) throw new UsageError('license grant needs --org, --base, --type, --starts and --expires');
-      const l = op.grantLicence({ orgId: v.org, base: v.base, licenceType: v.type as LicenceType, starts: v.starts, expires: v.expires, renewsAt: v['renews-at'] ?? null, noticeDueAt: v['notice-due-at'] ?? null });
+      const l = op.grantLicence({
+        orgId: v.org,
+        base: v.base,
+        licenceType: v.type as LicenceType,
+        starts: v.starts,
+        expires: v.expires,
+        renewsAt: v['renews-at'] ?? null,
+        noticeDueAt: v['notice-due-at'] ?? null,
+      });
       return print(json, l, () => `granted ${licenceLine(l)}`);
     }
     if (sub === 'revoke') {
@@ -206,7 +219,8 @@ async function admin(sub: string | undefined, args: string[]): Promise<void> {
   const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, { name: { type: 'string' }, scope: { type: 'string', multiple: true } });
   if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => HELP.admin);
   const json = values.json as boolean;
-  const line = (t: View): string => `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
+  const line = (t: View): string =>
+    `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
   withDb((db) => {
     const actor = { who: `cli:${userName()}`, source: 'local' };
     if (what === 'create') {
@@ -239,7 +253,14 @@ async function audit(args: string[]): Promise<void> {
   if (before !== undefined && (!Number.isSafeInteger(before) || before < 1)) throw new UsageError('--before is an audit entry id');
   const entries = withOperator((op) => op.auditLog({ orgId: values.org as string | undefined, before, limit }));
   print(values.json as boolean, entries, () =>
-    entries.length ? entries.map((e) => `${e.id}  ${e.at}  ${printable(e.actor)} (${printable(e.source)})  ${e.action}  ${printable(e.org_id ?? '-')}  ${printable(e.target ?? '-')}  ${printable(JSON.stringify(e.detail))}`).join('\n') : 'no audit entries',
+    entries.length
+      ? entries
+          .map(
+            (e) =>
+              `${e.id}  ${e.at}  ${printable(e.actor)} (${printable(e.source)})  ${e.action}  ${printable(e.org_id ?? '-')}  ${printable(e.target ?? '-')}  ${printable(JSON.stringify(e.detail))}`,
+          )
+          .join('\n')
+      : 'no audit entries',
   );
 }
 

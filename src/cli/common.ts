@@ -66,4 +66,3 @@ export function terminalSafe(text: string): string {
 export function print(json: boolean | undefined, value: unknown, text: () => string): void {
   process.stdout.write(json ? JSON.stringify(value, null, 2) + '\n' : terminalSafe(text()) + '\n');
 }
-

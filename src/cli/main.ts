@@ -23,7 +23,6 @@ import { sourcesCommand } from './sources.js';
 import { HELP, helpFor } from './help.js';
 import { RUNTIME, VERSION } from '../version.js';
 
-
 const DETAIL_OPTIONS: Record<string, DetailField> = {
   provider: 'provider',
   confidence: 'confidence',
@@ -40,7 +39,12 @@ const SERVE_OPTIONS: Record<string, string> = { host: 'HOST', port: 'PORT', 'adm
 
 async function serve(args: string[]): Promise<void> {
   const { values, positionals } = parse(args, Object.fromEntries(Object.keys(SERVE_OPTIONS).map((o) => [o, { type: 'string' as const }])));
-  if (positionals.length) throw new UsageError(`serve takes no arguments, only options (${Object.keys(SERVE_OPTIONS).map((o) => `--${o}`).join(', ')}): ${positionals[0]}`);
+  if (positionals.length)
+    throw new UsageError(
+      `serve takes no arguments, only options (${Object.keys(SERVE_OPTIONS)
+        .map((o) => `--${o}`)
+        .join(', ')}): ${positionals[0]}`,
+    );
   if (values.json) throw new UsageError('serve has no --json: it logs JSON lines already');
   // Into the environment itself: the daily run's children read their settings from it.
   for (const [option, name] of Object.entries(SERVE_OPTIONS)) if (typeof values[option] === 'string') process.env[name] = values[option] as string;
@@ -122,7 +126,9 @@ function feedList(args: string[]): void {
   const { values } = parse(args);
   if (values.help) return print(false, null, () => HELP['feed list']);
   const feeds = listFeeds(loadConfig(process.env).dataDir);
-  print(values.json as boolean, feeds, () => (feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes\tevidence ${f.evidence}\tpriority ${f.priority}`).join('\n') : 'no feeds imported'));
+  print(values.json as boolean, feeds, () =>
+    feeds.length ? feeds.map((f) => `${f.name}\t${f.bytes} bytes\tevidence ${f.evidence}\tpriority ${f.priority}`).join('\n') : 'no feeds imported',
+  );
 }
 
 function feedRemove(args: string[]): void {
@@ -161,7 +167,9 @@ async function build(args: string[]): Promise<void> {
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
         .join(', ')}; total ${total} ms`,
-      serve ? `serving: running servers switch to ${id} within INDEX_POLL_MS` : `not serving (--no-serve): 'ipsift builds use ${id}' makes it the serving build`,
+      serve
+        ? `serving: running servers switch to ${id} within INDEX_POLL_MS`
+        : `not serving (--no-serve): 'ipsift builds use ${id}' makes it the serving build`,
       publication
         ? `published: ${publication.artifacts} database files and the index to the ${config.objectStore.kind} store; downloads serve build ${id}`
         : serve
@@ -202,7 +210,8 @@ function explain(args: string[]): void {
       lines.push(`  ${category}: ${c.answer === null ? `not ${category}` : `is_${category} ${JSON.stringify(c.answer)}`} — ${c.rule}`);
       for (const k of c.claims) {
         lines.push(`      ${k.feed}\t${k.evidence}\tpriority ${k.priority}\t${k.network}\t${k.detail === null ? `not ${category}` : JSON.stringify(k.detail)}`);
-        if (k.source) lines.push(`        from ${k.source.url ?? '(unknown)'}, fetched ${k.source.fetched_at ?? '-'}, confirmed ${k.source.confirmed_at ?? '-'}`);
+        if (k.source)
+          lines.push(`        from ${k.source.url ?? '(unknown)'}, fetched ${k.source.fetched_at ?? '-'}, confirmed ${k.source.confirmed_at ?? '-'}`);
       }
     }
     return lines.join('\n');
@@ -240,7 +249,7 @@ export async function main(argv: string[]): Promise<number> {
   structuredWarnings(jsonLogger());
   try {
     const help = helpFor(argv);
-    if (help !== null) return print(false, null, () => help), 0;
+    if (help !== null) return (print(false, null, () => help), 0);
     requireDataDir(cmd, sub);
     switch (cmd) {
       case 'serve':
@@ -311,7 +320,9 @@ export async function main(argv: string[]): Promise<number> {
       dataDir = path.resolve(process.env.DATA_DIR || './data');
     }
     if (typeof fsError?.code === 'string' && typeof fsError.path === 'string' && (path.resolve(fsError.path) + path.sep).startsWith(dataDir + path.sep)) {
-      process.stderr.write(`ipsift: DATA_DIR ${dataDir} is not usable (${fsError.code}: ${fsError.syscall ?? 'access'} ${fsError.path}): point DATA_DIR at a writable directory\n`);
+      process.stderr.write(
+        `ipsift: DATA_DIR ${dataDir} is not usable (${fsError.code}: ${fsError.syscall ?? 'access'} ${fsError.path}): point DATA_DIR at a writable directory\n`,
+      );
       return 2;
     }
     throw e;

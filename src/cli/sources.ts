@@ -46,7 +46,11 @@ async function importAll(values: Record<string, unknown>): Promise<void> {
  */
 async function refresh(values: Record<string, unknown>): Promise<void> {
   const config = loadConfig(process.env);
-  const run = await refreshAndBuild(config, configured(config), { all: values.all === true, build: values['no-build'] !== true, publish: values.publish === true });
+  const run = await refreshAndBuild(config, configured(config), {
+    all: values.all === true,
+    build: values['no-build'] !== true,
+    publish: values.publish === true,
+  });
   if (run.busy) return print(values.json as boolean, run, () => BUSY);
   print(values.json as boolean, run, () =>
     [
@@ -60,7 +64,8 @@ async function refresh(values: Record<string, unknown>): Promise<void> {
   );
 }
 
-const age = (s: number | null): string => (s === null ? '-' : s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`);
+const age = (s: number | null): string =>
+  s === null ? '-' : s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 
 export function statusTable(rows: readonly SourceStatus[]): string {
   const width = Math.max(4, ...rows.map((r) => r.name.length));
@@ -70,7 +75,11 @@ export function statusTable(rows: readonly SourceStatus[]): string {
       `${r.name.padEnd(width)}  ${r.state.padEnd(7)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? ''}`,
   );
   const count = (state: string): number => rows.filter((r) => r.state === state).length;
-  return [head, ...lines, `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`].join('\n');
+  return [
+    head,
+    ...lines,
+    `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`,
+  ].join('\n');
 }
 
 /**
@@ -86,7 +95,9 @@ function status(values: Record<string, unknown>): void {
   if (sources.length === 0) {
     const held = Object.keys(states).sort();
     if (held.length === 0) {
-      throw new UsageError(`no sources configured and none fetched into ${sourceStateFile(config.dataDir)}: set SOURCES=public or SOURCES_FILE, or point DATA_DIR at the data directory a server with sources uses`);
+      throw new UsageError(
+        `no sources configured and none fetched into ${sourceStateFile(config.dataDir)}: set SOURCES=public or SOURCES_FILE, or point DATA_DIR at the data directory a server with sources uses`,
+      );
     }
     const registry = new Map(loadRegistry().map((s) => [s.name, s]));
     sources = held.map((name) => registry.get(name) ?? ({ name } as Source));
@@ -108,7 +119,9 @@ function list(values: Record<string, unknown>): void {
     url: s.url,
   }));
   const width = Math.max(...rows.map((r) => r.name.length));
-  print(values.json as boolean, rows, () => rows.map((r) => `${r.name.padEnd(width)}  ${r.category.padEnd(9)}  ${r.interval.padEnd(4)}  ${r.licence.padEnd(17)}  ${r.url}`).join('\n'));
+  print(values.json as boolean, rows, () =>
+    rows.map((r) => `${r.name.padEnd(width)}  ${r.category.padEnd(9)}  ${r.interval.padEnd(4)}  ${r.licence.padEnd(17)}  ${r.url}`).join('\n'),
+  );
 }
 
 export async function sourcesCommand(sub: string | undefined, args: string[]): Promise<void> {

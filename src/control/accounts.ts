@@ -170,7 +170,10 @@ export function checkName(what: 'an organisation' | 'a key' | 'an operator token
   if (lone) throw new AccountError(`${what}'s name is not well-formed Unicode (a lone surrogate ${codePoint(lone[0])} at ${lone.index})`);
   const bad = UNPRINTABLE.exec(name);
   if (bad) throw new AccountError(`${what}'s name may not hold control, invisible or bidirectional characters (${codePoint(bad[0])} at ${bad.index})`);
-  const normal = name.normalize('NFC').replace(/\p{Zs}/gu, ' ').trim();
+  const normal = name
+    .normalize('NFC')
+    .replace(/\p{Zs}/gu, ' ')
+    .trim();
   if (normal === '' || normal.length > MAX_NAME_LENGTH) throw new AccountError(`${what} needs a name of 1 to ${MAX_NAME_LENGTH} characters`);
   return normal;
 }
@@ -282,7 +285,9 @@ export class KeyLimitError extends AccountError {
 
 /** Keys neither revoked nor expired at `nowIso`. */
 export function liveKeyCount(db: ControlDb, orgId: string, nowIso: string): number {
-  const r = db.prepare('SELECT count(*) AS n FROM api_keys WHERE org_id = ? AND revoked_at IS NULL AND (expires IS NULL OR expires > ?)').get(orgId, nowIso) as { n: number | string };
+  const r = db
+    .prepare('SELECT count(*) AS n FROM api_keys WHERE org_id = ? AND revoked_at IS NULL AND (expires IS NULL OR expires > ?)')
+    .get(orgId, nowIso) as { n: number | string };
   return Number(r.n);
 }
 
@@ -352,7 +357,9 @@ export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: st
   else {
     const from = db.prepare('SELECT created_at FROM api_keys WHERE id = ? AND org_id = ?').get(after, orgId) as { created_at: string } | undefined;
     if (from === undefined) throw new AccountError(KEY_CURSOR_RULE);
-    rows = (db.prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?').all(orgId, from.created_at, after, limit + 1) as KeyRow[]);
+    rows = db
+      .prepare('SELECT * FROM api_keys WHERE org_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?')
+      .all(orgId, from.created_at, after, limit + 1) as KeyRow[];
   }
   const items = rows.slice(0, limit).map(keyOf);
   return { items, next: rows.length > limit ? items[items.length - 1].id : null };
@@ -401,7 +408,11 @@ export function rotateKey(db: ControlDb, id: string): { key: ApiKey; secret: str
   // A new secret ends the key's short-lived tokens too (a new token epoch); the revocations
   // kept for them are void with them.
   db.transaction(() => {
-    db.prepare('UPDATE api_keys SET secret_hash = ?, key_prefix = ?, token_epoch = token_epoch + 1 WHERE id = ?').run(hashSecret(secret), secret.slice(0, PREFIX_LENGTH), id);
+    db.prepare('UPDATE api_keys SET secret_hash = ?, key_prefix = ?, token_epoch = token_epoch + 1 WHERE id = ?').run(
+      hashSecret(secret),
+      secret.slice(0, PREFIX_LENGTH),
+      id,
+    );
     db.prepare('DELETE FROM revoked_tokens WHERE key_id = ?').run(id);
   }, true);
   return { key: getKey(db, id)!, secret };

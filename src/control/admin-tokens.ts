@@ -48,11 +48,19 @@ export function adminTokenJson(t: AdminToken): Record<string, unknown> {
 export function createAdminToken(db: ControlDb, given: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
   const name = checkName('an operator token', given);
   if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
-  for (const s of scopes) if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
+  for (const s of scopes)
+    if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
   // admin.write implies admin.read: an operator who may change things may read them.
   const granted: AdminScope[] = scopes.includes('admin.write') ? ['admin.read', 'admin.write'] : ['admin.read'];
   const secret = TAG + randomBytes(24).toString('base64url');
-  const row: Row = { id: randomUUID(), name, token_prefix: secret.slice(0, PREFIX_LENGTH), scopes: JSON.stringify(granted), revoked_at: null, created_at: new Date().toISOString() };
+  const row: Row = {
+    id: randomUUID(),
+    name,
+    token_prefix: secret.slice(0, PREFIX_LENGTH),
+    scopes: JSON.stringify(granted),
+    revoked_at: null,
+    created_at: new Date().toISOString(),
+  };
   db.prepare('INSERT INTO admin_tokens (id, name, token_prefix, secret_hash, scopes, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     row.id,
     row.name,

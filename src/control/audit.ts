@@ -25,7 +25,14 @@ export interface AuditEntry {
 /** As stored: the detail as JSON text. */
 type AuditRow = Omit<AuditEntry, 'detail'> & { detail: string };
 
-export function recordAudit(db: ControlDb, actor: Actor, action: string, orgId: string | null, target: string | null, detail: Record<string, unknown> = {}): void {
+export function recordAudit(
+  db: ControlDb,
+  actor: Actor,
+  action: string,
+  orgId: string | null,
+  target: string | null,
+  detail: Record<string, unknown> = {},
+): void {
   db.prepare('INSERT INTO audit (at, actor, source, action, org_id, target, detail) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     new Date().toISOString(),
     actor.who,
@@ -59,6 +66,8 @@ export function listAudit(db: ControlDb, q: AuditQuery): AuditEntry[] {
  * the organisation do not count; one read back along the organisation's index range).
  */
 export function nthLatestKeyChangeAt(db: ControlDb, orgId: string, n: number): number | null {
-  const r = db.prepare("SELECT at FROM audit WHERE org_id = ? AND actor LIKE 'key:%' ORDER BY id DESC LIMIT 1 OFFSET ?").get(orgId, n - 1) as { at: string } | undefined;
+  const r = db.prepare("SELECT at FROM audit WHERE org_id = ? AND actor LIKE 'key:%' ORDER BY id DESC LIMIT 1 OFFSET ?").get(orgId, n - 1) as
+    | { at: string }
+    | undefined;
   return r ? Date.parse(r.at) : null;
 }

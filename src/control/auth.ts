@@ -51,7 +51,9 @@ type Resolved = Caller | ApiError;
 function isSpace(c: number): boolean {
   if (c <= 32) return c === 32 || (c >= 9 && c <= 13);
   if (c < 160) return false;
-  return c === 160 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+  return (
+    c === 160 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff
+  );
 }
 
 const BEARER = 'bearer';
@@ -247,7 +249,14 @@ export class KeyCache {
     if (!key || !tokenSigned(signingKey, t, key.tokenEpoch)) return ERRORS.keyInvalid;
     if (isTokenRevoked(this.db, t.id)) return ERRORS.keyRevoked;
     // The key as the token holds it: its scopes narrowed (revokedAt still the key's own).
-    return this.callerOf(withScopes(key, key.scopes.filter((s) => t.scopes.includes(s))), t.id, t.expiresMs);
+    return this.callerOf(
+      withScopes(
+        key,
+        key.scopes.filter((s) => t.scopes.includes(s)),
+      ),
+      t.id,
+      t.expiresMs,
+    );
   }
 
   close(): void {

@@ -16,7 +16,6 @@ import { controlDbFile } from '../data-dir.js';
 
 export type ControlDb = SqlDatabase;
 
-
 /** The control database cannot be opened as one: named with the fix, for a one-line report. */
 export class ControlDbError extends IpsiftError {
   constructor(file: string, cause: unknown) {
@@ -72,7 +71,11 @@ function migrate(db: ControlDb, migrations: readonly string[], name: string): Co
     db.transaction(() => {
       db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
       const current = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null }).v ?? 0;
-      if (current > migrations.length) throw new IpsiftError('STORE_NEWER', `${name}: control database is at schema ${current}, newer than this ipsift (${migrations.length}); run the newer ipsift`);
+      if (current > migrations.length)
+        throw new IpsiftError(
+          'STORE_NEWER',
+          `${name}: control database is at schema ${current}, newer than this ipsift (${migrations.length}); run the newer ipsift`,
+        );
       for (let v = current + 1; v <= migrations.length; v++) {
         db.exec(migrations[v - 1]);
         db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());

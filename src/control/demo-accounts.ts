@@ -10,7 +10,6 @@ import type { Plans } from '../model/plans.js';
 import { grantLicence } from './licences.js';
 import { demoKeysFile } from '../data-dir.js';
 
-
 export interface DemoKey {
   plan: string;
   org_id: string;
@@ -30,7 +29,17 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
       if (plan === 'max') {
         const now = Date.now();
         for (const base of bases) {
-          grantLicence(db, { orgId: org.id, base, licenceType: 'subscription', starts: new Date(now - 86_400_000).toISOString(), expires: new Date(now + 365 * 86_400_000).toISOString() }, bases);
+          grantLicence(
+            db,
+            {
+              orgId: org.id,
+              base,
+              licenceType: 'subscription',
+              starts: new Date(now - 86_400_000).toISOString(),
+              expires: new Date(now + 365 * 86_400_000).toISOString(),
+            },
+            bases,
+          );
         }
       }
     }
@@ -41,7 +50,13 @@ export function ensureDemoAccounts(db: ControlDb, plans: Plans, dataDir: string,
   // Shown once, as one JSON line on stdout: the log (stderr) never carries secrets, and this
   // line is the only output that does (README, "Quick start").
   process.stdout.write(
-    JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'demo API keys, shown only now', file, keys: keys.map((k) => ({ plan: k.plan, key: k.key })) }) + '\n',
+    JSON.stringify({
+      time: new Date().toISOString(),
+      level: 'info',
+      msg: 'demo API keys, shown only now',
+      file,
+      keys: keys.map((k) => ({ plan: k.plan, key: k.key })),
+    }) + '\n',
   );
   log.info('demo organisations created', { organisations: keys.map((k) => ({ plan: k.plan, org_id: k.org_id, key_id: k.key_id })) });
   return keys;

@@ -162,9 +162,16 @@ export class Operator {
   }
 
   /** One page of organisations in account-number order; `after` is the last page's `next`. */
-  pageOrganisations(limit: number, after: string | null, includeDeleted = false, search: string | null = null): { organizations: Record<string, unknown>[]; next: string | null } {
-    if (after !== null && !/^[1-9]\d{0,15}$/.test(after)) throw new OperatorError('BAD_REQUEST', 'after must be the next cursor of the page before (an account number)');
-    if (search !== null && (search === '' || search.length > MAX_SEARCH)) throw new OperatorError('BAD_REQUEST', `q must be 1 to ${MAX_SEARCH} characters: part of a name, or the start of an id`);
+  pageOrganisations(
+    limit: number,
+    after: string | null,
+    includeDeleted = false,
+    search: string | null = null,
+  ): { organizations: Record<string, unknown>[]; next: string | null } {
+    if (after !== null && !/^[1-9]\d{0,15}$/.test(after))
+      throw new OperatorError('BAD_REQUEST', 'after must be the next cursor of the page before (an account number)');
+    if (search !== null && (search === '' || search.length > MAX_SEARCH))
+      throw new OperatorError('BAD_REQUEST', `q must be 1 to ${MAX_SEARCH} characters: part of a name, or the start of an id`);
     const page = pageOrganisations(this.db, limit, after === null ? 0 : Number(after), includeDeleted, search);
     return { organizations: page.items.map((o) => this.orgJson(o)), next: page.next };
   }
@@ -231,7 +238,13 @@ export class Operator {
     this.org(orgId);
     const { key, secret } = this.change(() => {
       const made = createKey(this.db, { orgId, ...f }, this.deps.maxKeysPerOrg);
-      this.audit('key.create', orgId, made.key.id, { name: made.key.name, key_prefix: made.key.keyPrefix, scopes: made.key.scopes, allowed_cidrs: made.key.allowedCidrs, expires: made.key.expires });
+      this.audit('key.create', orgId, made.key.id, {
+        name: made.key.name,
+        key_prefix: made.key.keyPrefix,
+        scopes: made.key.scopes,
+        allowed_cidrs: made.key.allowedCidrs,
+        expires: made.key.expires,
+      });
       return made;
     });
     return { ...keyJson(key), key: secret };
@@ -275,7 +288,13 @@ export class Operator {
     this.org(g.orgId);
     const l = this.change(() => {
       const granted = grantLicence(this.db, g, this.deps.bases);
-      this.audit('license.grant', g.orgId, granted.base, { license_type: granted.licenceType, starts: granted.starts, expires: granted.expires, renews_at: granted.renewsAt, notice_due_at: granted.noticeDueAt });
+      this.audit('license.grant', g.orgId, granted.base, {
+        license_type: granted.licenceType,
+        starts: granted.starts,
+        expires: granted.expires,
+        renews_at: granted.renewsAt,
+        notice_due_at: granted.noticeDueAt,
+      });
       return granted;
     });
     return licenceJson(l);

@@ -43,7 +43,16 @@ interface RawDatabase {
 }
 
 /** SQLite's primary result codes by number (node:sqlite reports numbers: `errcode`). */
-const RESULT_CODES: Record<number, string> = { 5: 'BUSY', 8: 'READONLY', 10: 'IOERR', 11: 'CORRUPT', 13: 'FULL', 14: 'CANTOPEN', 19: 'CONSTRAINT', 26: 'NOTADB' };
+const RESULT_CODES: Record<number, string> = {
+  5: 'BUSY',
+  8: 'READONLY',
+  10: 'IOERR',
+  11: 'CORRUPT',
+  13: 'FULL',
+  14: 'CANTOPEN',
+  19: 'CONSTRAINT',
+  26: 'NOTADB',
+};
 
 /**
  * The SQLite result code of a driver's error, as better-sqlite3 and bun:sqlite name it

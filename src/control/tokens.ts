@@ -58,7 +58,12 @@ function sign(signingKey: Buffer, body: string, epoch: number): string {
   return createHmac('sha256', signingKey).update(`${body}.${epoch}`).digest().subarray(0, SIGNATURE_BYTES).toString('base64url');
 }
 
-export function mintToken(signingKey: Buffer, key: { id: string; tokenEpoch: number }, scopes: readonly Scope[], expiresMs: number): { token: string; id: string } {
+export function mintToken(
+  signingKey: Buffer,
+  key: { id: string; tokenEpoch: number },
+  scopes: readonly Scope[],
+  expiresMs: number,
+): { token: string; id: string } {
   const id = randomBytes(9).toString('base64url');
   const body = `${TOKEN_TAG}${id}.${Buffer.from(key.id.replace(/-/g, ''), 'hex').toString('base64url')}.${Math.floor(expiresMs / 1000).toString(36)}.${scopeBits(scopes)}`;
   return { token: `${body}.${sign(signingKey, body, key.tokenEpoch)}`, id };

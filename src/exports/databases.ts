@@ -148,7 +148,11 @@ function geoip2Columns(): Column[] {
     flag('is_public_proxy', 'dcproxy'),
     flag('is_residential_proxy', 'resproxy or mobproxy'),
     flag('is_tor_exit_node', 'tor'),
-    { name: 'anonymizer_confidence', type: 'integer', description: 'confidence of the first of vpn, resproxy, dcproxy, mobproxy, tor, relay, hosting the network is in: low 30, medium 60, high 90' },
+    {
+      name: 'anonymizer_confidence',
+      type: 'integer',
+      description: 'confidence of the first of vpn, resproxy, dcproxy, mobproxy, tor, relay, hosting the network is in: low 30, medium 60, high 90',
+    },
     { name: 'network_last_seen', type: 'date', description: 'that category’s last_seen (YYYY-MM-DD)' },
     { name: 'provider_name', type: 'string', description: 'that category’s provider' },
   ];

@@ -27,7 +27,6 @@ const SAMPLE_MAX = 1000;
 const SAMPLE_MIN_ENTRIES = 10;
 const SAMPLE_MIN_STRIDE = 10;
 
-
 /** Whether a sample of `sampleEntries` may be offered for a database of `entries`. */
 export function sampleAllowed(sampleEntries: number, entries: number): boolean {
   return entries >= SAMPLE_MIN_ENTRIES && sampleEntries > 0 && sampleEntries <= SAMPLE_MAX && sampleEntries * 10 <= entries;
@@ -219,7 +218,11 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
     databaseType: db.mmdbType ?? `ipsift-${db.id}`,
     description: `${db.name}: ${db.summary}`,
     buildEpoch: epoch,
-    editions: editions.map((e) => ({ file: path.join(dir, fileName(e.id, 'mmdb', sample)), databaseType: e.mmdbType ?? `ipsift-${e.id}`, description: `${e.name}: ${e.summary}` })),
+    editions: editions.map((e) => ({
+      file: path.join(dir, fileName(e.id, 'mmdb', sample)),
+      databaseType: e.mmdbType ?? `ipsift-${e.id}`,
+      description: `${e.name}: ${e.summary}`,
+    })),
   });
   const csvFull = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);
   const csvSample = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', true)), header);
@@ -334,7 +337,11 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   if (mmdbFull && mmdbSample) {
     const full = mmdbFull.finish();
     const sample = mmdbSample.finish();
-    const mmdbArtifacts = (id: string, f: { bytes: number; checksums: Checksums }, s: { bytes: number; checksums: Checksums }): NonNullable<DatabaseExport['artifacts']['mmdb']> => ({
+    const mmdbArtifacts = (
+      id: string,
+      f: { bytes: number; checksums: Checksums },
+      s: { bytes: number; checksums: Checksums },
+    ): NonNullable<DatabaseExport['artifacts']['mmdb']> => ({
       full: { file: fileName(id, 'mmdb', false), bytes: f.bytes, checksums: f.checksums },
       sample: withSample ? { file: fileName(id, 'mmdb', true), bytes: s.bytes, checksums: s.checksums } : null,
     });
@@ -352,7 +359,15 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   out[db.id] = { id: db.id, updated, entries, sample_entries: sampleEntries, schema: db.schema, sample, artifacts };
   // An edition: the same networks and records under another database type, MMDB only.
   editions.forEach((e, k) => {
-    out[e.id] = { id: e.id, updated, entries, sample_entries: sampleEntries, schema: e.schema, sample: { mmdb: sample.mmdb ?? [] }, artifacts: editionArtifacts[k] };
+    out[e.id] = {
+      id: e.id,
+      updated,
+      entries,
+      sample_entries: sampleEntries,
+      schema: e.schema,
+      sample: { mmdb: sample.mmdb ?? [] },
+      artifacts: editionArtifacts[k],
+    };
   });
 }
 

@@ -118,12 +118,19 @@ export function startExportsParallel(
   // A queue, not fixed shares: each thread takes the next database when it is done with one
   // (`next` counts those taken), so a cost misjudged for this feed leaves no thread idle.
   // Editions are written with the database they are editions of (exporter.ts).
-  const ids = databases.filter((d) => d.editionOf === undefined).sort((a, b) => (COST[b.id] ?? 1) - (COST[a.id] ?? 1)).map((d) => d.id);
+  const ids = databases
+    .filter((d) => d.editionOf === undefined)
+    .sort((a, b) => (COST[b.id] ?? 1) - (COST[a.id] ?? 1))
+    .map((d) => d.id);
   const next = new Int32Array(new SharedArrayBuffer(4));
   const done = new Int32Array(new SharedArrayBuffer(4));
   const parts = Array.from({ length: Math.min(threads, ids.length) }, (_, k) => path.join(dir, `.part-${k}.json`));
   const workers = parts.map(
-    (part) => new Worker(WORKER, { workerData: { dir, input, built: built.toISOString(), ids, next, part, done }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } }),
+    (part) =>
+      new Worker(WORKER, {
+        workerData: { dir, input, built: built.toISOString(), ids, next, part, done },
+        resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
+      }),
   );
   return () => {
     const deadline = Date.now() + TIMEOUT_MS;

@@ -24,8 +24,8 @@ const overlaps = (n: Network, b: Network): boolean => n.start <= b.end && b.star
 /** Why a feed may not claim the network (without --allow-large-blocks), or null. */
 export function claimProblem(n: Network): string | null {
   const size = n.end - n.start + 1n;
-  if (n.family === 4 && size >= 2n ** 24n) return 'a /8 or larger, almost never one provider\'s';
-  if (n.family === 6 && size >= 2n ** 112n) return 'a /16 or larger, almost never one provider\'s';
+  if (n.family === 4 && size >= 2n ** 24n) return "a /8 or larger, almost never one provider's";
+  if (n.family === 6 && size >= 2n ** 112n) return "a /16 or larger, almost never one provider's";
   if (n.family === 6) for (const [name, block] of SPECIAL_V6) if (overlaps(n, block)) return `in ${name}, which no provider holds`;
   return null;
 }

@@ -1,13 +1,6 @@
 // Validation of detail values as feeds give them (text), into their typed, canonical form.
 
-import {
-  CONFIDENCE_VALUES,
-  DETAIL_FIELDS,
-  METHOD_VALUES,
-  type Category,
-  type Detail,
-  type DetailField,
-} from '../model/categories.js';
+import { CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type Category, type Detail, type DetailField } from '../model/categories.js';
 
 export const ALL_DETAIL_FIELDS: readonly DetailField[] = [
   'provider',

@@ -33,13 +33,31 @@ export interface EvidenceRule {
 }
 
 export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
-  server_list: { band: 6, vpn: { method: 'server_list', confidence: 'high' }, rulesOut: [], vpnAlso: [], summary: "a provider's own published server or range list" },
-  exit_probe: { band: 5, vpn: { method: 'exit_probe', confidence: 'high' }, rulesOut: [], vpnAlso: [], summary: 'addresses seen as exits when connecting through the service' },
+  server_list: {
+    band: 6,
+    vpn: { method: 'server_list', confidence: 'high' },
+    rulesOut: [],
+    vpnAlso: [],
+    summary: "a provider's own published server or range list",
+  },
+  exit_probe: {
+    band: 5,
+    vpn: { method: 'exit_probe', confidence: 'high' },
+    rulesOut: [],
+    vpnAlso: [],
+    summary: 'addresses seen as exits when connecting through the service',
+  },
   traffic: { band: 5, vpn: { method: 'traffic', confidence: 'medium' }, rulesOut: [], vpnAlso: [], summary: 'exits inferred from observed traffic' },
   owner: { band: 4, vpn: {}, rulesOut: ['vpn'], vpnAlso: [], summary: "the owner's own published address space (cloud, CDN, resolvers)" },
   list: { band: 3, vpn: {}, rulesOut: [], vpnAlso: [], summary: 'a third-party list of one category, method unknown' },
-  asn: { band: 2, vpn: { method: 'asn', confidence: 'medium' }, rulesOut: [], vpnAlso: [], summary: "every prefix of an ASN that a VPN operator owns" },
-  aggregate: { band: 1, vpn: { method: 'asn', confidence: 'low' }, rulesOut: [], vpnAlso: ['hosting'], summary: 'a mixed aggregate of VPN and datacenter space' },
+  asn: { band: 2, vpn: { method: 'asn', confidence: 'medium' }, rulesOut: [], vpnAlso: [], summary: 'every prefix of an ASN that a VPN operator owns' },
+  aggregate: {
+    band: 1,
+    vpn: { method: 'asn', confidence: 'low' },
+    rulesOut: [],
+    vpnAlso: ['hosting'],
+    summary: 'a mixed aggregate of VPN and datacenter space',
+  },
 };
 
 export function isEvidenceKind(s: string): s is EvidenceKind {

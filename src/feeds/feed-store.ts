@@ -71,7 +71,14 @@ function hex(v: bigint, family: Family): string {
   return v.toString(16).padStart(family === 4 ? 8 : 32, '0');
 }
 
-export function writeFeed(dataDir: string, name: string, source: string, entries: readonly FeedEntry[], priority = 0, evidence: EvidenceKind = DEFAULT_EVIDENCE): FeedInfo {
+export function writeFeed(
+  dataDir: string,
+  name: string,
+  source: string,
+  entries: readonly FeedEntry[],
+  priority = 0,
+  evidence: EvidenceKind = DEFAULT_EVIDENCE,
+): FeedInfo {
   const dir = feedsDir(dataDir);
   makeDirectory(dir);
   const file = path.join(dir, `${name}.feed`);

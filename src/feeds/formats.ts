@@ -165,7 +165,7 @@ const cloudJson: FeedFormatDef = {
 
 const aws: FeedFormatDef = {
   name: 'aws',
-  summary: "AWS ip-ranges.json: hosting, provider Amazon Web Services; CLOUDFRONT services as cdn (Amazon CloudFront)",
+  summary: 'AWS ip-ranges.json: hosting, provider Amazon Web Services; CLOUDFRONT services as cdn (Amazon CloudFront)',
   defaultCategory: 'hosting',
   detect: (text) => looksJson(text) && /"syncToken"/.test(text) && /"ip_prefix"\s*:/.test(text),
   rows({ text }) {
@@ -368,13 +368,8 @@ const fastly = jsonPrefixes(
   (doc) => [...list_(doc.addresses), ...list_(doc.ipv6_addresses)],
 );
 
-const zscaler = jsonPrefixes(
-  'zscaler',
-  "Zscaler's cloud IP JSON (hubPrefixes): hosting, provider Zscaler",
-  'hosting',
-  'Zscaler',
-  /"hubPrefixes"\s*:/,
-  (doc) => list_(doc.hubPrefixes),
+const zscaler = jsonPrefixes('zscaler', "Zscaler's cloud IP JSON (hubPrefixes): hosting, provider Zscaler", 'hosting', 'Zscaler', /"hubPrefixes"\s*:/, (doc) =>
+  list_(doc.hubPrefixes),
 );
 
 const protonLogicals: FeedFormatDef = {
@@ -455,7 +450,12 @@ const markdownTable: FeedFormatDef = {
   detect: (text) => /^\|.*\b(Server IP|IP)\b.*\|\s*$/m.test(text) && /^\|[-| :]+\|\s*$/m.test(text),
   rows({ text }) {
     const lines = text.split(/\r?\n/);
-    const cells = (l: string): string[] => l.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+    const cells = (l: string): string[] =>
+      l
+        .trim()
+        .replace(/^\||\|$/g, '')
+        .split('|')
+        .map((c) => c.trim());
     const headerAt = lines.findIndex((l) => /^\|.*\b(Server IP|IP)\b/.test(l));
     if (headerAt < 0) throw new FormatError(0, 'no table with a Server IP column');
     const column = cells(lines[headerAt]).findIndex((c) => /^(server ip|ip)$/i.test(c));

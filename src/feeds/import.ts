@@ -92,7 +92,10 @@ const NETWORK_ALIASES = new Set(['ip', 'ips', 'ip_address', 'ipaddress', 'addres
 
 /** A header cell as a column name: case, spaces and hyphens do not matter ("First Seen" is first_seen). */
 function columnName(cell: string): string {
-  const c = cell.trim().toLowerCase().replace(/[\s-]+/g, '_');
+  const c = cell
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
   return NETWORK_ALIASES.has(c) ? 'network' : c;
 }
 
@@ -225,14 +228,19 @@ export function parseCsvFeed(file: string, text: string, options: ImportOptions,
         columns = record.fields.map(columnName);
         const unknown = columns.find((c) => !CSV_COLUMNS.has(c));
         if (unknown !== undefined) {
-          throw new FeedImportError(file, record.line, `unknown column ${JSON.stringify(unknown)}: columns are network (or ip, address, cidr, prefix), category, ${ALL_DETAIL_FIELDS.join(', ')}`);
+          throw new FeedImportError(
+            file,
+            record.line,
+            `unknown column ${JSON.stringify(unknown)}: columns are network (or ip, address, cidr, prefix), category, ${ALL_DETAIL_FIELDS.join(', ')}`,
+          );
         }
         const seen = new Set<string>();
         for (const c of columns) {
           if (seen.has(c)) throw new FeedImportError(file, record.line, `column ${c} appears twice`);
           seen.add(c);
         }
-        if (!seen.has('network')) throw new FeedImportError(file, record.line, `the header has no network column (or ip, address, cidr, prefix); ${describeFile(text)}`);
+        if (!seen.has('network'))
+          throw new FeedImportError(file, record.line, `the header has no network column (or ip, address, cidr, prefix); ${describeFile(text)}`);
         continue;
       }
       if (record.fields.length !== columns.length) {
@@ -314,7 +322,11 @@ function lineCount(text: string): number {
 }
 
 function tooMany(file: string, max: { limit: number; setting: string }, found: string): FeedImportError {
-  return new FeedImportError(file, 0, `more than ${max.limit} entries (${found}), the most one source may hold (${max.setting}): refused before it is imported; raise ${max.setting} if the list is really this large`);
+  return new FeedImportError(
+    file,
+    0,
+    `more than ${max.limit} entries (${found}), the most one source may hold (${max.setting}): refused before it is imported; raise ${max.setting} if the list is really this large`,
+  );
 }
 
 /** Refuses the file once it holds its limit of entries and has another to add (never skipped as a bad line). */

@@ -110,7 +110,9 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
   }
 
   // Due by its interval, or its good copy's feed is gone (removed by hand): imported again.
-  const due = sources.filter((s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || (!!states[s.name]?.sha256 && !findFeed(dataDir, s.name)));
+  const due = sources.filter(
+    (s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || (!!states[s.name]?.sha256 && !findFeed(dataDir, s.name)),
+  );
   const fetched = due.filter((s) => s.url);
   const tasks = fetched.map((s) => async (): Promise<Got> => {
     const last = states[s.name];
@@ -217,14 +219,24 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
             return `${rows} entries, down from ${lastEntries} in the last good copy (more than ${Math.round(o.shrinkLimit * 100)} % fewer)`;
           }
           // A few bad lines are skipped and counted; a file mostly of them is not the list.
-          if (skipped > MAX_SKIPPED_SHARE * (rows + skipped) && skipped > 10) return `${skipped} of ${rows + skipped} lines are not networks: this is not the list it was`;
+          if (skipped > MAX_SKIPPED_SHARE * (rows + skipped) && skipped > 10)
+            return `${skipped} of ${rows + skipped} lines are not networks: this is not the list it was`;
           return null;
         },
       });
       if (s.url) fs.renameSync(file, good);
       states[s.name] = { ...base, attempt: 'ok', reason: null, good_at: now, changed_at: now, ...validators, ...digest, entries: r.rows };
       changed = true;
-      reports.push({ name: s.name, ok: true, rows: r.rows, skipped: r.skipped, skippedExamples: r.skippedExamples.map(named), fetch: s.url ? 'fetched' : 'read', changed: true, byCategory: r.byCategory });
+      reports.push({
+        name: s.name,
+        ok: true,
+        rows: r.rows,
+        skipped: r.skipped,
+        skippedExamples: r.skippedExamples.map(named),
+        fetch: s.url ? 'fetched' : 'read',
+        changed: true,
+        byCategory: r.byCategory,
+      });
     } catch (e) {
       if (!(e instanceof FeedImportError)) throw e;
       if (s.url) fs.rmSync(file, { force: true });
@@ -240,7 +252,19 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
 }
 
 function emptyState(): SourceState {
-  return { url: null, attempted_at: '', attempt: 'ok', reason: null, good_at: null, changed_at: null, etag: null, last_modified: null, sha256: null, bytes: 0, entries: 0 };
+  return {
+    url: null,
+    attempted_at: '',
+    attempt: 'ok',
+    reason: null,
+    good_at: null,
+    changed_at: null,
+    etag: null,
+    last_modified: null,
+    sha256: null,
+    bytes: 0,
+    entries: 0,
+  };
 }
 
 /** Imports every source now (`ipsift sources import`): the refresh with nothing skipped as not due. */

@@ -26,7 +26,9 @@ export function selectSources(spec: string, registry: readonly Source[]): Source
     const remove = token.startsWith('-');
     const name = remove ? token.slice(1) : token;
     if (!known.has(name)) {
-      throw new SourcesError(`SOURCES names ${JSON.stringify(name)}, which is not in the registry: public, a registry name, or -name to leave one out (\`ipsift sources list\` shows them)`);
+      throw new SourcesError(
+        `SOURCES names ${JSON.stringify(name)}, which is not in the registry: public, a registry name, or -name to leave one out (\`ipsift sources list\` shows them)`,
+      );
     }
     if (remove) chosen.delete(name);
     else chosen.add(name);

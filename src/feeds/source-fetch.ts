@@ -69,7 +69,9 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
       try {
         chunk = await reader.read();
       } catch (e) {
-        throw new RefusedBody(signal.aborted ? `cut short: no end within ${req.timeoutMs / 1000} s after ${bytes} bytes` : `cut short after ${bytes} bytes (${causeOf(e)})`);
+        throw new RefusedBody(
+          signal.aborted ? `cut short: no end within ${req.timeoutMs / 1000} s after ${bytes} bytes` : `cut short after ${bytes} bytes (${causeOf(e)})`,
+        );
       }
       if (chunk.done) break;
       bytes += chunk.value.byteLength;
@@ -87,7 +89,14 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
   if (Number.isFinite(declared) && bytes < declared) throw new RefusedBody(`cut short: ${bytes} of the ${declared} bytes announced`);
   if (head.trim() === '') throw new RefusedBody('the answer is empty');
   if (HTML_START.test(head)) throw new RefusedBody('the answer is an HTML page, not a list');
-  return { kind: 'fetched', status: res.status, bytes, sha256: hash.digest('hex'), etag: res.headers.get('etag'), lastModified: res.headers.get('last-modified') };
+  return {
+    kind: 'fetched',
+    status: res.status,
+    bytes,
+    sha256: hash.digest('hex'),
+    etag: res.headers.get('etag'),
+    lastModified: res.headers.get('last-modified'),
+  };
 }
 
 function causeOf(e: unknown): string {

@@ -91,7 +91,8 @@ export function loadSources(file: string): Source[] {
       intervalMs = parseInterval(String(raw.interval)) ?? undefined;
       if (intervalMs === undefined) throw new SourcesError(`${where}: interval must be minutes, hours or days of at least a minute (90m, 1h, 1d)`);
     }
-    if (raw.max_bytes !== undefined && !(Number.isInteger(raw.max_bytes) && (raw.max_bytes as number) > 0)) throw new SourcesError(`${where}: max_bytes must be a positive integer`);
+    if (raw.max_bytes !== undefined && !(Number.isInteger(raw.max_bytes) && (raw.max_bytes as number) > 0))
+      throw new SourcesError(`${where}: max_bytes must be a positive integer`);
     if (typeof raw.provider === 'string') details.provider = raw.provider;
     return {
       name,

@@ -200,7 +200,11 @@ export class FrontEndThreads implements ThreadsView {
       const wait = slot.respawnMs;
       slot.respawnMs = Math.min(slot.respawnMs * 2, RESPAWN_MAX_MS);
       setTimeout(() => {
-        if (!this.closing) this.spawn(slot, this.port).then(() => (slot.respawnMs = RESPAWN_FIRST_MS), (e: Error) => log.error('front-end thread did not start', { thread: slot.n, reason: e.message }));
+        if (!this.closing)
+          this.spawn(slot, this.port).then(
+            () => (slot.respawnMs = RESPAWN_FIRST_MS),
+            (e: Error) => log.error('front-end thread did not start', { thread: slot.n, reason: e.message }),
+          );
       }, wait).unref();
     });
     return slot.next('listening').then((m) => {

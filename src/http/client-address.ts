@@ -5,7 +5,6 @@
 import { IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, formatIPv4, normalisedText, parseAddress } from '../net/address.js';
 import { inNetworks, type Network } from '../net/network.js';
 
-
 /** Address part of one Forwarded `for=` value or X-Forwarded-For element, port and brackets removed. */
 export function hopAddress(raw: string): string {
   let s = raw.trim();
@@ -69,7 +68,10 @@ export function forwardedOrigin(peer: string, forwarded: string, xProto: string,
       const eq = pair.indexOf('=');
       if (eq < 0) continue;
       const name = pair.slice(0, eq).trim().toLowerCase();
-      const value = pair.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+      const value = pair
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1');
       if (name === 'proto') proto = value.toLowerCase();
       else if (name === 'host') host = value;
     }

@@ -111,7 +111,13 @@ export class RequestClient implements Client {
   forwardedOrigin(): string | null {
     if (this.trustedProxies.length === 0) return null;
     const req = this.req!;
-    return forwardedOrigin(peerText(this.peer()), req.getHeader('forwarded'), req.getHeader('x-forwarded-proto'), req.getHeader('x-forwarded-host'), this.trustedProxies);
+    return forwardedOrigin(
+      peerText(this.peer()),
+      req.getHeader('forwarded'),
+      req.getHeader('x-forwarded-proto'),
+      req.getHeader('x-forwarded-host'),
+      this.trustedProxies,
+    );
   }
 
   text(): string {

@@ -77,7 +77,15 @@ export interface FileAnswer {
  * Reads `n` bytes at `pos` of before + file + after into `buf`; the callback gets how many
  * were read (fewer, or an error: the file changed under the transfer).
  */
-function readAround(fd: number, fileSize: number, around: { before: Buffer; after: Buffer }, buf: Buffer, n: number, pos: number, done: (err: Error | null, got: number) => void): void {
+function readAround(
+  fd: number,
+  fileSize: number,
+  around: { before: Buffer; after: Buffer },
+  buf: Buffer,
+  n: number,
+  pos: number,
+  done: (err: Error | null, got: number) => void,
+): void {
   const { before, after } = around;
   let filled = 0;
   if (pos < before.length) filled = before.copy(buf, 0, pos, Math.min(before.length, pos + n));
@@ -183,49 +191,55 @@ export function sendFile(res: HttpResponse, range: string, ifNoneMatch: string, 
     if (p.aborted) return close();
     if (reading || closed) return;
     reading = true;
-    fileTransfers.take(routes.later(res, RC.INTERNAL, (buffer: Buffer) => {
-      if (p.aborted || closed) {
-        reading = false;
-        fileTransfers.give(buffer);
-        return close();
-      }
-      const n = Math.min(FILE_CHUNK, total - sent);
-      const read = (cb: (err: Error | null, got: number) => void): void =>
-        answer.around ? readAround(fd, size - answer.around.before.length - answer.around.after.length, answer.around, buffer, n, start + sent, cb) : fs.read(fd, buffer, 0, n, start + sent, cb);
-      read(routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
-        reading = false;
-        if (closed) {
+    fileTransfers.take(
+      routes.later(res, RC.INTERNAL, (buffer: Buffer) => {
+        if (p.aborted || closed) {
+          reading = false;
           fileTransfers.give(buffer);
-          return void fs.close(fd, () => {});
+          return close();
         }
-        if (p.aborted || err || got !== n) {
-          fileTransfers.give(buffer);
-          close();
-          if (!p.aborted) res.close(); // the file changed or failed under us: end the transfer visibly
-          return;
-        }
-        const before = sent;
-        let result: [boolean, boolean] = [false, false];
-        res.cork(() => {
-          if (first) {
-            res.writeStatus(status);
-            common(res);
-            if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
-            first = false;
-          }
-          result = res.tryEnd(buffer.subarray(0, n), total);
-        });
-        const [written, done] = result;
-        sent = done ? total : written ? before + n : res.getWriteOffset();
-        fileTransfers.give(buffer); // uWS copied or sent what it took; the rest is read again later
-        if (done) return close();
-        if (written) return void setImmediate(pump);
-        res.onWritable(() => {
-          pump();
-          return true;
-        });
-      }));
-    }));
+        const n = Math.min(FILE_CHUNK, total - sent);
+        const read = (cb: (err: Error | null, got: number) => void): void =>
+          answer.around
+            ? readAround(fd, size - answer.around.before.length - answer.around.after.length, answer.around, buffer, n, start + sent, cb)
+            : fs.read(fd, buffer, 0, n, start + sent, cb);
+        read(
+          routes.later(res, RC.INTERNAL, (err: Error | null, got: number) => {
+            reading = false;
+            if (closed) {
+              fileTransfers.give(buffer);
+              return void fs.close(fd, () => {});
+            }
+            if (p.aborted || err || got !== n) {
+              fileTransfers.give(buffer);
+              close();
+              if (!p.aborted) res.close(); // the file changed or failed under us: end the transfer visibly
+              return;
+            }
+            const before = sent;
+            let result: [boolean, boolean] = [false, false];
+            res.cork(() => {
+              if (first) {
+                res.writeStatus(status);
+                common(res);
+                if (r) res.writeHeader('Content-Range', `bytes ${start}-${end}/${size}`);
+                first = false;
+              }
+              result = res.tryEnd(buffer.subarray(0, n), total);
+            });
+            const [written, done] = result;
+            sent = done ? total : written ? before + n : res.getWriteOffset();
+            fileTransfers.give(buffer); // uWS copied or sent what it took; the rest is read again later
+            if (done) return close();
+            if (written) return void setImmediate(pump);
+            res.onWritable(() => {
+              pump();
+              return true;
+            });
+          }),
+        );
+      }),
+    );
   });
   pump();
 }

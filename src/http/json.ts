@@ -27,4 +27,3 @@ export function writeJsonType(res: HttpResponse, revalidate = false): HttpRespon
 export function writePublicJsonType(res: HttpResponse): HttpResponse {
   return res.writeHeader(CONTENT_TYPE, JSON_TYPE_PUBLIC);
 }
-

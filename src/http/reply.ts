@@ -46,7 +46,14 @@ export function sendRc(res: HttpResponse, e: RcError, message: string, metrics: 
 }
 
 /** Answers a JSON document; `revalidate`: one a private cache may keep (it carries an ETag). */
-export function sendJson(res: HttpResponse, status: number, doc: unknown, metrics: Metrics, headers?: readonly (readonly [string, string])[], revalidate = false): void {
+export function sendJson(
+  res: HttpResponse,
+  status: number,
+  doc: unknown,
+  metrics: Metrics,
+  headers?: readonly (readonly [string, string])[],
+  revalidate = false,
+): void {
   metrics.count(status);
   writeJson(res, status, doc, headers, revalidate);
 }

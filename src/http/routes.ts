@@ -206,7 +206,16 @@ export class RouteTable {
       const seconds = (performance.now() - start) / 1000;
       if (family >= 0 && status !== 0) this.metrics.observe(family, seconds);
       // Never the query (it may hold ?apikey=) nor a header: nothing here is a secret.
-      if (logged) this.log.info('request', { method, path: url, status, bytes, ms: Math.round(seconds * 1e6) / 1000, remote, ...(status === 0 ? { aborted: true } : {}) });
+      if (logged)
+        this.log.info('request', {
+          method,
+          path: url,
+          status,
+          bytes,
+          ms: Math.round(seconds * 1e6) / 1000,
+          remote,
+          ...(status === 0 ? { aborted: true } : {}),
+        });
     };
   }
 
@@ -220,7 +229,9 @@ export class RouteTable {
     if (unavailable) {
       // Expected while a store is unreachable: answered 503 (counted by status), not a handler
       // failure; one warning a while says so, whatever the traffic.
-      this.unavailableLog.write(now, (skipped) => this.log.warn('a store requests need is unreachable: answering 503 with Retry-After', { reason: e.message, ...skipped }));
+      this.unavailableLog.write(now, (skipped) =>
+        this.log.warn('a store requests need is unreachable: answering 503 with Retry-After', { reason: e.message, ...skipped }),
+      );
     } else {
       this.metrics.handlerFailures++;
       // Expected operational failures (IpsiftError: a store that cannot be written) need no stack.
@@ -228,7 +239,12 @@ export class RouteTable {
       this.failureLog.write(now, (skipped) => this.log.error('request handler failed', { reason, ...skipped }));
     }
     try {
-      if (unavailable) res.cork(() => sendError(res, 'code' in internal ? RC.UNAVAILABLE : ERRORS.unavailable, this.metrics, { headers: [['Retry-After', String(RETRY_AFTER_UNAVAILABLE_S)]] }));
+      if (unavailable)
+        res.cork(() =>
+          sendError(res, 'code' in internal ? RC.UNAVAILABLE : ERRORS.unavailable, this.metrics, {
+            headers: [['Retry-After', String(RETRY_AFTER_UNAVAILABLE_S)]],
+          }),
+        );
       else res.cork(() => sendError(res, internal, this.metrics));
     } catch {
       try {

@@ -115,7 +115,14 @@ export class IndexHolder implements IndexSource {
       const manifest = JSON.parse(await fs.promises.readFile(path.join(dir, MANIFEST_FILE), 'utf8')) as { index?: { sha256?: string }; created?: string };
       const { shared, index } = await loadIndexFile(path.join(dir, INDEX_FILE), manifest.index?.sha256);
       const builtAt = manifest.created ? new Date(manifest.created) : undefined;
-      const next: ServingIndex = { generation: ++this.generation, buildId: id, shared, index, loadedAt: new Date(), ...(builtAt && !Number.isNaN(builtAt.getTime()) ? { builtAt } : {}) };
+      const next: ServingIndex = {
+        generation: ++this.generation,
+        buildId: id,
+        shared,
+        index,
+        loadedAt: new Date(),
+        ...(builtAt && !Number.isNaN(builtAt.getTime()) ? { builtAt } : {}),
+      };
       const previous = this.serving?.buildId ?? null;
       this.serving = next;
       this.log.info('index loaded', {

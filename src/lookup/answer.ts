@@ -47,7 +47,6 @@ export function writeAnswerRest(out: Buffer, pos: number, index: RangeIndex, rec
   return index.copyFragment(record, tier, out, pos);
 }
 
-
 const parsedForJson = new ParsedAddress();
 
 /**

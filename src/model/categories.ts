@@ -3,15 +3,7 @@
 export const CATEGORIES = ['vpn', 'hosting', 'relay', 'tor', 'cdn', 'resproxy', 'dcproxy', 'mobproxy'] as const;
 export type Category = (typeof CATEGORIES)[number];
 
-export type DetailField =
-  | 'provider'
-  | 'confidence'
-  | 'method'
-  | 'first_seen'
-  | 'last_seen'
-  | 'hits'
-  | 'hits_days_pct'
-  | 'providers_num';
+export type DetailField = 'provider' | 'confidence' | 'method' | 'first_seen' | 'last_seen' | 'hits' | 'hits_days_pct' | 'providers_num';
 
 /** Detail fields per category, in the order they appear in answers. */
 export const DETAIL_FIELDS: Readonly<Record<Category, readonly DetailField[]>> = {

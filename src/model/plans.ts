@@ -98,7 +98,14 @@ export function parsePlans(text: string, file: string): Plans {
       const defaultHardLimit = hl === null || hl === undefined ? null : hl === 'quota' ? quota : count(`${where}.hard_limit`, hl);
       byKey.set(
         key,
-        Object.freeze({ key, tier: String(raw.tier), fieldTier: fieldTierOf(`${where}.tier`, raw.tier), quota, rate: rateOf(`${where}.rate`, raw.rate), defaultHardLimit }),
+        Object.freeze({
+          key,
+          tier: String(raw.tier),
+          fieldTier: fieldTierOf(`${where}.tier`, raw.tier),
+          quota,
+          rate: rateOf(`${where}.rate`, raw.rate),
+          defaultHardLimit,
+        }),
       );
     });
     return Object.freeze({ keyless, byKey, file });

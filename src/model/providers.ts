@@ -85,5 +85,8 @@ export function providerNamed(text: string): Provider | undefined {
 export function unknownProvidersLine(names: readonly string[], shown = 10): string {
   if (names.length === 0) return '';
   const more = names.length > shown ? ` and ${names.length - shown} more` : '';
-  return `${names.length} provider name${names.length > 1 ? 's' : ''} not in the registry, kept as written: ${names.slice(0, shown).map((n) => JSON.stringify(n)).join(', ')}${more}`;
+  return `${names.length} provider name${names.length > 1 ? 's' : ''} not in the registry, kept as written: ${names
+    .slice(0, shown)
+    .map((n) => JSON.stringify(n))
+    .join(', ')}${more}`;
 }

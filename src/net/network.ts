@@ -26,10 +26,7 @@ function parseOne(text: string, p: ParsedAddress): { family: Family; value: bigi
   if (kind === NOT_ADDRESS) return null;
   const family: Family = kind === IPV4 ? 4 : 6;
   const w = p.w;
-  const value =
-    kind === IPV4
-      ? BigInt(p.v4)
-      : (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]);
+  const value = kind === IPV4 ? BigInt(p.v4) : (BigInt(w[0]) << 96n) | (BigInt(w[1]) << 64n) | (BigInt(w[2]) << 32n) | BigInt(w[3]);
   return { family, value, mapped: kind === IPV4_MAPPED };
 }
 

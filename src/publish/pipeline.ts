@@ -64,7 +64,10 @@ export function configuredSources(config: Pick<Config, 'sources' | 'sourcesFile'
     const picked = config.sources ? selectSources(config.sources, loadRegistry()) : [];
     const own = config.sourcesFile ? loadSources(config.sourcesFile) : [];
     const clash = own.find((s) => picked.some((p) => p.name === s.name));
-    if (clash) throw new SourcesError(`${config.sourcesFile}: source ${clash.name} has the name of a registry source SOURCES picks; rename it, or leave the registry's out (-${clash.name})`);
+    if (clash)
+      throw new SourcesError(
+        `${config.sourcesFile}: source ${clash.name} has the name of a registry source SOURCES picks; rename it, or leave the registry's out (-${clash.name})`,
+      );
     return [...picked, ...own];
   } catch (e) {
     if (e instanceof SourcesError) throw new ConfigError(e.message, { cause: e });

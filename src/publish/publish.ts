@@ -25,11 +25,24 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
   let n = 0;
   for (const ex of Object.values(manifest.databases)) {
     for (const [format, pair] of Object.entries(ex.artifacts)) {
-      for (const [sample, art] of [[false, pair!.full], [true, pair!.sample]] as const) {
+      for (const [sample, art] of [
+        [false, pair!.full],
+        [true, pair!.sample],
+      ] as const) {
         if (art === null) continue; // too small for a sample
         const key = `${ex.id}/${buildId}/${art.file}`;
         await store.put(key, path.join(dir, art.file));
-        recordPublication(db, { datasetId: ex.id, format: format as Format, sample, buildId, day, key, bytes: art.bytes, checksums: art.checksums, publishedAt: now.toISOString() });
+        recordPublication(db, {
+          datasetId: ex.id,
+          format: format as Format,
+          sample,
+          buildId,
+          day,
+          key,
+          bytes: art.bytes,
+          checksums: art.checksums,
+          publishedAt: now.toISOString(),
+        });
         n++;
       }
     }

@@ -70,7 +70,8 @@ export class SourceRefresher {
       this.thread = onPipelineThread({ kind: 'refresh', config: this.config, settings: { all, build: true, publish } });
       const run = await this.thread.done;
       if (run.busy) this.log.info('source refresh skipped: another process on this data directory is building');
-      for (const r of run.reports) if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, result: r.fetch, reason: r.error });
+      for (const r of run.reports)
+        if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, result: r.fetch, reason: r.error });
       if (run.reports.length) {
         this.log.info('sources refreshed', {
           due: run.reports.length,

@@ -57,7 +57,13 @@ export async function publishIndexReplica(store: ObjectStore, dataDir: string, b
 
 function parsePointer(text: string): ReplicaPointer {
   const p = JSON.parse(text) as Partial<ReplicaPointer>;
-  if (typeof p.build !== 'string' || !BUILD_ID.test(p.build) || typeof p.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(p.sha256) || !Number.isSafeInteger(p.bytes)) {
+  if (
+    typeof p.build !== 'string' ||
+    !BUILD_ID.test(p.build) ||
+    typeof p.sha256 !== 'string' ||
+    !/^[0-9a-f]{64}$/.test(p.sha256) ||
+    !Number.isSafeInteger(p.bytes)
+  ) {
     throw new Error(`${POINTER_KEY} is not a replica pointer`);
   }
   return p as ReplicaPointer;

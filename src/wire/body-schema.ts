@@ -32,7 +32,8 @@ const article = (word: string): string => (/^[aeiou]/.test(word) ? `an ${word}` 
 
 /** What a value of `schema` is, in words: "an integer from 1 to 86400", "an array of db.download or apikeys.manage". */
 export function describeSchema(s: BodySchema): string {
-  if (s.enum) return s.enum.length === 1 ? JSON.stringify(s.enum[0]) : `one of ${s.enum.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
+  if (s.enum)
+    return s.enum.length === 1 ? JSON.stringify(s.enum[0]) : `one of ${s.enum.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(', ')}`;
   const types = s.type === undefined ? [] : typeof s.type === 'string' ? [s.type] : [...s.type];
   const words = types.map((t) => {
     if (t === 'null') return 'null';
@@ -96,7 +97,8 @@ export function bodyProblem(schema: BodySchema, value: unknown, path = ''): stri
       }
     }
     for (const k of schema.required ?? []) {
-      if (!Object.hasOwn(value, k) || (value as Record<string, unknown>)[k] === undefined) return `${path === '' ? '' : `${path}.`}${k} is required: ${describeSchema(schema.properties[k])}`;
+      if (!Object.hasOwn(value, k) || (value as Record<string, unknown>)[k] === undefined)
+        return `${path === '' ? '' : `${path}.`}${k} is required: ${describeSchema(schema.properties[k])}`;
     }
     for (const [k, sub] of Object.entries(schema.properties)) {
       if (!Object.hasOwn(value, k)) continue;
@@ -111,7 +113,8 @@ export function bodyProblem(schema: BodySchema, value: unknown, path = ''): stri
     if (schema.maxItems !== undefined && value.length > schema.maxItems) return `${path} must hold at most ${schema.maxItems}`;
     if (schema.items) {
       for (let i = 0; i < value.length; i++) {
-        if (!fits(schema.items, value[i])) return `${path}[${i}] must be ${describeSchema(schema.items)}, not ${(JSON.stringify(value[i]) ?? String(value[i])).slice(0, 40)}`;
+        if (!fits(schema.items, value[i]))
+          return `${path}[${i}] must be ${describeSchema(schema.items)}, not ${(JSON.stringify(value[i]) ?? String(value[i])).slice(0, 40)}`;
       }
     }
   }

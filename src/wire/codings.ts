@@ -24,6 +24,7 @@ const BR_OPTIONS: zlib.BrotliOptions = {
 /** The body in `coding` (a new buffer). */
 export function compress(body: Uint8Array, coding: Coding): Uint8Array {
   if (coding === GZIP) return zlib.gzipSync(body, GZIP_OPTIONS);
-  if (coding === BR) return zlib.brotliCompressSync(body, { ...BR_OPTIONS, params: { ...BR_OPTIONS.params, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength } });
+  if (coding === BR)
+    return zlib.brotliCompressSync(body, { ...BR_OPTIONS, params: { ...BR_OPTIONS.params, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: body.byteLength } });
   return body;
 }

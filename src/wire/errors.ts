@@ -118,7 +118,8 @@ export function statusLine(status: number): string {
 
 /** When each lookup-group error is answered, and what the client can do: the error catalogue in the docs. */
 export const ERROR_HELP: Readonly<Record<keyof typeof ERRORS, string>> = Object.freeze({
-  notAddress: 'The path of `GET /{ip}` is not an IPv4 or IPv6 address (in a batch: that entry). Send a dotted quad or a textual IPv6 address, without brackets, port or zone.',
+  notAddress:
+    'The path of `GET /{ip}` is not an IPv4 or IPv6 address (in a batch: that entry). Send a dotted quad or a textual IPv6 address, without brackets, port or zone.',
   batchShape: 'The body of `POST /batch` is not `{"ips": [...]}` with strings in the array.',
   batchSize: 'A batch holds no address or more than 1 000. Split larger lists.',
   bodyTooLarge: 'The body is larger than MAX_BATCH_BODY_BYTES (512 KiB by default). 1 000 addresses fit well within it.',
@@ -127,12 +128,13 @@ export const ERROR_HELP: Readonly<Record<keyof typeof ERRORS, string>> = Object.
   keyExpired: 'The key or token is past its expiry. Make a new token from the key, or a new key.',
   keyRequired: '`GET /api/v1/account/me` needs a key. Send `Authorization: Bearer <key>` or `X-Api-Key: <key>`.',
   sourceNotAllowed: "The caller's address is outside the key's allowed networks. Call from an allowed network or change the key's `allowed_cidrs`.",
-  rateLimited: "The key's (or keyless source's) rate bucket is empty, or the batch queue is full. Wait for `Retry-After` seconds; the `RateLimit` header says when the bucket refills.",
+  rateLimited:
+    "The key's (or keyless source's) rate bucket is empty, or the batch queue is full. Wait for `Retry-After` seconds; the `RateLimit` header says when the bucket refills.",
   keylessCap: 'A keyless source has spent its daily lookups. Use an API key.',
   allowanceSpent: "The organisation's overage limit is reached for this month. Raise or remove the limit, or wait for the next month.",
   usageUnavailable: 'The accounting store cannot be read now, so usage cannot be shown. Retry shortly.',
   unavailable: 'A store the request needs (the control database) cannot be reached now. Retry after `Retry-After` seconds.',
-  lookupFailed: "The server failed while answering. It is logged with the request; retry, and report it if it persists.",
+  lookupFailed: 'The server failed while answering. It is logged with the request; retry, and report it if it persists.',
   notFound: 'No route has this path.',
   methodNotAllowed: 'The path exists but not with this method; the `Allow` header lists the methods it takes.',
   malformedRequest: 'The request is not valid HTTP/1.1 (a bad request line, header or framing). Fix the client.',
@@ -143,7 +145,8 @@ export const ERROR_HELP: Readonly<Record<keyof typeof ERRORS, string>> = Object.
 /** When each result code is answered, and what the client can do. */
 export const RC_HELP: Readonly<Record<keyof typeof RC, string>> = Object.freeze({
   BAD_REQUEST: 'A parameter or body field is missing or invalid; the `message` names it and the rule.',
-  UNAUTHORIZED: 'No key, an unknown, revoked or expired key, or a key without the scope the route needs (`db.download` for databases, `apikeys.manage` for keys); the `message` says which.',
+  UNAUTHORIZED:
+    'No key, an unknown, revoked or expired key, or a key without the scope the route needs (`db.download` for databases, `apikeys.manage` for keys); the `message` says which.',
   FORBIDDEN: "The caller's address is outside the key's allowed networks, or a download link is unknown, altered or expired.",
   NOT_FOUND: 'No database, key or organisation has this id.',
   CONFLICT: "The admin API: the subject's state forbids the change (rotating a revoked key, a key past MAX_KEYS_PER_ORG); the `message` says which.",

@@ -33,7 +33,9 @@ export const ORGANISATION_CREATE_REQUEST = closed({ name: { type: 'string' }, pl
 export const ORGANISATION_UPDATE_REQUEST = closed({ plan: { type: 'string' }, hard_limit: { type: ['integer', 'null', 'string'] } });
 
 /** POST /admin/v1/organizations/{id}/keys. */
-export const OPERATOR_KEY_CREATE_REQUEST = closed({ name: { type: 'string' }, allowed_scopes: SCOPE_LIST, allowed_cidrs: CIDR_LIST, expires: EXPIRY }, ['name']);
+export const OPERATOR_KEY_CREATE_REQUEST = closed({ name: { type: 'string' }, allowed_scopes: SCOPE_LIST, allowed_cidrs: CIDR_LIST, expires: EXPIRY }, [
+  'name',
+]);
 
 /** POST /admin/v1/organizations/{id}/licenses. */
 export const LICENCE_GRANT_REQUEST = closed(

@@ -255,7 +255,9 @@ function refuse(req: http.IncomingMessage, res: http.ServerResponse, e: ErrorAns
 /** Answers bytes the parser refused (nothing else is being answered) and closes the connection. */
 function clientError(socket: Duplex, e: ErrorAnswer): void {
   if (!socket.writable) return void socket.destroy();
-  socket.end(`HTTP/1.1 ${e.statusLine}\r\nContent-Type: application/json\r\nContent-Length: ${e.body.length}\r\nConnection: close\r\n\r\n${e.body.toString('latin1')}`);
+  socket.end(
+    `HTTP/1.1 ${e.statusLine}\r\nContent-Type: application/json\r\nContent-Length: ${e.body.length}\r\nConnection: close\r\n\r\n${e.body.toString('latin1')}`,
+  );
 }
 
 /** Parser errors that mean the client has gone. */
