@@ -80,10 +80,8 @@ export function qualityOf(index: RangeIndex, dataDir: string, sources: readonly 
   const merged: [bigint, bigint][] = [];
   for (const [a, b] of servers) {
     const last = merged[merged.length - 1];
-    // biome-ignore lint/complexity/useMathMinMax: bigints, which Math.max does not take
-    if (last && a <= last[1] + 1n)
-      last[1] = b > last[1] ? b : last[1]; // bigints: Math.max would throw
-    else merged.push([a, b]);
+    if (!last || a > last[1] + 1n) merged.push([a, b]);
+    else if (b > last[1]) last[1] = b; // bigints: no Math.max
   }
   const inServers = (k: bigint): boolean => {
     let lo = 0;

@@ -91,20 +91,18 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   routes.get(
     '/metrics',
     (res) => {
-      res
-        .writeHeader('Content-Type', 'text/plain; version=0.0.4')
-        .end(
-          metricsText({
-            holder,
-            pool,
-            metrics: metrics(),
-            threads: threads?.threadMetrics() ?? null,
-            serverKind: server.kind,
-            lastPublishedAt,
-            replica: replica?.() ?? null,
-            sources: sources?.() ?? null,
-          }),
-        );
+      res.writeHeader('Content-Type', 'text/plain; version=0.0.4').end(
+        metricsText({
+          holder,
+          pool,
+          metrics: metrics(),
+          threads: threads?.threadMetrics() ?? null,
+          serverKind: server.kind,
+          lastPublishedAt,
+          replica: replica?.() ?? null,
+          sources: sources?.() ?? null,
+        }),
+      );
     },
     { compress: true },
   );
