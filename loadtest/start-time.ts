@@ -28,7 +28,12 @@ const answered = (port: number): Promise<boolean> =>
 async function startOnce(dataDir: string): Promise<number> {
   const [port, adminPort] = [await freePort('127.0.0.1'), await freePort('127.0.0.1')];
   const t0 = performance.now();
-  const child = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), ADMIN_PORT: String(adminPort) }, stdio: 'ignore', detached: true });
+  const child = spawn('npm', ['start', '--silent'], {
+    cwd: ROOT,
+    env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), ADMIN_PORT: String(adminPort) },
+    stdio: 'ignore',
+    detached: true,
+  });
   try {
     for (;;) {
       if (await answered(port)) return performance.now() - t0;
