@@ -98,7 +98,8 @@ function argv(args: string): string[] {
 /** Absolute paths under the stage's root (system directories stay the host's). */
 function rerooted(text: string, root: string): string {
   return text.replace(
-    /(^|[\s=:])(\/(?!usr\/|bin\/|etc\/|dev\/|proc\/|tmp\/)[A-Za-z0-9._-][A-Za-z0-9._/-]*)/g,
+    // System paths stay as they are, but /usr/local, which the image's own steps write to.
+    /(^|[\s=:])(\/(?!usr\/(?!local\/)|bin\/|etc\/|dev\/|proc\/|tmp\/)[A-Za-z0-9._-][A-Za-z0-9._/-]*)/g,
     (_, pre: string, p: string) => `${pre}${root}${p}`,
   );
 }
