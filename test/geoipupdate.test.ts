@@ -153,8 +153,8 @@ describe('geoipupdate against ipsift', { skip: missing }, () => {
     const into = path.join(dir, 'editions');
     const r = await geoipupdate({ editions: 'geoip2_anonymous_v1 geoip2_anonymous_plus_v1' }, into);
     assert.equal(r.code, 0, r.out);
-    const types = ['geoip2_anonymous_v1', 'geoip2_anonymous_plus_v1'].map(
-      (e) => new maxmind.Reader(fs.readFileSync(path.join(into, `${e}.mmdb`))).metadata.databaseType,
+    const types = await Promise.all(
+      ['geoip2_anonymous_v1', 'geoip2_anonymous_plus_v1'].map(async (e) => (await maxmind.open(path.join(into, `${e}.mmdb`))).metadata.databaseType),
     );
     assert.deepEqual(types, ['GeoIP2-Anonymous-IP', 'GeoIP-Anonymous-Plus']);
   });
