@@ -80,6 +80,8 @@ describe("one customer's reach", () => {
       [{ name: 'x', allowed_scopes: ['db.upload'] }, /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, not "db\.upload"$/],
       [{ name: 'x', scopes: ['db.download'] }, /^unknown field "scopes": this body takes name, allowed_scopes, allowed_cidrs, expires$/],
       [{ name: 'x', lifetime_s: 5 }, /^unknown field "lifetime_s"/],
+      // A field name of the client's length comes back cut short.
+      [{ name: 'x', ['y'.repeat(300)]: 1 }, /^unknown field "y{80}": this body takes/],
       [{ name: 'x', allowed_cidrs: ['nope'] }, /not a CIDR/],
       [{ name: 'x', expires: 'tomorrow' }, /ISO 8601/],
       [{ name: 'x'.repeat(201) }, /1 to 200 characters/],

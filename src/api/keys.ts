@@ -8,14 +8,13 @@
 
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC } from '../wire/errors.js';
-import { bodyProblem } from '../wire/body-schema.js';
 import { KEY_CREATE_REQUEST } from '../wire/request-bodies.js';
 import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../control/accounts.js';
 import type { Caller, KeyCache } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
 import type { Logger } from '../log.js';
 import { networksOf, networksWithin, type Network } from '../net/network.js';
-import { MAX_SMALL_BODY, readSmallBody } from '../http/body.js';
+import { parseSmallBody, readSmallBody } from '../http/body.js';
 import { late, pending, sendJson, sendRc } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { Gate } from './gate.js';
@@ -151,23 +150,11 @@ export class KeysApi {
 
   private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: string | null): void {
     const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.edge.metrics);
-    if (text === null) return bad(`body too large: at most ${MAX_SMALL_BODY} bytes`);
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
-    }
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      return bad('body must be a JSON object such as {"name": "ci", "allowed_scopes": ["db.download"]}');
-    const problem = bodyProblem(KEY_CREATE_REQUEST, body);
-    if (problem !== null) return bad(problem);
-    const {
-      name,
-      allowed_cidrs: cidrs,
-      allowed_scopes: scopes,
-      expires,
-    } = body as { name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null };
+    const body = parseSmallBody<{ name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null }>(text, KEY_CREATE_REQUEST, {
+      example: '{"name": "ci", "allowed_scopes": ["db.download"]}',
+    });
+    if ('refused' in body) return bad(body.refused);
+    const { name, allowed_cidrs: cidrs, allowed_scopes: scopes, expires } = body.value;
     let fields: ReturnType<typeof checkKeyFields>;
     try {
       // Not given: the creator's own expiry and ranges (a token's expiry where a token creates

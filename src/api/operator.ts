@@ -11,8 +11,8 @@ import type { Actor } from '../control/audit.js';
 import { bearerToken } from '../control/auth.js';
 import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
 import type { LicenceType } from '../control/licences.js';
-import { readSmallBody } from '../http/body.js';
-import { bodyProblem, type BodySchema } from '../wire/body-schema.js';
+import { parseSmallBody, readSmallBody } from '../http/body.js';
+import type { BodySchema } from '../wire/body-schema.js';
 import {
   LICENCE_GRANT_REQUEST,
   NO_FIELDS,
@@ -127,16 +127,9 @@ export class OperatorApi {
           const p = pending(res);
           readSmallBody(res, p, routes, (text) =>
             late(res, p, () => {
-              if (text === null) return sendRc(res, RC.BAD_REQUEST, 'body too large', metrics);
-              let body: unknown = {};
-              try {
-                if (text.trim() !== '') body = JSON.parse(text);
-              } catch {
-                return sendRc(res, RC.BAD_REQUEST, 'body must be a JSON object', metrics);
-              }
-              const problem = bodyProblem(schema, body);
-              if (problem !== null) return sendRc(res, RC.BAD_REQUEST, problem, metrics);
-              run(body as Doc);
+              const body = parseSmallBody<Doc>(text, schema, { emptyIsObject: true });
+              if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, metrics);
+              run(body.value);
             }),
           );
         },

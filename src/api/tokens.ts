@@ -5,9 +5,8 @@ import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC } from '../wire/errors.js';
 import type { KeyCache } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
-import { readSmallBody } from '../http/body.js';
+import { parseSmallBody, readSmallBody } from '../http/body.js';
 import { late, pending, sendError, sendJson, sendRc } from '../http/reply.js';
-import { bodyProblem } from '../wire/body-schema.js';
 import { TOKEN_REQUEST } from '../wire/request-bodies.js';
 import type { RouteTable } from '../http/routes.js';
 import type { Gate } from './gate.js';
@@ -44,17 +43,12 @@ export class TokensApi {
     if (c.tokenId !== undefined) return sendRc(res, RC.FORBIDDEN, 'a token cannot make a token: exchange the key itself', this.edge.metrics);
     readSmallBody(res, p, this.routes, (text) =>
       late(res, p, () => {
-        const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.edge.metrics);
-        if (text === null) return bad('body too large');
-        let body: unknown = {};
-        try {
-          if (text.trim() !== '') body = JSON.parse(text);
-        } catch {
-          return bad('body must be a JSON object such as {"scopes": ["db.download"], "lifetime_s": 900}, or empty');
-        }
-        const problem = bodyProblem(TOKEN_REQUEST, body);
-        if (problem !== null) return bad(problem);
-        const { scopes, lifetime_s: lifetime } = body as { scopes?: string[]; lifetime_s?: number };
+        const body = parseSmallBody<{ scopes?: string[]; lifetime_s?: number }>(text, TOKEN_REQUEST, {
+          example: '{"scopes": ["db.download"], "lifetime_s": 900}',
+          emptyIsObject: true,
+        });
+        if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, this.edge.metrics);
+        const { scopes, lifetime_s: lifetime } = body.value;
         const wanted = scopes ?? c.key.scopes;
         const missing = wanted.filter((s) => !(c.key.scopes as string[]).includes(s));
         if (missing.length > 0) {

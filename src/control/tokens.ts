@@ -19,9 +19,8 @@ import { tokenKeyFile } from '../data-dir.js';
 export const TOKEN_TAG = 'ist_';
 /** Signature bytes kept: 16, a 128-bit tag (RFC 2104 §5: at least half the hash, and 80 bits). */
 const SIGNATURE_BYTES = 16;
-export const DEFAULT_TOKEN_LIFETIME_S = 15 * 60;
-/** Tokens are short-lived by design: a day at most, whatever the key's own expiry. */
-export const MAX_TOKEN_LIFETIME_S = 24 * 60 * 60;
+/** Tokens are short-lived by design: a day at most, whatever the key's own expiry (the request body's schema holds the numbers). */
+export { DEFAULT_TOKEN_LIFETIME_S, MAX_TOKEN_LIFETIME_S } from '../wire/request-bodies.js';
 
 export interface TokenClaims {
   id: string;

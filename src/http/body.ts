@@ -11,6 +11,7 @@
 import type { HttpResponse } from './server/types.js';
 import type { RouteTable } from './routes.js';
 import { RC } from '../wire/errors.js';
+import { bodyProblem, type BodySchema } from '../wire/body-schema.js';
 import type { Pending } from './reply.js';
 
 /** What a client may send past the limit before the connection is closed. */
@@ -213,4 +214,30 @@ export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable,
       if (isLast) done(Buffer.concat(parts).toString('utf8'));
     }),
   );
+}
+
+/**
+ * A small body's text (readSmallBody) read as JSON and checked against its schema: the value,
+ * or why it is refused, the message of a 400. `example` shows what a body looks like (else the
+ * message names the schema's fields); with
+ * `emptyIsObject`, no body at all is {} (every field optional).
+ */
+export function parseSmallBody<T>(
+  text: string | null,
+  schema: BodySchema,
+  o: { example?: string; emptyIsObject?: boolean },
+): { value: T } | { refused: string } {
+  if (text === null) return { refused: `body too large: at most ${MAX_SMALL_BODY} bytes` };
+  const fields = Object.keys(schema.properties ?? {});
+  const like = o.example !== undefined ? `such as ${o.example}` : fields.length ? `of ${fields.join(', ')}` : 'with no fields';
+  const shape = `body must be a JSON object ${like}${o.emptyIsObject ? ', or empty' : ''}`;
+  let body: unknown = {};
+  try {
+    if (!o.emptyIsObject || text.trim() !== '') body = JSON.parse(text);
+  } catch {
+    return { refused: shape };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { refused: shape };
+  const problem = bodyProblem(schema, body);
+  return problem === null ? { value: body as T } : { refused: problem };
 }

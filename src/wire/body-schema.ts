@@ -24,7 +24,8 @@ export interface BodySchema {
 /** The first own field of `value` that the schema does not name, or null. */
 export function unknownField(schema: BodySchema, value: object): string | null {
   const known = schema.properties ?? {};
-  for (const k of Object.keys(value)) if (!Object.hasOwn(known, k)) return k;
+  // for…in over a parsed body (no prototype keys of its own): no array of keys per batch.
+  for (const k in value) if (Object.hasOwn(value, k) && !Object.hasOwn(known, k)) return k;
   return null;
 }
 
@@ -93,7 +94,8 @@ export function bodyProblem(schema: BodySchema, value: unknown, path = ''): stri
       if (extra !== null) {
         const takes = Object.keys(schema.properties);
         const where = path === '' ? 'this body' : path;
-        return `unknown field ${JSON.stringify((path === '' ? '' : `${path}.`) + extra)}: ${where} takes ${takes.length === 0 ? 'no fields' : takes.join(', ')}`;
+        // The name as sent, cut short: a client chooses its length.
+        return `unknown field ${JSON.stringify(((path === '' ? '' : `${path}.`) + extra).slice(0, 80))}: ${where} takes ${takes.length === 0 ? 'no fields' : takes.join(', ')}`;
       }
     }
     for (const k of schema.required ?? []) {
