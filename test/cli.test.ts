@@ -355,14 +355,15 @@ describe('ipsift command line', () => {
   test('sources status reads the state it finds when SOURCES is not set', async () => {
     const dataDir = tempDir();
     fs.mkdirSync(path.join(dataDir, 'sources'));
-    const at = new Date().toISOString();
+    // A failed last attempt: its state is 'failed' whatever the clock says.
+    const at = '2026-11-01T00:00:00.000Z';
     const state = {
       'tor-exits-doodad': {
         url: null,
-        reason: null,
+        reason: 'cannot fetch: ECONNRESET',
         etag: null,
         last_modified: null,
-        attempt: 'ok',
+        attempt: 'failed',
         attempted_at: at,
         good_at: at,
         changed_at: at,
@@ -374,10 +375,17 @@ describe('ipsift command line', () => {
     fs.writeFileSync(path.join(dataDir, 'sources', 'state.json'), JSON.stringify(state));
     const r = await cli(['sources', 'status', '--json'], { DATA_DIR: dataDir, SOURCES: '' });
     assert.equal(r.code, 0, r.stderr);
-    const rows = JSON.parse(r.stdout) as { name: string; state: string; entries: number; url: string | null }[];
+    const rows = JSON.parse(r.stdout) as {
+      name: string;
+      state: string;
+      entries: number;
+      url: string | null;
+      fetched_at: string | null;
+      reason: string | null;
+    }[];
     assert.deepEqual(
-      rows.map((x) => [x.name, x.state, x.entries]),
-      [['tor-exits-doodad', 'ok', 1200]],
+      rows.map((x) => [x.name, x.state, x.entries, x.fetched_at, x.reason]),
+      [['tor-exits-doodad', 'failed', 1200, at, 'cannot fetch: ECONNRESET']],
     );
     assert.match(String(rows[0].url), /^https:\/\//, 'the registry entry of that name, with its URL');
     const text = await cli(['sources', 'status'], { DATA_DIR: dataDir, SOURCES: '' });
