@@ -83,14 +83,16 @@ function errorTables(): string {
   ].join('\n');
 }
 
-/** The shipped registry (config/sources/public.json) as the README's table. */
+/** The shipped registry (config/sources/public.json) as the sources page's table. */
 function sourcesTable(): string {
   const rows = loadRegistry().map((s) => {
     const category = s.category ?? formatByName(s.format)?.defaultCategory ?? '?';
     const shown = s.format === 'aws' ? 'hosting, cdn' : category;
-    return `| \`${s.name}\` | ${shown} | ${s.evidence ?? 'list'} | ${cell(s.licence ?? 'not stated')} | ${intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS)} |`;
+    const kind = (s.kind ?? 'mirror').replace('_', '-');
+    const age = s.maxAgeMs ? intervalText(s.maxAgeMs) : '—';
+    return `| \`${s.name}\` | ${shown} | ${kind} | ${s.evidence ?? 'list'} | ${intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS)} | ${age} | ${cell(s.licence ?? 'not stated')} |`;
   });
-  return `| source | category | evidence | licence (as the upstream states it) | interval |\n|---|---|---|---|---|\n${rows.join('\n')}`;
+  return `| source | category | kind | evidence | interval | allowed age | licence (as the upstream states it) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}`;
 }
 
 function layerGraph(): string {

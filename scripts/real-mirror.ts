@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Source } from '../src/feeds/sources.js';
 import { REAL } from './real-data.js';
 
@@ -16,6 +17,8 @@ export interface MirrorAnswer {
   status?: number;
   headers?: Record<string, string>;
   body: Buffer | string;
+  /** Its Last-Modified (default: when it was set). */
+  modified?: Date;
 }
 
 export interface MirrorRequest {
@@ -60,17 +63,43 @@ export function copyOf(source: Pick<Source, 'url' | 'copy'>): string | null {
   return where ? realCopy(where) : null;
 }
 
+/** Samples of the first-party layouts that have no verbatim copy in the real data (test/fixtures/upstream). */
+export const UPSTREAM_SAMPLES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/fixtures/upstream');
+
+/** A source's sample in its upstream's layout (named after the source), or null. */
+export function sampleOf(source: Pick<Source, 'name'>): string | null {
+  const file = fs.existsSync(UPSTREAM_SAMPLES) ? fs.readdirSync(UPSTREAM_SAMPLES).find((f) => f.replace(/\.[a-z]+$/, '') === source.name) : undefined;
+  return file ? path.join(UPSTREAM_SAMPLES, file) : null;
+}
+
+/** Files a sample page links to, answered with the real data's verbatim copy of that file. */
+const LINKED_COPIES: Record<string, string> = {
+  'https://download.microsoft.com/download/7/1/D/71D86715-5596-4529-9B13-DA13A5DE5B63/ServiceTags_Public_20260824.json':
+    'femueller/cloud-ip-ranges/microsoft-azure-ip-ranges.json',
+};
+
 const key = (url: string): string => {
   const u = new URL(url);
   return `/${u.host}${u.pathname}${u.search}`;
 };
 
-/** `delayMs`: each answer waits this long first, as a distant host would (0: at once). */
-export async function startRealMirror(sources: readonly Source[], delayMs = 0): Promise<RealMirror> {
+export interface MirrorOptions {
+  /** Each answer waits this long first, as a distant host would (0: at once). */
+  delayMs?: number;
+  /** Hosts whose paths are answered by a dropped connection, as an unreachable host would be. */
+  unreachable?: (host: string) => boolean;
+}
+
+export async function startRealMirror(sources: readonly Source[], options: MirrorOptions = {}): Promise<RealMirror> {
+  const { delayMs = 0, unreachable } = options;
   const byPath = new Map<string, string>();
   for (const s of sources) {
-    const file = s.url ? copyOf(s) : null;
+    const file = s.url ? (copyOf(s) ?? sampleOf(s)) : null;
     if (s.url && file) byPath.set(key(s.url), file);
+  }
+  for (const [url, where] of Object.entries(LINKED_COPIES)) {
+    const file = realCopy(where);
+    if (file) byPath.set(key(url), file);
   }
   const overrides = new Map<string, MirrorAnswer>();
   const requests: MirrorRequest[] = [];
@@ -90,6 +119,11 @@ export async function startRealMirror(sources: readonly Source[], delayMs = 0): 
       requests.push({ path: p, status, conditional, userAgent: req.headers['user-agent'] ?? '' });
       res.writeHead(status, headers).end(body);
     };
+    if (unreachable?.(p.split('/')[1] ?? '')) {
+      requests.push({ path: p, status: 0, conditional, userAgent: req.headers['user-agent'] ?? '' });
+      req.socket.destroy();
+      return;
+    }
     const o = overrides.get(p);
     let body: Buffer;
     let modified: Date;
@@ -97,7 +131,7 @@ export async function startRealMirror(sources: readonly Source[], delayMs = 0): 
     if (o) {
       if (o.status !== undefined && o.status !== 200) return answer(o.status, o.headers ?? { 'content-type': 'text/html' }, o.body);
       body = Buffer.from(o.body);
-      modified = new Date();
+      modified = o.modified ?? new Date();
       if (o.headers?.['content-type']) type = o.headers['content-type'];
     } else {
       const file = byPath.get(p);
@@ -105,6 +139,8 @@ export async function startRealMirror(sources: readonly Source[], delayMs = 0): 
       body = fs.readFileSync(file);
       modified = fs.statSync(file).mtime;
       if (file.endsWith('.json')) type = 'application/json';
+      else if (file.endsWith('.html')) type = 'text/html';
+      else if (file.endsWith('.xml')) type = 'application/xml';
     }
     const etag = `"${crypto.createHash('sha1').update(body).digest('hex')}"`;
     const lastModified = new Date(Math.floor(modified.getTime() / 1000) * 1000).toUTCString();

@@ -191,8 +191,8 @@ export function fetchBytes(url: string, headers: Record<string, string> = {}): P
 }
 
 /** Builds the imported feeds of dataDir (no exports) and loads the new index. */
-export async function buildIndex(dataDir: string): Promise<RangeIndex> {
-  const build = runBuild({ dataDir, exports: false });
+export async function buildIndex(dataDir: string, now?: Date): Promise<RangeIndex> {
+  const build = runBuild({ dataDir, exports: false, now });
   return (await loadIndexFile(path.join(build.dir, INDEX_FILE))).index;
 }
 

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { detectFormat, formatByName } from '../src/feeds/formats.js';
-import { importFeed } from '../src/feeds/import.js';
+import { importFeed, type ImportResult } from '../src/feeds/import.js';
 import { readFeed, findFeed, writeFeed } from '../src/feeds/feed-store.js';
 import { loadRegistry, mirroredUrl, selectSources } from '../src/feeds/registry.js';
 import { refreshSources } from '../src/feeds/refresh.js';
@@ -23,7 +23,7 @@ import { explainAddress } from '../src/build/explain.js';
 import { loadConfig } from '../src/config.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { configuredSources } from '../src/publish/pipeline.js';
-import { copyOf, startRealMirror, type RealMirror } from '../scripts/real-mirror.js';
+import { copyOf, sampleOf, startRealMirror, type RealMirror } from '../scripts/real-mirror.js';
 import { REAL, evidenceOf } from '../scripts/real-data.js';
 import { PublishScheduler } from '../src/publish/scheduler.js';
 import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
@@ -32,7 +32,7 @@ import { PROJECT_ROOT, get, openTestControlDb, startTestService, tempDir, until,
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
 const registry = loadRegistry();
-const byName = (name: string): Source => registry.find((s) => s.name === name)!;
+const byName = (name: string): Source => registry.find((s) => s.name === name) as Source;
 /** The category each folder of the real data speaks for. */
 const FOLDER_CATEGORY: Record<string, string> = {
   tor: 'tor',
@@ -44,6 +44,10 @@ const FOLDER_CATEGORY: Record<string, string> = {
   proxy: 'dcproxy',
 };
 const HOUR = 3_600_000;
+/** Lists the registry takes for what they are rather than what their file is named. */
+const RELABELLED: Record<string, string> = { 'datacenters-misp-ipv4': 'hosting' };
+/** Frozen lists kept as ordinary third-party lists. */
+const DEMOTED: Record<string, string> = { 'vpn-expressvpn': 'list' };
 
 describe('the registry', () => {
   test('holds at least 30 sources over every category public data speaks for, each with a licence, interval and note', () => {
@@ -75,30 +79,22 @@ describe('the registry', () => {
     }
   });
 
-  test("every entry's format and evidence kind hold for the copy of its file in the real data", () => {
+  test("every entry's format and evidence kind hold for the copy of its file in the real data, or for a sample of its upstream's layout", () => {
     const dataDir = tempDir();
-    const uncopied: string[] = [];
-    for (const s of registry) {
-      const copy = copyOf(s);
-      if (!copy) {
-        // A source with no copy says so, and where its format is documented.
-        assert.equal(s.copy, null, `${s.name}: no copy of ${s.url} in the real data, and the registry does not say so`);
-        assert.match(s.formatDoc ?? '', /^https:\/\//, `${s.name}: format_doc`);
-        uncopied.push(s.name);
-        continue;
-      }
-      const text = fs.readFileSync(copy, 'utf8');
+    const sampled: string[] = [];
+    const read = (s: Source, file: string): ImportResult => {
+      const text = fs.readFileSync(file, 'utf8');
       const detected = detectFormat(text);
       assert.ok(!(detected instanceof Error), `${s.name}: ${String(detected)}`);
       // A plain list is what no other format claims; any other format is the one the content shows.
       assert.equal(
         (detected as { name: string }).name,
         s.format === 'list' ? 'list' : s.format,
-        `${s.name}: ${path.relative(REAL, copy)} reads as ${(detected as { name: string }).name}`,
+        `${s.name}: ${file} reads as ${(detected as { name: string }).name}`,
       );
       const r = importFeed({
         dataDir,
-        file: copy,
+        file,
         name: s.name,
         replace: true,
         format: s.format,
@@ -110,19 +106,69 @@ describe('the registry', () => {
         evidence: s.evidence,
       });
       assert.ok(r.rows > 0 && r.skipped <= r.rows * 0.1, `${s.name}: ${r.rows} rows, ${r.skipped} skipped`);
-      // The categories answered are the folder's (AWS's CloudFront ranges are cdn beside its hosting).
+      return r;
+    };
+    for (const s of registry) {
+      assert.ok(s.kind && s.maxAgeMs, `${s.name}: kind and max_age`);
+      const copy = copyOf(s);
+      if (!copy) {
+        // No verbatim copy: the registry says so and where the layout is documented, and a
+        // sample in that layout reads (the Microsoft page: the link it names is what is read).
+        assert.equal(s.copy, null, `${s.name}: no copy of ${s.url} in the real data, and the registry does not say so`);
+        assert.match(s.formatDoc ?? '', /^https:\/\//, `${s.name}: format_doc`);
+        const sample = sampleOf(s);
+        if (s.name === 'icloud-private-relay') continue; // Apple's file is served nowhere public to sample
+        assert.ok(sample, `${s.name}: a sample of its upstream's layout in test/fixtures/upstream`);
+        if (s.find) assert.match(fs.readFileSync(sample, 'utf8'), s.find, `${s.name}: the page sample names the file`);
+        else read(s, sample);
+        sampled.push(s.name);
+        continue;
+      }
+      const r = read(s, copy);
+      // The categories answered are the folder's (AWS's CloudFront ranges are cdn beside its hosting),
+      // but for lists relabelled for what they are.
       const rel = path.relative(REAL, copy);
       const main = Object.entries(r.byCategory).sort((a, b) => b[1] - a[1])[0][0];
-      assert.equal(main, FOLDER_CATEGORY[rel.split(path.sep)[0]], `${s.name}: mostly ${main}`);
+      assert.equal(main, RELABELLED[s.name] ?? FOLDER_CATEGORY[rel.split(path.sep)[0]], `${s.name}: mostly ${main}`);
       // The evidence is what the data's README says the file is; the Tor Project's own lists
-      // come from its exit scanner.
+      // come from its exit scanner; a frozen list is demoted to an ordinary list.
       const provider = s.details.provider ?? undefined;
-      const expected = new URL(s.url!).host === 'check.torproject.org' ? 'exit_probe' : evidenceOf(rel, provider);
+      // A mirror of an owner's own file speaks as the owner.
+      const ownerCopy = s.kind === 'mirror' && /^(cloud|cdn|datacenter)\//.test(rel) && s.evidence === 'owner';
+      const expected =
+        DEMOTED[s.name] ??
+        (new URL(s.url!).host === 'check.torproject.org' ? 'exit_probe' : s.name in RELABELLED ? 'list' : ownerCopy ? 'owner' : evidenceOf(rel, provider));
       assert.equal(s.evidence, expected, `${s.name}: evidence`);
       if (s.evidence === 'server_list') assert.equal(providerNamed(provider ?? '')?.kind, 'vpn', `${s.name}: a server list names its VPN`);
       if (s.evidence === 'aggregate') assert.equal(provider, undefined, `${s.name}: an aggregate names no provider`);
     }
-    assert.deepEqual(uncopied, ['icloud-private-relay'], 'the sources without a copy to check against');
+    assert.ok(sampled.length >= 10, `${sampled.length} sampled`);
+    // At least five first-party VPN or Tor sources.
+    const firstParty = registry.filter((s) => s.kind === 'first_party' && (s.category === 'vpn' || s.category === 'tor'));
+    assert.ok(firstParty.length >= 5, firstParty.map((s) => s.name).join(', '));
+  });
+
+  test('frozen third-party lists are retired, demoted or relabelled; zscaler reads the document its URL serves', () => {
+    for (const name of ['tor-exits-secops', 'tor-exits-ling0x', 'vpn-mullvad-relays', 'stackpath', 'vpn-misp-ipv6', 'vpn-misp-ipv4'])
+      assert.equal(byName(name), undefined, name);
+    assert.equal(byName('vpn-expressvpn').evidence, 'list');
+    assert.equal(byName('datacenters-misp-ipv4').category, 'hosting');
+    assert.match(byName('zscaler').url!, /\/hubs\/cidr\/json\/recommended$/);
+    assert.equal(byName('zscaler-cenr').format, 'zscaler-cenr');
+    // Each cloud and CDN owner the registry reads first-party has a copy on a second host.
+    for (const [owner, mirror] of [
+      ['aws', 'aws-mirror-ipv4'],
+      ['azure', 'azure-mirror'],
+      ['google', 'google-mirror'],
+      ['cloudflare-ipv4', 'cloudflare-mirror-ipv4'],
+      ['oracle-cloud', 'oracle-mirror'],
+      ['digitalocean', 'digitalocean-mirror-ipv4'],
+      ['linode', 'linode-mirror-ipv4'],
+    ]) {
+      assert.equal(byName(owner).kind, 'first_party', owner);
+      assert.equal(byName(mirror).kind, 'mirror', mirror);
+      assert.equal(byName(mirror).evidence, 'owner', mirror);
+    }
   });
 
   test('SOURCES picks from it: public, names, -name; unknown names refused with the way out', () => {
@@ -174,10 +220,15 @@ describe('the registry', () => {
 });
 
 describe('fetching as a good citizen', () => {
-  const sources = ['tor-exit-addresses', 'vpn-mullvad', 'vpn-nordvpn', 'vpn-misp-ipv4', 'aws', 'cloudflare-ipv4'].map(byName);
+  // Fetching alone: no allowed age, so a day's clock never turns content stale here.
+  const sources = ['tor-exit-addresses', 'vpn-mullvad', 'vpn-nordvpn', 'datacenters-misp-ipv4', 'aws', 'cloudflare-ipv4'].map((n) => ({
+    ...byName(n),
+    maxAgeMs: undefined,
+  }));
+  const byName_ = (name: string): Source => sources.find((s) => s.name === name) ?? byName(name);
   let mirror: RealMirror;
   before(async () => {
-    mirror = await startRealMirror(sources, 20);
+    mirror = await startRealMirror(sources, { delayMs: 20 });
   });
   after(() => mirror.close());
   const t0 = Date.parse('2026-11-26T10:00:00Z');
@@ -221,8 +272,8 @@ describe('fetching as a good citizen', () => {
     assert.equal(fs.statSync(findFeed(dataDir, 'aws')!.file).mtimeMs, feedMtime);
 
     // Cloudflare adds a range: fetched and imported; the others stay 304.
-    const cf = byName('cloudflare-ipv4');
-    mirror.override(cf.url!, { body: `${fs.readFileSync(copyOf(cf)!, 'utf8').trimEnd()}\n45.94.31.0/24\n` });
+    const cf = byName_('cloudflare-ipv4');
+    mirror.override(cf.url!, { body: `${fs.readFileSync(copyOf(cf)!, 'utf8').trimEnd()}\n45.94.31.0/24\n`, modified: new Date(t0 + 47 * HOUR) });
     try {
       const changed = await refreshSources(dataDir, sources, { ...options, nowMs: t0 + 48 * HOUR });
       assert.equal(changed.changed, true);
@@ -230,8 +281,10 @@ describe('fetching as a good citizen', () => {
         changed.reports.filter((r) => r.changed).map((r) => [r.name, r.rows]),
         [['cloudflare-ipv4', 16]],
       );
+      // The content changed when the upstream says it did (its Last-Modified, after the last
+      // change and not ahead of this refresh's clock).
       const st = readSourceStates(dataDir)['cloudflare-ipv4'];
-      assert.equal(st.changed_at, new Date(t0 + 48 * HOUR).toISOString());
+      assert.equal(st.changed_at, new Date(t0 + 47 * HOUR).toISOString());
     } finally {
       mirror.override(cf.url!, null);
     }
@@ -239,7 +292,7 @@ describe('fetching as a good citizen', () => {
 
   test('a source that fails is tried again after 15 minutes, not at every refresh', async () => {
     const dataDir = tempDir();
-    const apple = byName('icloud-private-relay'); // the mirror holds no copy: 404
+    const apple = byName_('icloud-private-relay'); // the mirror holds no copy: 404
     const count = (): number => mirror.requests.filter((r) => r.path.startsWith('/mask-api.icloud.com/')).length;
     const before = count();
     const first = await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 });
@@ -251,11 +304,11 @@ describe('fetching as a good citizen', () => {
 
   test('an HTML page, an empty body, a 10× body, half the entries, a cut-short body: each refused, the last good copy answers', async () => {
     const dataDir = tempDir();
-    const nord = byName('vpn-nordvpn');
-    const misp = byName('vpn-misp-ipv4');
-    const mull = byName('vpn-mullvad');
-    const tor = byName('tor-exit-addresses');
-    const aws = byName('aws');
+    const nord = byName_('vpn-nordvpn');
+    const misp = byName_('datacenters-misp-ipv4');
+    const mull = byName_('vpn-mullvad');
+    const tor = byName_('tor-exit-addresses');
+    const aws = byName_('aws');
     const picked = [nord, misp, mull, tor, aws];
     await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: t0 });
     const good = (s: Source): number => [...readFeed(findFeed(dataDir, s.name)!.file)].length;
@@ -280,7 +333,7 @@ describe('fetching as a good citizen', () => {
       );
       const status = Object.fromEntries(sourceStatuses(picked, readSourceStates(dataDir), t0 + 25 * HOUR, DEFAULT_INTERVAL_MS).map((s) => [s.name, s]));
       assert.match(status['vpn-nordvpn'].reason!, /^3000 entries, down from 8468 in the last good copy \(more than 50 % fewer\)$/);
-      assert.match(status['vpn-misp-ipv4'].reason!, /ran past this source's cap of 4803995 bytes|over this source's cap/);
+      assert.match(status['datacenters-misp-ipv4'].reason!, /ran past this source's cap of 4803995 bytes|over this source's cap/);
       assert.match(status['vpn-mullvad'].reason!, /HTML page \(content-type text\/html\)/);
       assert.equal(status['tor-exit-addresses'].reason, 'the answer is empty');
       assert.equal(status.aws.reason, 'the answer is an HTML page, not a list');
@@ -309,7 +362,7 @@ describe('fetching as a good citizen', () => {
       ];
       const r = await refreshSources(tempDir(), local, { mirror: undefined, timeoutMs: 300, nowMs: t0 });
       assert.match(r.reports[0].error!, /^refused: cut short/);
-      assert.equal(r.reports[1].error, 'fetch failed: no answer within 0.3 s');
+      assert.equal(r.reports[1].error, `fetch failed: no answer within 0.3 s from 127.0.0.1:${port}`);
       assert.deepEqual([r.reports[0].ok, r.reports[1].ok], [false, false]);
     } finally {
       cut.closeAllConnections();

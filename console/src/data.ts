@@ -132,12 +132,13 @@ export const data: Page = (ctx, root) => {
       sources,
       s.sources.length
         ? table(
-            ['Source', 'State', 'Entries', 'Good copy', 'Next fetch', 'Why'],
+            ['Source', 'State', 'Entries', 'Good copy', 'Content unchanged', 'Next fetch', 'Why'],
             s.sources.map((x: any) => [
               x.name,
               h('span', { class: x.state === 'ok' ? 'good' : 'bad' }, x.state),
               count(x.entries),
               x.age_s === null ? 'none' : `${duration(x.age_s)} old`,
+              x.content_age_s === null ? '—' : `${duration(x.content_age_s)}${x.max_age_s === null ? '' : ` of ${duration(x.max_age_s)} allowed`}`,
               x.next_at ? x.next_at.replace('T', ' ').slice(0, 16) : '—',
               x.reason ?? '',
             ]),

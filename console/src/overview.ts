@@ -19,16 +19,36 @@ interface Sample {
 
 const time = (iso: string): string => iso.slice(11, 16);
 
+/** States of a source an operator must hear about first (source-state.ts SourceHealth). */
+const TROUBLE: Record<string, string> = {
+  failed: 'unreachable',
+  refused: 'refused',
+  stale: 'stale',
+  expired: 'expired (their claims no longer count)',
+};
+
+/** One line at the top when sources are in trouble, linking to the detail on the Data page. */
+function healthBanner(sources: readonly { name: string; state: string }[]): HTMLElement | string {
+  const parts = Object.entries(TROUBLE).flatMap(([state, words]) => {
+    const names = sources.filter((x) => x.state === state).map((x) => x.name);
+    return names.length ? [`${names.length} ${words}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`] : [];
+  });
+  if (parts.length === 0) return '';
+  return h('p', { class: 'banner bad', role: 'alert', 'data-test': 'health-banner' }, `Sources: ${parts.join('; ')}. `, h('a', { href: '#/data' }, 'See Data'));
+}
+
 export const overview: Page = (ctx, root) => {
   const body = h('div');
   root.append(h('h1', {}, 'Overview'), body);
   const draw = async (): Promise<void> => {
     const o = await ctx.api.get('/admin/v1/overview');
+    const sources: { name: string; state: string }[] = (await ctx.api.get('/admin/v1/sources')).sources;
     const samples: Sample[] = o.traffic.samples;
     const labels = samples.map((x) => time(x.at));
     const last = samples[samples.length - 1];
     fill(
       body,
+      healthBanner(sources),
       facts([
         ['Serving build', o.build ? h('span', { 'data-test': 'serving-build' }, o.build.id) : 'none: lookups answer 500 until a build serves'],
         ['Loaded', o.build ? `${duration(o.build.age_s)} ago` : '—'],

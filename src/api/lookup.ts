@@ -35,6 +35,9 @@ export interface LookupApp {
 }
 
 /** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
+/** Before the first build serves: ask again in half a minute (a first fetch of the public sources takes seconds to a minute). */
+export const NO_DATA_RETRY_AFTER_S = 30;
+const NO_DATA_YET = { headers: [['Retry-After', String(NO_DATA_RETRY_AFTER_S)]] as [string, string][] };
 const viewSlots = (n: number): (Uint8Array | null)[] => new Array<Uint8Array | null>(n + 1).fill(null);
 
 /** Owns the reusable output buffer of this thread's single-lookup answers. */
@@ -50,6 +53,8 @@ class SingleLookup {
     private readonly metrics: Metrics,
     private readonly head: JsonHead,
     private readonly routes: RouteTable,
+    /** Sources are configured: no build yet means their first fetch is still under way (503), not a data directory without data (500). */
+    private readonly awaitingSources: boolean,
   ) {}
 
   /**
@@ -96,7 +101,9 @@ class SingleLookup {
     const serving = this.holder.current;
     if (serving === null) {
       this.gate.refund(a, 1); // refusals are not counted
-      return sendError(res, ERRORS.lookupFailed, this.metrics);
+      // No build serves yet. With sources configured this is a first start still fetching
+      // them: temporary, so a 503 saying when to ask again. Without, the contract's 500.
+      return this.awaitingSources ? sendError(res, ERRORS.unavailable, this.metrics, NO_DATA_YET) : sendError(res, ERRORS.lookupFailed, this.metrics);
     }
     const index = serving.index;
     const record = recordOf(index, p);
@@ -126,13 +133,14 @@ export class LookupApi {
     private readonly holder: IndexSource,
     private readonly gate: Gate,
     private readonly head: JsonHead,
+    private readonly awaitingSources: boolean,
   ) {}
 
   register(routes: RouteTable, edge: Edge): void {
     // Locals, not fields, in the handlers: the hot path reads each from its closure.
     const { gate, head } = this;
     const { metrics, client: requestClient } = edge;
-    const single = new SingleLookup(this.holder, gate, metrics, head, routes);
+    const single = new SingleLookup(this.holder, gate, metrics, head, routes, this.awaitingSources);
 
     const myip = (res: HttpResponse, key: string | null, client: Client): void => {
       const now = routes.nowMs();
@@ -198,7 +206,7 @@ export function createLookupApp(
   const client = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
   const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog);
   const edge: Edge = { metrics, client };
-  new LookupApi(holder, gate, head).register(routes, edge);
+  new LookupApi(holder, gate, head, config.sources !== '' || config.sourcesFile !== '').register(routes, edge);
   new BatchApi(config, holder, pool, gate, head, log, shared).register(routes, edge);
   new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
   routes.fallback();

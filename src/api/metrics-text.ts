@@ -108,6 +108,18 @@ export function metricsText(v: MetricsView): string {
       src.filter((x) => x.age_s !== null).map((x) => `ipsift_source_age_seconds{source="${label(x.name)}"} ${x.age_s}`),
     );
     family(
+      'ipsift_source_content_age_seconds',
+      'gauge',
+      "Seconds since each source's content last changed (a new body; the same bytes with a new Last-Modified are not a change); absent: no content yet.",
+      src.filter((x) => x.content_age_s !== null).map((x) => `ipsift_source_content_age_seconds{source="${label(x.name)}"} ${x.content_age_s}`),
+    );
+    family(
+      'ipsift_source_max_age_seconds',
+      'gauge',
+      "How long each source's content may go unchanged before it is stale (its claims fall a band; past twice this they stop counting); absent: no limit.",
+      src.filter((x) => x.max_age_s !== null).map((x) => `ipsift_source_max_age_seconds{source="${label(x.name)}"} ${x.max_age_s}`),
+    );
+    family(
       'ipsift_source_entries',
       'gauge',
       "Entries of each source's copy that answers (0: none).",
@@ -116,7 +128,7 @@ export function metricsText(v: MetricsView): string {
     family(
       'ipsift_source_state',
       'gauge',
-      "Each source's state, 1 on its current one: ok, stale, refused (bad data, the last good copy answers), failed, never.",
+      "Each source's state, 1 on its current one: ok, stale (content unchanged past its max_age, or not confirmed within two intervals), expired (content unchanged past twice its max_age: its claims no longer count), refused (bad data, the last good copy answers), failed, never.",
       src.map((x) => `ipsift_source_state{source="${label(x.name)}",state="${x.state}"} 1`),
     );
   }

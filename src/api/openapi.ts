@@ -139,7 +139,7 @@ const SOURCE_STATUS = object(
   {
     name: { type: 'string' },
     url: { type: ['string', 'null'] },
-    state: { enum: ['ok', 'stale', 'refused', 'failed', 'never'] },
+    state: { enum: ['ok', 'stale', 'expired', 'refused', 'failed', 'never'] },
     reason: { type: ['string', 'null'], description: 'Why the latest attempt was refused or failed.' },
     serving: { type: 'boolean', description: 'Whether a good copy answers (the last one, where the latest attempt was refused or failed).' },
     entries: { type: 'integer', minimum: 0 },
@@ -148,10 +148,33 @@ const SOURCE_STATUS = object(
     changed_at: { ...DATE_TIME, type: ['string', 'null'] },
     good_at: { ...DATE_TIME, type: ['string', 'null'] },
     age_s: { type: ['integer', 'null'], minimum: 0 },
+    content_age_s: { type: ['integer', 'null'], minimum: 0, description: 'Seconds since the content last changed (null: none yet).' },
+    max_age_s: { type: ['integer', 'null'], minimum: 60, description: 'How long the content may go unchanged before it is stale (null: no limit).' },
+    freshness: {
+      enum: ['fresh', 'stale', 'expired'],
+      description: 'stale: unchanged past max_age, its claims a band lower; expired: past twice max_age, its claims no longer count.',
+    },
     interval_s: { type: 'integer', minimum: 60 },
     next_at: { ...DATE_TIME, type: ['string', 'null'] },
   },
-  ['name', 'url', 'state', 'reason', 'serving', 'entries', 'bytes', 'fetched_at', 'changed_at', 'good_at', 'age_s', 'interval_s', 'next_at'],
+  [
+    'name',
+    'url',
+    'state',
+    'reason',
+    'serving',
+    'entries',
+    'bytes',
+    'fetched_at',
+    'changed_at',
+    'good_at',
+    'age_s',
+    'content_age_s',
+    'max_age_s',
+    'freshness',
+    'interval_s',
+    'next_at',
+  ],
 );
 
 export function openApiDocument(): Schema {

@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { providerNamed } from '../model/providers.js';
-import { effectivePriority } from '../feeds/evidence.js';
+import { feedStanding } from '../feeds/freshness.js';
+import { readSourceStates } from '../feeds/source-state.js';
 import { detailsText, flagMask } from '../model/projection.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { nextBuildId, makeServing } from '../index/builds.js';
@@ -39,6 +40,8 @@ export interface BuildManifest {
   ranges: { v4: Partial<Record<Category, number>>; v6: Partial<Record<Category, number>> };
   /** Addresses answered in each category once overlaps are resolved, as decimal text. */
   addresses: { v4: Partial<Record<Category, string>>; v6: Partial<Record<Category, string>> };
+  /** Sources whose content is past its max_age: stale (a band lower) or expired (left out). */
+  set_aside: { name: string; freshness: 'stale' | 'expired'; changed_at: string | null }[];
   /** Provider names in the feeds that the registry (model/providers.ts) does not know. */
   unknown_providers: string[];
   index: IndexStats & { file: string; sha256: string };
@@ -145,17 +148,25 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
 
   const feeds = listFeeds(options.dataDir);
   if (feeds.length === 0) throw new BuildError(`no feeds imported in ${options.dataDir}: run 'ipsift feed import' first`);
+  const now = options.now ?? new Date();
   const details = CATEGORIES.map(() => new DetailTable());
   const v4 = CATEGORIES.map(emptyRangeSet);
   const v6 = CATEGORIES.map(emptyRangeSet);
+  // A source whose content went unchanged past its max_age counts a band lower; past twice
+  // that, not at all (feeds/freshness.ts).
+  const states = readSourceStates(options.dataDir);
+  const setAside: BuildManifest['set_aside'] = [];
   for (const feed of feeds) {
+    const standing = feedStanding(feed, states, now.getTime());
+    if (standing.freshness !== 'fresh') setAside.push({ name: feed.name, freshness: standing.freshness, changed_at: states[feed.name]?.changed_at ?? null });
+    if (standing.freshness === 'expired') continue;
     for (const e of readFeed(feed.file)) {
       const k = CATEGORIES.indexOf(e.category);
       const set = e.family === 4 ? v4[k] : v6[k];
       set.start.push(e.start);
       set.end.push(e.end);
-      set.priority.push(effectivePriority(feed.evidence, feed.priority));
-      set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(e.detail));
+      set.priority.push(standing.order);
+      set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(standing.detail(e.detail)));
     }
   }
   lap('read_feeds');
@@ -173,7 +184,6 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const iv6 = combineCategories(seg6, V6_LAST, 0n, 1n, records);
   lap('combine_categories');
 
-  const now = options.now ?? new Date();
   makeDirectory(buildsDir(options.dataDir));
   const id = nextBuildId(options.dataDir, now);
   const dir = buildDir(options.dataDir, id);
@@ -241,6 +251,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
       ranges: { v4: count(v4), v6: count(v6) },
       addresses: { v4: addressCounts(seg4), v6: addressCounts(seg6) },
+      set_aside: setAside,
       unknown_providers: unknownProviders(details),
       index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
     };

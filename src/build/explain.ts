@@ -3,7 +3,8 @@
 // winner win. What an operator needs when a customer disputes a verdict.
 
 import { CATEGORIES, type Category } from '../model/categories.js';
-import { EVIDENCE, effectivePriority, type EvidenceKind } from '../feeds/evidence.js';
+import { EVIDENCE, type EvidenceKind } from '../feeds/evidence.js';
+import { feedStanding } from '../feeds/freshness.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { readSourceStates } from '../feeds/source-state.js';
 import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, normalisedText, parseAddress } from '../net/address.js';
@@ -87,7 +88,7 @@ function ruleOf(category: Category, w: Covering, next: Covering | undefined): st
 }
 
 /** Explains the address from the imported feeds of dataDir; null when the text is not an address. */
-export function explainAddress(dataDir: string, ip: string): Explanation | null {
+export function explainAddress(dataDir: string, ip: string, nowMs = Date.now()): Explanation | null {
   const p = new ParsedAddress();
   const kind = parseAddress(ip, 0, ip.length, p);
   if (kind === NOT_ADDRESS) return null;
@@ -99,6 +100,9 @@ export function explainAddress(dataDir: string, ip: string): Explanation | null 
   const states = readSourceStates(dataDir);
   for (const feed of listFeeds(dataDir)) {
     const st = states[feed.name];
+    // As the build ranks them: a stale source a band lower, an expired one not at all.
+    const standing = feedStanding(feed, states, nowMs);
+    if (standing.freshness === 'expired') continue;
     const source: ClaimSource | null = st ? { url: st.url, fetched_at: st.changed_at, confirmed_at: st.good_at } : null;
     for (const r of readFeed(feed.file)) {
       if (r.family !== family) continue;
@@ -112,10 +116,10 @@ export function explainAddress(dataDir: string, ip: string): Explanation | null 
         evidence: feed.evidence,
         priority: feed.priority,
         network: networkText(family, start, end),
-        detail: r.detail === NOT_IN_CATEGORY ? null : (JSON.parse(r.detail) as Record<string, unknown>),
+        detail: r.detail === NOT_IN_CATEGORY ? null : (JSON.parse(standing.detail(r.detail)) as Record<string, unknown>),
         source,
         size: end - start + 1n,
-        order: effectivePriority(feed.evidence, feed.priority),
+        order: standing.order,
       });
     }
   }

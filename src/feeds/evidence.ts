@@ -65,7 +65,7 @@ export function isEvidenceKind(s: string): s is EvidenceKind {
 }
 
 /** Priorities run from -MAX to MAX inside a band; this many values per band. */
-const BAND_WIDTH = 1000;
+export const BAND_WIDTH = 1000;
 
 /** The order of a feed's ranges inside a category: its band first, then its priority. */
 export function effectivePriority(kind: EvidenceKind, priority: number): number {

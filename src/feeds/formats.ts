@@ -2,41 +2,12 @@
 // category, details); import.ts validates the rows. Where a format names no category or
 // provider, the documented default applies and options override it.
 
-import type { DetailField } from '../model/categories.js';
 import { readCsv } from './csv.js';
-import { IpsiftError } from '../errors.js';
+import { type FeedFormatDef, FormatError, type FormatRow } from './format-def.js';
+import { FIRST_PARTY_FORMATS } from './formats-first-party.js';
+import { isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
 
-export interface FormatRow {
-  line: number;
-  network: string;
-  category?: string;
-  details?: Partial<Record<DetailField, string>>;
-}
-
-export interface FormatInput {
-  file: string;
-  text: string;
-}
-
-/** A problem with the file as a whole (not one line). */
-export class FormatError extends IpsiftError {
-  constructor(
-    readonly line: number,
-    reason: string,
-  ) {
-    super('FORMAT', reason);
-  }
-}
-
-export interface FeedFormatDef {
-  name: string;
-  summary: string;
-  /** Category used when neither the file nor --category gives one (undefined: required). */
-  defaultCategory?: string;
-  /** Whether the content is unmistakably this format (for --format auto). */
-  detect(text: string): boolean;
-  rows(input: FormatInput): FormatRow[];
-}
+export { type FeedFormatDef, FormatError, type FormatInput, type FormatRow } from './format-def.js';
 
 /** The address part of one list line: comments, ports, schemes and brackets removed. */
 export function listToken(raw: string): string {
@@ -58,34 +29,6 @@ export function listToken(raw: string): string {
   const colon = s.indexOf(':');
   if (colon > 0 && s.indexOf(':', colon + 1) < 0 && s.lastIndexOf('.', colon) > 0) s = s.slice(0, colon);
   return s;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (e) {
-    throw new FormatError(0, `not JSON: ${(e as Error).message}`);
-  }
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const looksJson = (text: string): boolean => /^\s*[{[]/.test(text);
-
-/**
- * Line numbers of JSON string values, looked up in document order (errors name a line even
- * in JSON): each search starts where the previous one ended, so a file is read once.
- */
-class Lines {
-  private at = 0;
-  private line = 1;
-  constructor(private readonly text: string) {}
-  of(value: string): number {
-    const found = this.text.indexOf(JSON.stringify(value), this.at);
-    if (found < 0) return 0;
-    for (let i = this.at; i < found; i++) if (this.text.charCodeAt(i) === 10) this.line++;
-    this.at = found;
-    return this.line;
-  }
 }
 
 const list: FeedFormatDef = {
@@ -330,8 +273,6 @@ function jsonPrefixes(
   };
 }
 
-const list_ = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-
 const azure = jsonPrefixes(
   'azure',
   'Azure Service Tags JSON (values[].properties.addressPrefixes): hosting, provider Microsoft Azure',
@@ -490,6 +431,7 @@ export const FEED_FORMATS: readonly FeedFormatDef[] = [
   ipObjects,
   spys,
   markdownTable,
+  ...FIRST_PARTY_FORMATS,
 ];
 
 export function formatByName(name: string): FeedFormatDef | undefined {

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { findFeed, removeFeed } from './feed-store.js';
-import { fetchSource, RefusedBody, type FetchOutcome } from './source-fetch.js';
+import { fetchSource, findLink, RefusedBody, type FetchOutcome } from './source-fetch.js';
+import { type Freshness, freshnessOf } from './freshness.js';
 import { readSourceStates, retryMs, writeSourceStates, type SourceState } from './source-state.js';
 import { DEFAULT_INTERVAL_MS, type Source } from './sources.js';
 import { mirroredUrl } from './registry.js';
@@ -34,6 +35,8 @@ export interface RefreshOptions {
   maxEntries?: number;
   /** Remove the feeds of sources that were fetched before and are no longer configured. */
   prune?: boolean;
+  /** Ports no redirect may lead to on a loopback or private address (this server's admin port). */
+  guardedPorts?: number[];
 }
 
 export const REFRESH_DEFAULTS = { concurrency: 4, timeoutMs: 60_000, maxBytes: 64 << 20, growthLimit: 5, shrinkLimit: 0.5, maxEntries: 1_000_000 } as const;
@@ -59,9 +62,11 @@ export interface SourceReport {
 
 export interface RefreshResult {
   reports: SourceReport[];
-  /** Whether any feed changed (a new build is worth making). */
+  /** Whether any feed changed, or any source's freshness did (a new build is worth making). */
   changed: boolean;
   removed: string[];
+  /** Sources whose content freshness changed since the last refresh (fresh → stale → expired, or back). */
+  freshness: { name: string; from: Freshness; to: Freshness }[];
 }
 
 const GROWTH_FLOOR = 1 << 20;
@@ -85,7 +90,14 @@ async function limited<T>(n: number, tasks: (() => Promise<T>)[], each: (i: numb
   await Promise.all(Array.from({ length: Math.min(n, tasks.length) }, worker));
 }
 
-type Got = { outcome: FetchOutcome } | { refused: string } | { failed: string };
+type Got = { outcome: FetchOutcome; foundUrl: string | null } | { refused: string } | { failed: string };
+
+/** When new content changed: the upstream's Last-Modified where it is believable (after the last change, not in the future), else now. */
+function changedAt(lastModified: string | null, previous: string | null | undefined, nowMs: number): string {
+  const lm = lastModified ? Date.parse(lastModified) : NaN;
+  const prev = previous ? Date.parse(previous) : -Infinity;
+  return Number.isFinite(lm) && lm <= nowMs && lm > prev ? new Date(lm).toISOString() : new Date(nowMs).toISOString();
+}
 
 export async function refreshSources(dataDir: string, sources: readonly Source[], options: RefreshOptions = {}): Promise<RefreshResult> {
   const o = { ...REFRESH_DEFAULTS, ...options };
@@ -119,16 +131,21 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     const good = path.join(dir, s.name);
     const haveGood = !!last?.sha256 && fs.existsSync(good) && !!findFeed(dataDir, s.name);
     const cap = Math.min(s.maxBytes ?? o.maxBytes, haveGood ? Math.max(o.growthLimit * last.bytes, GROWTH_FLOOR) : Infinity);
+    const through = (url: string): string => (o.mirror ? mirroredUrl(url, o.mirror) : url);
     try {
+      // A source with `find` names a page; the file is the link found on it.
+      const foundUrl = s.find ? await findLink(through(s.url!), s.find, o.timeoutMs, o.guardedPorts) : null;
+      const sameFile = foundUrl === null || foundUrl === last?.found_url;
       const outcome = await fetchSource({
-        url: o.mirror ? mirroredUrl(s.url!, o.mirror) : s.url!,
+        url: through(foundUrl ?? s.url!),
         target: `${good}.download`,
         timeoutMs: o.timeoutMs,
         maxBytes: cap,
-        etag: haveGood ? last.etag : null,
-        lastModified: haveGood ? last.last_modified : null,
+        etag: haveGood && sameFile ? last.etag : null,
+        lastModified: haveGood && sameFile ? last.last_modified : null,
+        guardedPorts: o.guardedPorts,
       });
-      return { outcome };
+      return { outcome, foundUrl };
     } catch (e) {
       fs.rmSync(`${good}.download`, { force: true });
       return e instanceof RefusedBody ? { refused: e.message } : { failed: (e as Error).message };
@@ -159,7 +176,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       return { name: s.name, ok: true, rows: last.entries, skipped: 0, skippedExamples: [], fetch: 'unchanged', changed: false };
     };
     let file: string;
-    let validators = { etag: null as string | null, last_modified: null as string | null };
+    let validators = { etag: null as string | null, last_modified: null as string | null, found_url: null as string | null };
     let digest: { sha256: string; bytes: number };
     if (s.url) {
       const r = got.get(s.name)!;
@@ -176,7 +193,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         continue;
       }
       file = `${good}.download`;
-      validators = { etag: r.outcome.etag, last_modified: r.outcome.lastModified };
+      validators = { etag: r.outcome.etag, last_modified: r.outcome.lastModified, found_url: r.foundUrl };
       digest = { sha256: r.outcome.sha256, bytes: r.outcome.bytes };
     } else {
       file = s.path!;
@@ -225,7 +242,18 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         },
       });
       if (s.url) fs.renameSync(file, good);
-      states[s.name] = { ...base, attempt: 'ok', reason: null, good_at: now, changed_at: now, ...validators, ...digest, entries: r.rows };
+      states[s.name] = {
+        ...base,
+        attempt: 'ok',
+        reason: null,
+        good_at: now,
+        // The same bytes imported again (`--all`) are no change of content.
+        changed_at: digest.sha256 === last?.sha256 && last.changed_at ? last.changed_at : changedAt(validators.last_modified, last?.changed_at, nowMs),
+        ...validators,
+        ...digest,
+        entries: r.rows,
+        freshness: last?.freshness,
+      };
       changed = true;
       reports.push({
         name: s.name,
@@ -247,8 +275,23 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       reports.push(last?.sha256 ? report : { ...report, error: named(e.message) });
     }
   }
+  // Freshness is of content, whether or not the source was due: each configured source's
+  // allowed age is recorded, and a change of level (fresh → stale → expired) calls for a build.
+  const freshness: RefreshResult['freshness'] = [];
+  for (const s of sources) {
+    const st = states[s.name];
+    if (!st) continue;
+    st.max_age_s = s.maxAgeMs ? Math.round(s.maxAgeMs / 1000) : null;
+    const to = freshnessOf(st, nowMs);
+    const from = st.freshness ?? 'fresh';
+    st.freshness = to;
+    if (from !== to) {
+      freshness.push({ name: s.name, from, to });
+      if (st.sha256) changed = true;
+    }
+  }
   writeSourceStates(dataDir, states);
-  return { reports, changed, removed };
+  return { reports, changed, removed, freshness };
 }
 
 function emptyState(): SourceState {

@@ -4,7 +4,7 @@
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadSources, SourcesError, type Source } from './sources.js';
+import { isHostName, loadSources, SourcesError, type Source } from './sources.js';
 
 export const PUBLIC_REGISTRY_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/sources/public.json');
 
@@ -42,5 +42,7 @@ export function selectSources(spec: string, registry: readonly Source[]): Source
  */
 export function mirroredUrl(url: string, base: string): string {
   const u = new URL(url);
+  // The host becomes a path segment: one that is not a host name (`..`, `.`) would leave the base.
+  if (!isHostName(u.hostname)) throw new SourcesError(`${url}: the host ${JSON.stringify(u.hostname)} is not a host name, so it has no place in a mirror`);
   return `${base.replace(/\/+$/, '')}/${u.host}${u.pathname}${u.search}`;
 }

@@ -5,7 +5,9 @@
 // refused. Bodies are streamed to a file beside the last good copy, which they never touch.
 
 import crypto from 'node:crypto';
+import dns from 'node:dns';
 import fs from 'node:fs';
+import net from 'node:net';
 import { VERSION } from '../version.js';
 
 export const USER_AGENT = `ipsift/${VERSION} (+self-hosted IP classification; feed refresh)`;
@@ -18,6 +20,8 @@ export interface FetchRequest {
   maxBytes: number;
   etag?: string | null;
   lastModified?: string | null;
+  /** Ports a redirect may never lead to on a loopback or private host (the admin port). */
+  guardedPorts?: readonly number[];
 }
 
 export type FetchOutcome =
@@ -34,12 +38,7 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
   if (req.etag) headers['if-none-match'] = req.etag;
   if (req.lastModified) headers['if-modified-since'] = req.lastModified;
   const signal = AbortSignal.timeout(req.timeoutMs);
-  let res: Response;
-  try {
-    res = await fetch(req.url, { headers, signal, redirect: 'follow' });
-  } catch (e) {
-    throw new Error(signal.aborted ? `no answer within ${req.timeoutMs / 1000} s` : `cannot fetch: ${causeOf(e)}`);
-  }
+  const res = await follow(req.url, { headers, signal }, req);
   if (res.status === 304) {
     await res.body?.cancel();
     return { kind: 'unchanged', status: 304 };
@@ -86,7 +85,10 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
   } finally {
     fs.closeSync(fd);
   }
-  if (Number.isFinite(declared) && bytes < declared) throw new RefusedBody(`cut short: ${bytes} of the ${declared} bytes announced`);
+  // Content-Length counts the bytes as sent: for a gzip- or br-coded body (a pre-compressed
+  // file) it is the coded size, and a cut is caught by the decoder instead.
+  const coded = !/^(identity)?$/i.test((res.headers.get('content-encoding') ?? '').trim());
+  if (!coded && Number.isFinite(declared) && bytes < declared) throw new RefusedBody(`cut short: ${bytes} of the ${declared} bytes announced`);
   if (head.trim() === '') throw new RefusedBody('the answer is empty');
   if (HTML_START.test(head)) throw new RefusedBody('the answer is an HTML page, not a list');
   return {
@@ -97,6 +99,96 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
     etag: res.headers.get('etag'),
     lastModified: res.headers.get('last-modified'),
   };
+}
+
+const MAX_REDIRECTS = 5;
+
+/**
+ * fetch with redirects followed by hand, each hop checked: a redirect may stay on the URL's
+ * own origin or go to a public host, never to a loopback, private, link-local or unspecified
+ * address of another origin (a public list must not make ipsift read its own admin port or a
+ * neighbour's metadata service), and never to a guarded port on such an address.
+ */
+async function follow(url: string, init: { headers: Record<string, string>; signal: AbortSignal }, req: FetchRequest): Promise<Response> {
+  let at = new URL(url);
+  for (let hop = 0; ; hop++) {
+    let res: Response;
+    try {
+      res = await fetch(at, { ...init, redirect: 'manual' });
+    } catch (e) {
+      throw new Error(init.signal.aborted ? `no answer within ${req.timeoutMs / 1000} s from ${at.host}` : `cannot fetch from ${at.host}: ${causeOf(e)}`);
+    }
+    const location = res.status >= 300 && res.status < 400 && res.status !== 304 ? res.headers.get('location') : null;
+    if (location === null) return res;
+    await res.body?.cancel();
+    if (hop === MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects from ${url}`);
+    const next = new URL(location, at);
+    if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new RefusedBody(`redirected to ${next.protocol} URL ${next.href}`);
+    const refusal = await redirectRefusal(at, next, req.guardedPorts ?? []);
+    if (refusal) throw new RefusedBody(`redirected to ${next.host}, refused: ${refusal}`);
+    at = next;
+  }
+}
+
+const portOf = (u: URL): number => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+
+/** Why a redirect from `from` to `to` must not be followed, or null. */
+async function redirectRefusal(from: URL, to: URL, guardedPorts: readonly number[]): Promise<string | null> {
+  const sameOrigin = from.protocol === to.protocol && from.hostname === to.hostname && portOf(from) === portOf(to);
+  const host = to.hostname.replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  if (net.isIP(host)) addresses = [host];
+  else {
+    try {
+      addresses = (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+    } catch {
+      return null; // the fetch itself will say it cannot resolve the host
+    }
+  }
+  const inner = addresses.find(isInternalAddress);
+  if (inner === undefined) return null;
+  if (guardedPorts.includes(portOf(to))) return `port ${portOf(to)} of ${inner} is this server's own admin port`;
+  return sameOrigin ? null : `${inner} is a loopback, private or link-local address the source does not name`;
+}
+
+/** Loopback, private (RFC 1918, ULA), link-local, CGNAT, unspecified: never where a public list redirects to. */
+export function isInternalAddress(ip: string): boolean {
+  if (net.isIPv4(ip)) {
+    const [a, b] = ip.split('.').map(Number);
+    return (
+      a === 0 ||
+      a === 10 ||
+      a === 127 ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
+  }
+  const v = ip.toLowerCase();
+  if (v.startsWith('::ffff:')) return isInternalAddress(v.slice(7));
+  return v === '::' || v === '::1' || /^f[cd]/.test(v) || /^fe[89ab]/.test(v);
+}
+
+/**
+ * The current file's URL read from a page that links to it (Microsoft publishes its service
+ * tags under a new URL every week, named on a download page): the first match of `pattern`.
+ */
+export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: number, guardedPorts: readonly number[] = []): Promise<string> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const res = await follow(
+    pageUrl,
+    { headers: { 'user-agent': USER_AGENT, accept: 'text/html, */*;q=0.5' }, signal },
+    { url: pageUrl, target: '', timeoutMs, maxBytes: 0, guardedPorts },
+  );
+  if (!res.ok || !res.body) {
+    await res.body?.cancel();
+    throw new Error(`HTTP ${res.status} from ${new URL(pageUrl).host} (the page that links to the file)`);
+  }
+  const text = (await res.text()).slice(0, 8 << 20);
+  const m = pattern.exec(text);
+  if (!m) throw new RefusedBody(`the page ${pageUrl} links to no file matching ${pattern.source}`);
+  return m[0].replaceAll('&amp;', '&');
 }
 
 function causeOf(e: unknown): string {

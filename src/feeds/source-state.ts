@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import { makeDirectory } from '../files.js';
 import { sourceStateFile, sourcesDir } from '../data-dir.js';
+import { type Freshness, freshnessOf } from './freshness.js';
 
 /** How the last attempt went: ok (fetched, or unchanged), refused (bad data), failed (no answer). */
 export type Attempt = 'ok' | 'refused' | 'failed';
@@ -23,6 +24,12 @@ export interface SourceState {
   sha256: string | null;
   bytes: number;
   entries: number;
+  /** How long the content may go unchanged (the source's max_age), as of the last refresh; null: no limit. */
+  max_age_s?: number | null;
+  /** Where a page named the file (a source with `find`): the URL fetched last. */
+  found_url?: string | null;
+  /** The content's freshness as of the last refresh (a change of it calls for a build). */
+  freshness?: Freshness;
 }
 
 export type SourceStates = Record<string, SourceState>;
@@ -44,8 +51,12 @@ export function writeSourceStates(dataDir: string, states: SourceStates): void {
   fs.renameSync(tmp, file);
 }
 
-/** What an operator sees per source: ok, stale (no good copy confirmed within two intervals), refused, failed. */
-export type SourceHealth = 'ok' | 'stale' | 'refused' | 'failed' | 'never';
+/**
+ * What an operator sees per source: ok; stale (its content unchanged past its max_age, or no
+ * good copy confirmed within two intervals); expired (content unchanged past twice max_age:
+ * its claims no longer count); refused; failed; never fetched.
+ */
+export type SourceHealth = 'ok' | 'stale' | 'expired' | 'refused' | 'failed' | 'never';
 
 export interface SourceStatus {
   name: string;
@@ -61,13 +72,18 @@ export interface SourceStatus {
   good_at: string | null;
   /** Seconds since the good copy was last confirmed (null: none). */
   age_s: number | null;
+  /** Seconds since the content last changed (null: none yet), and how long it may (null: no limit). */
+  content_age_s: number | null;
+  max_age_s: number | null;
+  /** The content's freshness: fresh, stale (claims a band lower), expired (claims not counted). */
+  freshness: Freshness;
   interval_s: number;
   next_at: string | null;
 }
 
 /** The status of each configured source, from its state. */
 export function sourceStatuses(
-  sources: readonly { name: string; url?: string; path?: string; intervalMs?: number }[],
+  sources: readonly { name: string; url?: string; path?: string; intervalMs?: number; maxAgeMs?: number }[],
   states: SourceStates,
   nowMs: number,
   defaultIntervalMs: number,
@@ -76,11 +92,15 @@ export function sourceStatuses(
     const st = states[s.name];
     const interval = s.intervalMs ?? defaultIntervalMs;
     const goodMs = st?.good_at ? Date.parse(st.good_at) : null;
+    const maxAgeS = s.maxAgeMs ? Math.round(s.maxAgeMs / 1000) : null;
+    const freshness = freshnessOf(st && { changed_at: st.changed_at, max_age_s: maxAgeS }, nowMs);
     let state: SourceHealth = 'never';
     if (st) {
       if (st.attempt !== 'ok') state = st.attempt;
+      else if (freshness !== 'fresh') state = freshness;
       else state = goodMs !== null && nowMs - goodMs > 2 * interval ? 'stale' : 'ok';
     }
+    const changedMs = st?.changed_at ? Date.parse(st.changed_at) : null;
     return {
       name: s.name,
       url: s.url ?? s.path ?? null,
@@ -93,6 +113,9 @@ export function sourceStatuses(
       changed_at: st?.changed_at ?? null,
       good_at: st?.good_at ?? null,
       age_s: goodMs === null ? null : Math.max(0, Math.round((nowMs - goodMs) / 1000)),
+      content_age_s: changedMs === null ? null : Math.max(0, Math.round((nowMs - changedMs) / 1000)),
+      max_age_s: maxAgeS,
+      freshness,
       interval_s: Math.round(interval / 1000),
       next_at: st ? new Date(Date.parse(st.attempted_at) + retryMs(st.attempt, interval)).toISOString() : null,
     };

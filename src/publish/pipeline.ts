@@ -15,7 +15,7 @@ import { readCurrentBuildId } from '../index/builds.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import { publishIndexReplica } from '../replica/index-replica.js';
 import { publishExports } from './publish.js';
-import { REFRESH_DEFAULTS, type RefreshOptions } from '../feeds/refresh.js';
+import { REFRESH_DEFAULTS, type RefreshOptions, type RefreshResult } from '../feeds/refresh.js';
 import { releaseBuildLock, takeBuildLock } from './build-lock.js';
 
 /** What publishing a build put in the object store. */
@@ -85,6 +85,7 @@ export function refreshOptions(config: Config): RefreshOptions {
     maxEntries: config.sourcesMaxEntries,
     timeoutMs: REFRESH_DEFAULTS.timeoutMs,
     prune: true,
+    guardedPorts: [config.adminPort],
   };
 }
 
@@ -95,6 +96,8 @@ export interface RefreshRun {
   changed: boolean;
   removed: string[];
   reports: SourceReport[];
+  /** Sources whose content went stale or expired (or fresh again) in this run. */
+  freshness?: RefreshResult['freshness'];
   build: { id: string; published: boolean } | null;
 }
 
@@ -126,7 +129,7 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
       if (o.publish) await publishBuild(config, id);
       build = { id, published: o.publish };
     }
-    return { changed: result.changed, removed: result.removed, reports: result.reports, build };
+    return { changed: result.changed, removed: result.removed, reports: result.reports, freshness: result.freshness, build };
   } finally {
     if (!held) releaseBuildLock(config.dataDir);
   }

@@ -10,6 +10,7 @@ import type { Source } from '../feeds/sources.js';
 import { DEFAULT_INTERVAL_MS } from '../feeds/sources.js';
 import { isDue } from '../feeds/refresh.js';
 import { readSourceStates, retryMs } from '../feeds/source-state.js';
+import { nextFreshnessChange } from '../feeds/freshness.js';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { RefreshRun } from './pipeline.js';
@@ -44,6 +45,9 @@ export class SourceRefresher {
       const st = states[s.name];
       if (isDue(st, s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs)) return 0;
       next = Math.min(next, Date.parse(st!.attempted_at) + retryMs(st!.attempt, s.intervalMs ?? DEFAULT_INTERVAL_MS) - nowMs);
+      // A source going stale or expired calls for a build even when nothing is due.
+      const turns = nextFreshnessChange({ changed_at: st!.changed_at, max_age_s: s.maxAgeMs ? s.maxAgeMs / 1000 : null }, nowMs);
+      if (turns !== null) next = Math.min(next, turns - nowMs);
     }
     return Math.min(Math.max(next, 0), MAX_WAIT_MS);
   }
@@ -72,6 +76,8 @@ export class SourceRefresher {
       if (run.busy) this.log.info('source refresh skipped: another process on this data directory is building');
       for (const r of run.reports)
         if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, result: r.fetch, reason: r.error });
+      for (const f of run.freshness ?? []) this.log.warn('source content freshness changed', { source: f.name, from: f.from, to: f.to });
+      this.adviseMirror(run);
       if (run.reports.length) {
         this.log.info('sources refreshed', {
           due: run.reports.length,
@@ -89,6 +95,20 @@ export class SourceRefresher {
     } finally {
       this.thread = null;
     }
+  }
+
+  private mirrorAdvised = false;
+
+  /** Once a process: where most sources cannot be reached at all, how to serve them from a mirror. */
+  private adviseMirror(run: RefreshRun): void {
+    if (this.mirrorAdvised || this.config.sourcesMirror) return;
+    const unreachable = run.reports.filter((r) => /cannot fetch from|no answer within/.test(r.error ?? ''));
+    if (unreachable.length === 0 || unreachable.length < run.reports.length / 2) return;
+    this.mirrorAdvised = true;
+    const hosts = [...new Set(unreachable.map((r) => /from (\S+?):? /.exec(r.error ?? '')?.[1]).filter(Boolean))];
+    this.log.warn(
+      `${unreachable.length} of ${run.reports.length} sources could not be reached (${hosts.slice(0, 8).join(', ')}${hosts.length > 8 ? ', …' : ''}). Where this server has no Internet access, copy the feeds into a tree named after their hosts, serve it over HTTP(S) and set SOURCES_MIRROR to its base URL (docs/operators/sources.md, "Mirroring")`,
+    );
   }
 
   async stop(): Promise<void> {
