@@ -262,6 +262,38 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.close();
   });
 
+  test('sources in trouble are named in a banner at the top of the overview, linking to Data', async () => {
+    // A server whose one source cannot be reached: its first refresh fails at once.
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir });
+    const sources = writeFile(
+      dataDir,
+      'sources.json',
+      JSON.stringify([{ name: 'unreachable-list', url: 'http://127.0.0.1:1/list.txt', format: 'list', category: 'vpn', max_age: '7d' }]),
+    );
+    const troubled = await startTestService({ dataDir, sourcesFile: sources, sources: '' });
+    try {
+      const db = openTestControlDb(dataDir);
+      const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+      db.close();
+      await until(async () => (await get(troubled.adminPort, '/metrics')).text.includes('state="failed"'), 10_000, 'the source failed');
+      const { page, errors } = await tab();
+      await page.goto(`http://127.0.0.1:${troubled.adminPort}/console/`);
+      await page.fill('[data-test=token]', token);
+      await page.click('[data-test=signin] button[type=submit]');
+      const banner = await page.waitForSelector('[data-test=health-banner]');
+      assert.match((await banner.textContent())!, /^Sources: 1 unreachable: unreachable-list\. See Data$/);
+      await shot(page, 'overview-failed-source');
+      await page.click('[data-test=health-banner] a');
+      await page.waitForSelector('h1:has-text("Data")');
+      assert.deepEqual(errors, []);
+      await page.close();
+    } finally {
+      await troubled.close();
+    }
+  });
+
   test('a read-only token sees no write control, and a write forced from its page is refused', async () => {
     const { page } = await tab();
     await signIn(page, read);

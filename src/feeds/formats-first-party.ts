@@ -1,4 +1,4 @@
-// Formats of operators' own publications (issue #44): the Tor Project's Onionoo, the VPN
+// Formats of operators' own publications: the Tor Project's Onionoo, the VPN
 // providers' server APIs (Mullvad, NordVPN, Private Internet Access, IVPN), bunny.net's edge
 // list, Vultr's geofeed JSON and Zscaler's CENR document. Each reads the layout its operator
 // serves; the registry names where that layout is documented, and test/fixtures/upstream holds
