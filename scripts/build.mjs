@@ -35,6 +35,29 @@ function fingerprint() {
   return hash.digest('hex');
 }
 
+/**
+ * Compiled files whose source is gone (a test moved or renamed): tsc never removes them, and a
+ * stale dist/test/x.test.js would still run with `npm test`.
+ */
+function removeOrphans() {
+  for (const dir of ['src', 'workers', 'test', 'loadtest', 'scripts']) {
+    const walk = (rel) => {
+      let names;
+      try {
+        names = fs.readdirSync(path.join(ROOT, 'dist', rel), { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const e of names) {
+        const r = path.join(rel, e.name);
+        if (e.isDirectory()) walk(r);
+        else if (/\.js(\.map)?$/.test(e.name) && !fs.existsSync(path.join(ROOT, r.replace(/\.js(\.map)?$/, '.ts')))) fs.rmSync(path.join(ROOT, 'dist', r));
+      }
+    };
+    walk(dir);
+  }
+}
+
 function step(command, args) {
   const r = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
@@ -52,6 +75,7 @@ if (ifChanged && recorded === before) process.exit(0);
 
 const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 step(process.execPath, [tsc, '-p', 'tsconfig.json']);
+removeOrphans();
 step(process.execPath, [tsc, '-p', 'console/tsconfig.json']);
 step(process.execPath, [path.join(ROOT, 'dist', 'scripts', 'console-assets.js')]);
 // What was read, not what is there now: an edit made while compiling builds again next time.

@@ -1,4 +1,4 @@
-// `npm run test:bun`: the whole suite on Bun. `bun test` runs node:test files, but all of a
+// `npm run test:bun`: the whole suite on Bun (`npm run test:bun:smoke`: the subset CI runs). `bun test` runs node:test files, but all of a
 // run's files share one process, so one file's environment (node-server.test sets
 // HTTP_SERVER) and modules would reach the next; each file therefore gets its own `bun test`,
 // one after another as `node --test --test-concurrency=1` runs them. Ends with the counts.
@@ -14,10 +14,16 @@ if (process.versions.bun === undefined) {
 }
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../test');
+// Named files only (`bun dist/scripts/bun-test.js cli threads`: the smoke subset CI runs), else all.
+const only = new Set(process.argv.slice(2).map((n) => `${n}.test.js`));
 const files = fs
   .readdirSync(dir)
-  .filter((f) => f.endsWith('.test.js'))
+  .filter((f) => f.endsWith('.test.js') && (only.size === 0 || only.has(f)))
   .sort();
+if (only.size > 0 && files.length !== only.size) {
+  process.stderr.write(`test:bun: no test file for ${[...only].filter((f) => !files.includes(f)).join(', ')}\n`);
+  process.exit(2);
+}
 const total = { pass: 0, fail: 0, skip: 0 };
 const failedFiles: string[] = [];
 /** The failed tests, each with the lines before it (its error), repeated at the end: CI shows a run's tail. */

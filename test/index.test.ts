@@ -123,16 +123,41 @@ function wins(r: RefRange, b: RefRange | undefined): boolean {
   return r.text > b.text;
 }
 
-/** The obvious answer: scan every range. */
-function referenceClassification(ranges: RefRange[], family: Family, v: bigint): Classification {
-  const c: Classification = {};
-  const best: Partial<Record<Category, RefRange>> = {};
-  for (const r of ranges) {
-    if (r.family !== family || v < r.start || v > r.end) continue;
-    if (wins(r, best[r.category])) best[r.category] = r;
+/**
+ * The obvious answer: scan every range that holds v. Ranges sorted by start, with the greatest
+ * end so far beside each, so the scan walks back from the last start at or below v and stops
+ * where no earlier range reaches v (the outcome is the full scan's: wins() is a total order
+ * where it matters).
+ */
+class Reference {
+  private readonly byFamily = new Map<Family, { ranges: RefRange[]; maxEnd: bigint[] }>();
+  constructor(ranges: readonly RefRange[]) {
+    for (const family of [4, 6] as const) {
+      const sorted = ranges.filter((r) => r.family === family).sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+      const maxEnd: bigint[] = [];
+      for (const r of sorted) maxEnd.push(maxEnd.length && maxEnd[maxEnd.length - 1] > r.end ? maxEnd[maxEnd.length - 1] : r.end);
+      this.byFamily.set(family, { ranges: sorted, maxEnd });
+    }
   }
-  for (const cat of CATEGORIES) if (best[cat] && !best[cat]!.not) c[cat] = JSON.parse(best[cat]!.text) as Detail;
-  return c;
+
+  classify(family: Family, v: bigint): Classification {
+    const { ranges, maxEnd } = this.byFamily.get(family)!;
+    let lo = 0;
+    let hi = ranges.length; // the first start above v
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ranges[mid].start <= v) lo = mid + 1;
+      else hi = mid;
+    }
+    const best: Partial<Record<Category, RefRange>> = {};
+    for (let i = lo - 1; i >= 0 && maxEnd[i] >= v; i--) {
+      const r = ranges[i];
+      if (v <= r.end && wins(r, best[r.category])) best[r.category] = r;
+    }
+    const c: Classification = {};
+    for (const cat of CATEGORIES) if (best[cat] && !best[cat]!.not) c[cat] = JSON.parse(best[cat]!.text) as Detail;
+    return c;
+  }
 }
 
 /** Probes every range boundary and random addresses up to `count`; asserts every tier's answer. */
@@ -155,12 +180,13 @@ function probeAgainstReference(index: RangeIndex, ranges: RefRange[], count: num
     probes.push([family, v]);
   }
   const p = new ParsedAddress();
+  const reference = new Reference(ranges);
   let classified = 0;
   for (const [family, v] of probes) {
     const text = formatAddress(family, v);
     parseAddress(text, 0, text.length, p);
     const bogon = family === 4 ? isBogonV4(Number(v)) : isBogonV6(p.w);
-    const c = bogon ? null : referenceClassification(ranges, family, v);
+    const c = bogon ? null : reference.classify(family, v);
     if (c && Object.keys(c).length > 0) classified++;
     for (let tier = 0; tier < TIER_COUNT; tier++) {
       const expected = JSON.stringify(project(text, c, tier));
