@@ -21,6 +21,7 @@ import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { answerOf, tempDir } from './helpers.js';
+import { gzippedPath, LocalStore } from '../src/objects/local-store.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';
 
 type Answer = Record<string, unknown>;
@@ -241,7 +242,7 @@ describe('database exports', () => {
   });
 });
 
-test('exports written on threads are byte for byte those written on the build’s own thread', () => {
+test('exports written on threads are byte for byte those written on the build’s own thread, with each MMDB’s gzip form beside it', () => {
   const dataDir = tempDir();
   const feed = path.join(dataDir, 'synthetic.csv');
   writeFeedCsv(feed, { ranges: 3000, seed: 32 });
@@ -263,7 +264,33 @@ test('exports written on threads are byte for byte those written on the build’
   const inline = files(false);
   const threaded = files(true);
   assert.ok(inline.size >= 2 * DATABASES.length, [...inline.keys()].join(' '));
+  // Threads also leave each MMDB's gzip form beside it (publishing links it, not compressing
+  // it again): exactly the MMDB's bytes once inflated.
+  const sidecars = [...threaded.keys()].filter((f) => f.endsWith('.mmdb.gz'));
+  assert.deepEqual(
+    sidecars,
+    [...inline.keys()].filter((f) => f.endsWith('.mmdb')).map((f) => `${f}.gz`),
+  );
+  const dir = path.join(runBuild({ dataDir, now, threadedExports: true }).dir, EXPORTS_DIR);
+  for (const gz of sidecars) assert.ok(zlib.gunzipSync(fs.readFileSync(path.join(dir, gz))).equals(fs.readFileSync(path.join(dir, gz.slice(0, -3)))), gz);
+  for (const gz of sidecars) threaded.delete(gz);
   assert.deepEqual(threaded, inline);
+});
+
+test('publishing to the local store links an MMDB’s gzip form where the build wrote one, and compresses one where it did not', async () => {
+  const dataDir = tempDir();
+  const feed = path.join(dataDir, 'synthetic.csv');
+  writeFeedCsv(feed, { ranges: 500, seed: 33 });
+  importFeed({ dataDir, file: feed, name: 'synthetic' });
+  const dir = path.join(runBuild({ dataDir, threadedExports: true }).dir, EXPORTS_DIR);
+  const store = new LocalStore(dataDir);
+  const mmdb = path.join(dir, 'vpn_v1.mmdb');
+  await store.put('vpn_v1/b1/vpn_v1.mmdb', mmdb);
+  const stored = gzippedPath(store.pathOf('vpn_v1/b1/vpn_v1.mmdb'));
+  assert.equal(fs.statSync(stored).ino, fs.statSync(gzippedPath(mmdb)).ino, 'the same file, linked');
+  fs.rmSync(gzippedPath(mmdb));
+  await store.put('vpn_v1/b2/vpn_v1.mmdb', mmdb);
+  assert.ok(zlib.gunzipSync(fs.readFileSync(gzippedPath(store.pathOf('vpn_v1/b2/vpn_v1.mmdb')))).equals(fs.readFileSync(mmdb)));
 });
 
 describe('the GeoIP2-compatible databases in MaxMind’s own readers', () => {

@@ -7,6 +7,7 @@ import { workerData } from 'node:worker_threads';
 import { DATABASES } from '../src/exports/databases.js';
 import { writeDatabases, type ExportsManifest } from '../src/exports/exporter.js';
 import { exportInputOf, type SharedExportInput } from '../src/exports/parallel.js';
+import { gzipMmdbs } from '../src/exports/mmdb-gzip.js';
 
 const { dir, input, built, ids, next, part, done } = workerData as {
   dir: string;
@@ -22,6 +23,8 @@ const { dir, input, built, ids, next, part, done } = workerData as {
 try {
   const view = exportInputOf(input);
   const manifest: ExportsManifest = { built, databases: {}, timings_ms: {} };
+  // Each database's MMDBs are gzipped on libuv's pool while this thread exports the next.
+  const gzipping: Promise<number>[] = [];
   for (let k = Atomics.add(next, 0, 1); k < ids.length; k = Atomics.add(next, 0, 1)) {
     const one = writeDatabases(
       dir,
@@ -31,7 +34,11 @@ try {
     );
     Object.assign(manifest.databases, one.databases);
     Object.assign(manifest.timings_ms, one.timings_ms);
+    gzipping.push(gzipMmdbs(dir, one));
   }
+  const t = performance.now();
+  await Promise.all(gzipping);
+  manifest.timings_ms.gzip_wait = Math.round(performance.now() - t);
   fs.writeFileSync(part, JSON.stringify(manifest));
 } catch (e) {
   fs.writeFileSync(part, JSON.stringify({ error: e instanceof Error ? (e.stack ?? e.message) : String(e) }));

@@ -151,8 +151,8 @@ async function build(args: string[]): Promise<void> {
   const serve = !values['no-serve'];
   const publish = serve && !values['no-publish'];
   const config = loadConfig(process.env);
-  const { id, dir, manifest, publication, total_ms: total } = await buildAndPublish(config, { serve, publish });
-  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, total_ms: total }, () => {
+  const { id, dir, manifest, publication, build_ms, publish_ms, total_ms: total } = await buildAndPublish(config, { serve, publish });
+  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, build_ms, publish_ms, total_ms: total }, () => {
     const ranges = (r: Record<string, number | undefined>) =>
       Object.entries(r)
         .map(([c, n]) => `${c} ${n}`)
@@ -166,7 +166,7 @@ async function build(args: string[]): Promise<void> {
       ...(manifest.unknown_providers.length ? [`  ${unknownProvidersLine(manifest.unknown_providers)}`] : []),
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
-        .join(', ')}; total ${total} ms`,
+        .join(', ')}; build ${build_ms} ms${publication ? `, publish ${publish_ms} ms` : ''}, total ${total} ms`,
       serve
         ? `serving: running servers switch to ${id} within INDEX_POLL_MS`
         : `not serving (--no-serve): 'ipsift builds use ${id}' makes it the serving build`,

@@ -151,6 +151,8 @@ export function startExportsParallel(
       manifest.databases[db.id] = part.databases[db.id];
       manifest.timings_ms[db.id] = part.timings_ms[db.id];
     }
+    // How long the last thread waited, after its exports, for its MMDBs' gzip forms.
+    manifest.timings_ms.gzip_wait = Math.max(0, ...got.map((p) => p.timings_ms.gzip_wait ?? 0));
     writeExportsManifest(dir, manifest);
     return manifest;
   };

@@ -25,10 +25,26 @@ export function isSafeKey(key: string): boolean {
  */
 export const gzippedPath = (file: string): string => `${file}.gz`;
 
-async function writeGzipped(file: string, target: string): Promise<void> {
+export async function writeGzipped(file: string, target: string): Promise<void> {
   // Threads of one process may write the same form at once: a name of their own each.
   const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
-  await pipeline(fs.createReadStream(file), zlib.createGzip(), fs.createWriteStream(tmp));
+  try {
+    await pipeline(fs.createReadStream(file), zlib.createGzip(), fs.createWriteStream(tmp));
+    fs.renameSync(tmp, target);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** A hard link of file at target (a copy where links cannot be made), replacing it whole. */
+function linkInto(file: string, target: string): void {
+  const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+  try {
+    fs.linkSync(file, tmp); // builds are immutable: a hard link costs no copy
+  } catch {
+    fs.copyFileSync(file, tmp);
+  }
   fs.renameSync(tmp, target);
 }
 
@@ -57,15 +73,13 @@ export class LocalStore implements ObjectStore {
     if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
     const target = this.pathOf(key);
     makeDirectory(path.dirname(target));
-    // Written before the file itself, so every served MMDB has its compressed form.
-    if (key.endsWith('.mmdb')) await writeGzipped(file, gzippedPath(target));
-    const tmp = `${target}.${process.pid}.tmp`;
-    try {
-      fs.linkSync(file, tmp); // builds are immutable: a hard link costs no copy
-    } catch {
-      fs.copyFileSync(file, tmp);
+    // Written before the file itself, so every served MMDB has its compressed form: the one
+    // the build's export threads wrote beside it where there is one, else compressed now.
+    if (key.endsWith('.mmdb')) {
+      if (fs.existsSync(gzippedPath(file))) linkInto(gzippedPath(file), gzippedPath(target));
+      else await writeGzipped(file, gzippedPath(target));
     }
-    fs.renameSync(tmp, target);
+    linkInto(file, target);
   }
 
   async fetch(key: string, file: string): Promise<boolean> {

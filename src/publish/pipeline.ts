@@ -46,6 +46,9 @@ export interface BuildRun {
   manifest: BuildManifest;
   serving: boolean;
   publication: PublicationReport | null;
+  /** The build (index, exports, made serving), then publishing it, then both. */
+  build_ms: number;
+  publish_ms: number;
   total_ms: number;
 }
 
@@ -53,8 +56,19 @@ export interface BuildRun {
 export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
   const started = performance.now();
   const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve });
+  const built = performance.now();
   const publication = o.serve && o.publish ? await publishBuild(config, id) : null;
-  return { id, dir, manifest, serving: o.serve, publication, total_ms: Math.round(performance.now() - started) };
+  const done = performance.now();
+  return {
+    id,
+    dir,
+    manifest,
+    serving: o.serve,
+    publication,
+    build_ms: Math.round(built - started),
+    publish_ms: publication ? Math.round(done - built) : 0,
+    total_ms: Math.round(done - started),
+  };
 }
 
 /** The sources this configuration imports: SOURCES's picks from the registry, then SOURCES_FILE's. */

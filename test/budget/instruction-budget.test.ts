@@ -6,8 +6,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BUDGETED, BUDGET_SLACK, compare, measureAll, readBudget, valgrindVersion } from '../loadtest/instruction-budget.js';
-import { cyclesOf } from '../loadtest/callgrind-dump.js';
+import { BUDGETED, BUDGET_SLACK, compare, measureAll, readBudget, valgrindVersion } from '../../loadtest/instruction-budget.js';
+import { cyclesOf } from '../../loadtest/callgrind-dump.js';
 
 const budget = readBudget();
 const valgrind = await valgrindVersion();
