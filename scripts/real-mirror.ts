@@ -72,6 +72,18 @@ export function sampleOf(source: Pick<Source, 'name'>): string | null {
   return file ? path.join(UPSTREAM_SAMPLES, file) : null;
 }
 
+/**
+ * A sample of a source's layout that the mirror does not serve (`<name>.layout.*`): Apple's
+ * egress list, whose host stands for one out of reach in the tests, is read from it by the
+ * registry's test alone.
+ */
+export function layoutSampleOf(source: Pick<Source, 'name'>): string | null {
+  const file = fs.existsSync(UPSTREAM_SAMPLES)
+    ? fs.readdirSync(UPSTREAM_SAMPLES).find((f) => f.replace(/\.[a-z]+$/, '') === `${source.name}.layout`)
+    : undefined;
+  return file ? path.join(UPSTREAM_SAMPLES, file) : null;
+}
+
 /** Files a sample page links to, answered with the real data's verbatim copy of that file. */
 const LINKED_COPIES: Record<string, string> = {
   'https://download.microsoft.com/download/7/1/D/71D86715-5596-4529-9B13-DA13A5DE5B63/ServiceTags_Public_20260824.json':
