@@ -302,6 +302,8 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);
     await call('GET', '/console', '/console', { port: svc.adminPort });
+    const root = await call('GET', '/', '/', { port: svc.adminPort });
+    assert.deepEqual([root.status, root.headers.location], [302, '/console/']);
     const page = await call('GET', '/console/', '/console/', { port: svc.adminPort });
     const asset = page.text.match(/\/console\/assets\/[0-9a-f]+\/main\.js/)![0];
     await call('GET', '/console/assets/{hash}/{file}', asset, { port: svc.adminPort });

@@ -101,6 +101,11 @@ export class ConsoleRoute {
       edge.metrics.count(308);
       res.writeStatus('308 Permanent Redirect').writeHeader('Location', '/console/').end();
     });
+    // The admin port's root leads to the console (302: the root may serve something else one day).
+    routes.get('/', (res) => {
+      edge.metrics.count(302);
+      res.writeStatus('302 Found').writeHeader('Location', '/console/').end();
+    });
     routes.get('/console/', (res, req) => (files ? send(res, req.getHeader('accept-encoding'), files.page, 'no-store') : notBuilt(res)));
     routes.get('/console/assets/:hash/:file', (res, req) => {
       const a = files?.assets.get(`${req.getParameter(0)}/${req.getParameter(1)}`);

@@ -641,6 +641,10 @@ export function openApiDocument(): Schema {
       },
     },
     ...operatorPaths(),
+    '/': {
+      servers: ADMIN,
+      get: { operationId: 'adminRoot', summary: "The admin port's root: to the console", responses: { '302': { description: 'Location: /console/.' } } },
+    },
     '/console': {
       servers: ADMIN,
       get: { operationId: 'consoleRedirect', summary: 'To the console', responses: { '308': { description: 'Location: /console/.' } } },
