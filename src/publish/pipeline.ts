@@ -1,6 +1,6 @@
 // The build pipeline as functions with typed settings: build (and make serving), publish to
 // the object store, refresh the configured sources. The CLI, the daily scheduler and the
-// source refresher all call these; the last two on a worker thread (pipeline-worker.ts), so a
+// source refresher all call these; the last two on a worker thread (pipeline-thread.ts, workers/pipeline.ts), so a
 // build's seconds of CPU never stall a server's event loop. Nothing here reads the
 // environment: the settings are the validated Config.
 
