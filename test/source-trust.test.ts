@@ -143,6 +143,13 @@ describe('the fetcher', () => {
         res.writeHead(302, { location: `http://127.0.0.1:${adminPort}/metrics` }).end();
       } else if (req.url === '/to-other-loopback') {
         res.writeHead(302, { location: `http://localhost:${adminPort + 1}/list` }).end();
+      } else if (req.url === '/huge-page') {
+        // A page whose link comes only after 5 MiB: read up to 4 MiB, never whole.
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.write(Buffer.alloc(5 << 20, 'x'));
+        res.end(`<a href="${up.url}/list">list</a>`);
+      } else if (req.url === '/page') {
+        res.writeHead(200, { 'content-type': 'text/html' }).end(`<a href="${up.url}/list">list</a>`);
       } else if (req.url === '/moved') {
         res.writeHead(301, { location: '/list' }).end();
       } else if (req.url === '/list') {

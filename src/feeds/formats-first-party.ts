@@ -5,20 +5,7 @@
 // a sample of each in that layout.
 
 import { type FeedFormatDef, FormatError, type FormatRow } from './format-def.js';
-import { isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
-
-/** Rows for the strings of `values`, each address once, with the details given. */
-function addressRows(text: string, values: Iterable<unknown>, details: FormatRow['details']): FormatRow[] {
-  const lines = new Lines(text);
-  const seen = new Set<string>();
-  const out: FormatRow[] = [];
-  for (const v of values) {
-    if (typeof v !== 'string' || v === '' || seen.has(v)) continue;
-    seen.add(v);
-    out.push({ line: lines.of(v), network: v, details });
-  }
-  return out;
-}
+import { addressRows, isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
 
 /** The address of an OR address "1.2.3.4:9001" or "[2001:db8::1]:9001". */
 const orAddress = (v: unknown): string | undefined => {

@@ -5,7 +5,7 @@
 import { readCsv } from './csv.js';
 import { type FeedFormatDef, FormatError, type FormatRow } from './format-def.js';
 import { FIRST_PARTY_FORMATS } from './formats-first-party.js';
-import { isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
+import { addressRows, isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
 
 export { type FeedFormatDef, FormatError, type FormatInput, type FormatRow } from './format-def.js';
 
@@ -262,13 +262,7 @@ function jsonPrefixes(
     rows({ text }) {
       const doc = parseJson(text);
       if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
-      const lines = new Lines(text);
-      const seen = new Set<string>();
-      return collect(doc).flatMap((v) => {
-        if (typeof v !== 'string' || seen.has(v)) return [];
-        seen.add(v);
-        return [{ line: lines.of(v), network: v, details: { provider } }];
-      });
+      return addressRows(text, collect(doc), { provider });
     },
   };
 }
@@ -321,19 +315,10 @@ const protonLogicals: FeedFormatDef = {
   rows({ text }) {
     const doc = parseJson(text);
     if (!isObject(doc)) throw new FormatError(0, 'expected a JSON object');
-    const lines = new Lines(text);
-    const seen = new Set<string>();
-    const out: FormatRow[] = [];
-    for (const logical of list_(doc.LogicalServers)) {
-      if (!isObject(logical)) continue;
-      for (const server of list_(logical.Servers)) {
-        const ip = isObject(server) ? server.ExitIP : undefined;
-        if (typeof ip !== 'string' || seen.has(ip)) continue;
-        seen.add(ip);
-        out.push({ line: lines.of(ip), network: ip, details: { provider: 'ProtonVPN', method: 'server_list' } });
-      }
-    }
-    return out;
+    const exits = list_(doc.LogicalServers).flatMap((logical) =>
+      isObject(logical) ? list_(logical.Servers).map((server) => (isObject(server) ? server.ExitIP : undefined)) : [],
+    );
+    return addressRows(text, exits, { provider: 'ProtonVPN', method: 'server_list' });
   },
 };
 

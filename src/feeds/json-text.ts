@@ -1,7 +1,7 @@
 // Reading the JSON documents of list formats: parse with the format's error, the shapes it
 // checks for, and the line of a value (errors name a line even in JSON).
 
-import { FormatError } from './format-def.js';
+import { FormatError, type FormatRow } from './format-def.js';
 
 export function parseJson(text: string): unknown {
   try {
@@ -32,3 +32,16 @@ export class Lines {
 }
 
 export const list_ = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/** Rows for the strings of `values`, each address once, with the details given (an empty string is an absent field: NordVPN's ipv6_station). */
+export function addressRows(text: string, values: Iterable<unknown>, details: FormatRow['details']): FormatRow[] {
+  const lines = new Lines(text);
+  const seen = new Set<string>();
+  const out: FormatRow[] = [];
+  for (const v of values) {
+    if (typeof v !== 'string' || v === '' || seen.has(v)) continue;
+    seen.add(v);
+    out.push({ line: lines.of(v), network: v, details });
+  }
+  return out;
+}

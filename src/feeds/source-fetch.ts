@@ -109,7 +109,11 @@ const MAX_REDIRECTS = 5;
  * address of another origin (a public list must not make ipsift read its own admin port or a
  * neighbour's metadata service), and never to a guarded port on such an address.
  */
-async function follow(url: string, init: { headers: Record<string, string>; signal: AbortSignal }, req: FetchRequest): Promise<Response> {
+async function follow(
+  url: string,
+  init: { headers: Record<string, string>; signal: AbortSignal },
+  req: Pick<FetchRequest, 'timeoutMs' | 'guardedPorts'>,
+): Promise<Response> {
   let at = new URL(url);
   for (let hop = 0; ; hop++) {
     let res: Response;
@@ -170,24 +174,34 @@ export function isInternalAddress(ip: string): boolean {
   return v === '::' || v === '::1' || /^f[cd]/.test(v) || /^fe[89ab]/.test(v);
 }
 
+/** The most of a page read for the link on it. */
+const MAX_PAGE_BYTES = 4 << 20;
+
 /**
  * The current file's URL read from a page that links to it (Microsoft publishes its service
  * tags under a new URL every week, named on a download page): the first match of `pattern`.
  */
 export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: number, guardedPorts: readonly number[] = []): Promise<string> {
   const signal = AbortSignal.timeout(timeoutMs);
-  const res = await follow(
-    pageUrl,
-    { headers: { 'user-agent': USER_AGENT, accept: 'text/html, */*;q=0.5' }, signal },
-    { url: pageUrl, target: '', timeoutMs, maxBytes: 0, guardedPorts },
-  );
+  const res = await follow(pageUrl, { headers: { 'user-agent': USER_AGENT, accept: 'text/html, */*;q=0.5' }, signal }, { timeoutMs, guardedPorts });
   if (!res.ok || !res.body) {
     await res.body?.cancel();
     throw new Error(`HTTP ${res.status} from ${new URL(pageUrl).host} (the page that links to the file)`);
   }
-  const text = (await res.text()).slice(0, 8 << 20);
-  const m = pattern.exec(text);
-  if (!m) throw new RefusedBody(`the page ${pageUrl} links to no file matching ${pattern.source}`);
+  // A page is read up to MAX_PAGE_BYTES, never whole: an upstream cannot make ipsift hold more.
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = res.body.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    chunks.push(chunk.value);
+    bytes += chunk.value.byteLength;
+    if (bytes >= MAX_PAGE_BYTES) {
+      await reader.cancel();
+      break;
+    }
+  }
+  const m = pattern.exec(Buffer.concat(chunks).toString('utf8', 0, Math.min(bytes, MAX_PAGE_BYTES)));
+  if (!m) throw new RefusedBody(`the page ${pageUrl} links to no file matching ${pattern.source} in its first ${MAX_PAGE_BYTES >> 20} MiB`);
   return m[0].replaceAll('&amp;', '&');
 }
 

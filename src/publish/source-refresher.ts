@@ -105,7 +105,8 @@ export class SourceRefresher {
     const unreachable = run.reports.filter((r) => /cannot fetch from|no answer within/.test(r.error ?? ''));
     if (unreachable.length === 0 || unreachable.length < run.reports.length / 2) return;
     this.mirrorAdvised = true;
-    const hosts = [...new Set(unreachable.map((r) => /from (\S+?):? /.exec(r.error ?? '')?.[1]).filter(Boolean))];
+    const urls = new Map(this.sources.map((x) => [x.name, x.url]));
+    const hosts = [...new Set(unreachable.flatMap((r) => (urls.get(r.name) ? [new URL(urls.get(r.name)!).host] : [])))];
     this.log.warn(
       `${unreachable.length} of ${run.reports.length} sources could not be reached (${hosts.slice(0, 8).join(', ')}${hosts.length > 8 ? ', …' : ''}). Where this server has no Internet access, copy the feeds into a tree named after their hosts, serve it over HTTP(S) and set SOURCES_MIRROR to its base URL (docs/operators/sources.md, "Mirroring")`,
     );
