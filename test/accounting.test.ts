@@ -218,12 +218,14 @@ for (const run of RUNS)
 
 /** Two front-end threads, or one where the server under test cannot share a port between them. */
 const TWO_THREADS = sharing === null ? '2' : '1';
+// How long a lookup that waits for Redis waits (REDIS_TIMEOUT_MS) in the pause test.
+const REDIS_WAIT_MS = 1500;
 
 describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms away: the server through a Redis pause', {
   skip: REDIS_SERVER === null ? 'redis-server is not installed' : false,
 }, () => {
   after(() => dropDatabases());
-  test('keyed, keyless and batch lookups, with Redis and PostgreSQL 1 ms away, go on answering while Redis is paused for 2 s, no slower than 50 ms past their worst before it, and usage then equals answers', async (t) => {
+  test('keyed, keyless and batch lookups, with Redis and PostgreSQL 1 ms away, go on answering while Redis is paused for 2 s without waiting for it, and usage then equals answers', async (t) => {
     const own = await startRedis();
     const proxy = await startDelayProxy(own.port, 1);
     const pg = new URL(POSTGRES_URL);
@@ -244,11 +246,15 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       REDIS_PREFIX: 'pause:',
       CONTROL_DB: controlUrl.toString(),
       TRUSTED_PROXIES: '127.0.0.1/32',
+      // A lookup that waited for Redis would take this long (or the rest of the pause): far past
+      // anything a busy machine adds, so the test tells the two apart under any load.
+      REDIS_TIMEOUT_MS: String(REDIS_WAIT_MS),
     });
     const auth = { Authorization: `Bearer ${secret}` };
     // The first half second warms the server up (its first leases, the JIT) and is not compared.
     let phase: 'warm' | 'before' | 'paused' | 'after' = 'warm';
     const worst = { warm: 0, before: 0, paused: 0, after: 0 };
+    const took = { warm: [] as number[], before: [] as number[], paused: [] as number[], after: [] as number[] };
     let keyedOk = 0;
     let keylessOk = 0;
     let stop = false;
@@ -260,6 +266,7 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       // A request counts in the phase it began and the one it ended in.
       worst[at] = Math.max(worst[at], ms);
       worst[phase] = Math.max(worst[phase], ms);
+      took[at].push(ms);
       assert.equal(r.status, 200);
       return ms;
     };
@@ -309,10 +316,17 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
       await past(1000, 'after the pause');
       stop = true;
       await load;
+      const median = (ms: number[]): number => ms.sort((a, b) => a - b)[ms.length >> 1] ?? 0;
       t.diagnostic(
-        `worst lookup: ${worst.before.toFixed(1)} ms before the pause, ${worst.paused.toFixed(1)} ms during it, ${worst.after.toFixed(1)} ms after; ${keyedOk} keyed answers (batch entries included), ${keylessOk} keyless`,
+        `lookups (median / worst): ${median(took.before).toFixed(1)} / ${worst.before.toFixed(1)} ms before the pause, ${median(took.paused).toFixed(1)} / ${worst.paused.toFixed(1)} ms during it, ${median(took.after).toFixed(1)} / ${worst.after.toFixed(1)} ms after; ${keyedOk} keyed answers (batch entries included), ${keylessOk} keyless`,
       );
-      assert.ok(worst.paused <= worst.before + 50, `worst ${worst.paused.toFixed(1)} ms during the pause against ${worst.before.toFixed(1)} ms before`);
+      // None waited: a wait lasts REDIS_WAIT_MS, and a busy machine's stalls are a small part of that.
+      assert.ok(worst.paused < REDIS_WAIT_MS / 2, `worst ${worst.paused.toFixed(1)} ms during the pause: a lookup waited for Redis`);
+      // Nor did the pause slow the common case: medians compare what one stall cannot move.
+      assert.ok(
+        median(took.paused) <= 2 * median(took.before) + 5,
+        `median ${median(took.paused).toFixed(1)} ms during the pause against ${median(took.before).toFixed(1)} ms before`,
+      );
       // Leases idle for 1 s go back; what was answered from memory is written: usage = answers.
       const store = openAccountingStore(accounting, dataDir);
       try {
