@@ -11,7 +11,7 @@ import type { AccountingConfig } from '../src/config.js';
 import { openAccountingStore } from '../src/accounting/open-accounting-store.js';
 import { RETRY_MS, RedisAccountingStore, RedisUnavailable } from '../src/accounting/redis-store.js';
 import type { AccountingStore } from '../src/accounting/accounting-store.js';
-import { LATE_MS, LEASE_MAX, Meter, PENDING } from '../src/accounting/meter.js';
+import { LATE_MS, LEASE_MAX, type Meter, PENDING, openMeter } from '../src/accounting/meter.js';
 import { startDelayProxy } from '../loadtest/delay-proxy.js';
 import { PROJECT_ROOT, freePort, tempDir, until } from './helpers.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
@@ -109,7 +109,7 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
     const own = await startRedis(tempDir('ipsift-redis-'));
     const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'down:', timeoutMs: 200 }, tempDir());
     // The blocking calls (what the Meter uses off the request path) are what is tested here.
-    const meter = new Meter(store, 60_000, undefined, undefined, null);
+    const meter = openMeter(store, { graceMs: 60_000, latent: null });
     try {
       assert.equal(meter.spend('m:x', 1, 0, 100, Date.now()), 1);
       await own.kill();
@@ -216,7 +216,7 @@ describe('accounting store: redis across a network, never waited on by a request
   test('through a proxy that delays 1 ms each way, leases are refilled ahead of need: requests seldom wait, and the counter equals what was granted', async () => {
     const proxy = await startDelayProxy(redis!.port, 1);
     const store = openAccountingStore({ kind: 'redis', url: `redis://127.0.0.1:${proxy.port}`, prefix: `ahead${process.pid}:`, timeoutMs: 500 }, tempDir());
-    const meter = new Meter(store, 60_000);
+    const meter = openMeter(store, { graceMs: 60_000 });
     try {
       assert.ok(meter.defers);
       // 64 clients, one request a millisecond each: a busy key's traffic on one thread, its
@@ -237,7 +237,7 @@ describe('accounting store: redis across a network, never waited on by a request
 
   test('Redis paused for 2 s under load: waiting requests on a counter without a limit are answered from memory after LATE_MS, and once it answers, the counter equals the answers', async () => {
     const store = openAccountingStore({ kind: 'redis', url: redis!.url, prefix: `pause${process.pid}:`, timeoutMs: 5_000 }, tempDir());
-    const meter = new Meter(store, 60_000);
+    const meter = openMeter(store, { graceMs: 60_000 });
     try {
       const run = spendLikeClients(meter, 'm:paused', null, 16, Date.now() + 3000);
       await until(() => store.spent('m:paused') > 0, 2_000, 'spending started');
@@ -258,7 +258,7 @@ describe('accounting store: keyless sources at the edge, on redis', { skip: REDI
   test('through a 1 ms proxy, 2 000 new sources are answered without waiting, and one call a tick writes them all', async () => {
     const proxy = await startDelayProxy(redis!.port, 1);
     const store = openAccountingStore({ kind: 'redis', url: `redis://127.0.0.1:${proxy.port}`, prefix: `edge${process.pid}:`, timeoutMs: 500 }, tempDir());
-    const meter = new Meter(store, 60_000);
+    const meter = openMeter(store, { graceMs: 60_000 });
     try {
       const edge = meter.edge!;
       let answered = 0;
@@ -290,7 +290,7 @@ describe('accounting store: keyless sources at the edge, on redis', { skip: REDI
   test('three threads on one source stop at its daily cap, past it by at most (threads − 1) × share', async () => {
     const config = { kind: 'redis' as const, url: redis!.url, prefix: `edgecap${process.pid}:`, timeoutMs: 500 };
     const stores = [0, 1, 2].map(() => openAccountingStore(config, tempDir()));
-    const meters = stores.map((s) => new Meter(s, 60_000));
+    const meters = stores.map((s) => openMeter(s, { graceMs: 60_000 }));
     const CAP = 2000; // share: ⌊2000 / 64⌋ = 31 → 16
     try {
       const answered = [0, 0, 0];

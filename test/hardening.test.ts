@@ -17,7 +17,7 @@ import { loadPlans } from '../src/model/plans.js';
 import { LmdbAccountingStore } from '../src/accounting/lmdb-store.js';
 import { checkAccountingFile } from '../src/accounting/check-store.js';
 import { staleBefore } from '../src/accounting/pruner.js';
-import { AccountingUnavailable, MAX_OWED_COUNTERS, Meter } from '../src/accounting/meter.js';
+import { AccountingUnavailable, MAX_OWED_COUNTERS, openMeter } from '../src/accounting/meter.js';
 import { OwedTable } from '../src/accounting/owed-table.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
@@ -484,7 +484,7 @@ describe('stores and workers at fault', () => {
     const dataDir = tempDir();
     const real = new LmdbAccountingStore(dataDir);
     const { store, fail } = failingStore(real);
-    const meter = new Meter(store, 5_000);
+    const meter = openMeter(store, { graceMs: 5_000 });
     try {
       real.reserve('m:x', 90, 0, null); // another process used 90 of 100
       fail(true);
@@ -515,8 +515,8 @@ describe('stores and workers at fault', () => {
     const { store, fail } = failingStore(real);
     // Two threads' meters over one process's table (as front-end threads have it).
     const table = new OwedTable();
-    const a = new Meter(store, 60_000, undefined, table);
-    const b = new Meter(store, 60_000, undefined, new OwedTable(table.shared));
+    const a = openMeter(store, { graceMs: 60_000, table });
+    const b = openMeter(store, { graceMs: 60_000, table: new OwedTable(table.shared) });
     try {
       real.reserve('m:org', 15, 0, null);
       fail(true);

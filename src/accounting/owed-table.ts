@@ -1,5 +1,5 @@
 // What the threads of one process owe the accounting store while it refuses writes (the
-// Meter's degraded mode), in memory every thread reads: a counter one thread spent in memory
+// meters' degraded mode, degraded-mode.ts), in memory every thread reads: a counter one thread spent in memory
 // is seen by the others at once, so usage and overage limits read the same on every thread.
 // Each thread still keeps (and writes back) its own debt; this table is for reading only.
 //

@@ -2,7 +2,7 @@
 //
 // Every call goes to a thread that owns the Redis connection (redis-worker.ts). On the request
 // path the Meter uses the calls that do not block (LatentCounters): it refills leases ahead of
-// need and a request whose lease is empty waits without holding its thread (meter.ts). The
+// need and a request whose lease is empty waits without holding its thread (latent-meter.ts). The
 // blocking calls (a SyncCaller: the thread waits in Atomics.wait) are left to what is not a
 // lookup: usage reads, pages of the key list, leases written back at shutdown. A blocking call
 // that gets no answer within REDIS_TIMEOUT_MS throws, and for the next second every blocking

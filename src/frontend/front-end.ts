@@ -6,7 +6,7 @@
 import { KeyCache } from '../control/auth.js';
 import { openControlDb } from '../control/control-db.js';
 import { loadPlans } from '../model/plans.js';
-import { Meter } from '../accounting/meter.js';
+import { openMeter } from '../accounting/meter.js';
 import type { AccountingStore } from '../accounting/accounting-store.js';
 import { openAccountingStore } from '../accounting/open-accounting-store.js';
 import type { BatchRunner } from '../batch/runner.js';
@@ -67,7 +67,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const catalogue = loadCatalogue(config.catalogueFile);
   const control = openControlDb(config.dataDir, config.controlDb);
   const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
-  const meter = new Meter(store, config.accountingGraceMs, log, new OwedTable(s.owed));
+  const meter = openMeter(store, { graceMs: config.accountingGraceMs, log, table: new OwedTable(s.owed) });
   const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {
