@@ -10,12 +10,12 @@ import { ERRORS, statusLine } from '../wire/errors.js';
 import { QueueFullError } from '../batch/pool.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
-import { Gate, PENDING, isAdmitted, type Admission } from './gate.js';
+import { Gate, PENDING, type Admission } from './gate.js';
 import { sendRefusal, type JsonHead } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
-import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../lookup/batch.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome, type BatchOutcome } from '../lookup/batch.js';
 import { BodyMemory, readBody } from '../http/body.js';
 import type { RequestClient } from '../http/client.js';
 import { late, sendError, type Pending } from '../http/reply.js';
@@ -25,6 +25,15 @@ import { negotiate, writeCoding } from '../http/content-coding.js';
 import { IDENTITY, type Coding } from '../wire/codings.js';
 import type { Edge } from './edge.js';
 import type { LookupShared } from './lookup-shared.js';
+
+/** One batch request as its runs see it. */
+interface Batch {
+  readonly res: HttpResponse;
+  readonly p: Pending;
+  readonly a: Admission;
+  readonly body: ArrayBuffer;
+  readonly coding: Coding;
+}
 
 /**
  * POST /batch: admit (key, range, rate), read the body within its bounds, hand it to a
@@ -76,11 +85,10 @@ export class BatchApi {
       reader?.abort();
       finish();
     });
-    // Not deferred: the body must be read from this handler on. A batch's one token comes
-    // from the thread's own bucket while the lease is being refilled (Meter.take).
-    const a = this.gate.admit(Gate.keyOf(req), this.requestClient.of(res, req), Date.now(), false);
+    // Not deferred: the body must be read from this handler on.
+    const a = this.gate.admitNow(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
     // Refused before the body is read: answer and close rather than drain it.
-    if (!isAdmitted(a)) return sendRefusal(res, a, this.metrics, this.head, true);
+    if (a.kind === 'refused') return sendRefusal(res, a, this.metrics, this.head, true);
     if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
     open = true;
     this.metrics.inFlight++;
@@ -88,7 +96,10 @@ export class BatchApi {
     const declared = lengthHeader === '' ? -1 : /^\d{1,15}$/.test(lengthHeader) ? Number(lengthHeader) : Infinity;
     const later = <A extends unknown[]>(fn: (...args: A) => unknown) => this.routes.later(res, ERRORS.lookupFailed, fn);
     reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
-      done: (body) => this.run(res, p, a, body, MAX_BATCH_ADDRESSES, coding),
+      done: (body) => {
+        const batch: Batch = { res, p, a, body, coding };
+        this.lookUp(batch, MAX_BATCH_ADDRESSES, (frame) => this.charge(batch, frame));
+      },
       tooLarge: (close) => {
         finish();
         late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close }));
@@ -100,8 +111,13 @@ export class BatchApi {
     });
   }
 
-  /** `prepaid`: the budget is already taken from the allowance (a re-run at the limit). */
-  private run(res: HttpResponse, p: Pending, a: Admission, body: ArrayBuffer, budget: number, coding: Coding, prepaid = false): void {
+  /**
+   * Hands the batch to a worker, answering at most `budget` addresses; `outcome` gets the
+   * worker's frame (or, when no worker can answer, every address as a 500). `unanswered`: what
+   * to undo when the batch is turned away before a worker sees it.
+   */
+  private lookUp(batch: Batch, budget: number, outcome: (frame: Uint8Array) => void, unanswered?: () => void): void {
+    const { res, p, a, body, coding } = batch;
     const serving = this.holder.current;
     // The server copies what it cannot send at once, so the slot is free again once answered.
     const slot = this.pool.takeSlot();
@@ -115,46 +131,12 @@ export class BatchApi {
       out: slot,
       coding,
     };
-    const respond = this.routes.later(res, ERRORS.lookupFailed, (frame: Uint8Array) => {
-      let again = false;
-      try {
-        const { status, answered, coding: sent, body: out } = decodeOutcome(frame);
-        if (p.aborted) {
-          if (prepaid) this.gate.refund(a, budget, true);
-          return;
-        }
-        if (!prepaid && answered > 0) {
-          const granted = this.gate.spend(a, answered, Date.now(), true);
-          if (granted === PENDING) {
-            // The allowance's lease is being refilled: the outcome waits for it, copied (its
-            // slot is given back when this returns); this thread serves others meanwhile.
-            again = true;
-            const kept = frame.slice();
-            this.gate.wait(() => respond(kept));
-            return;
-          }
-          if (granted < answered) {
-            again = true;
-            return this.run(res, p, a, body, granted, coding, true);
-          }
-        }
-        if (status === 200) this.metrics.batches++;
-        else this.metrics.count(status);
-        res.cork(() => {
-          if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
-          else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
-          if (sent !== IDENTITY) writeCoding(res, sent);
-          res.end(out);
-        });
-      } finally {
-        // Done, however it ended (an exception is answered by the guard), unless it runs again.
-        if (!again) p.finish?.();
-      }
-    });
+    const respond = this.routes.later(res, ERRORS.lookupFailed, outcome);
     this.pool
       .run(task)
       .then(respond, (e: unknown) => {
         if (e instanceof QueueFullError) {
+          unanswered?.();
           p.finish?.();
           return late(res, p, () => sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']] }));
         }
@@ -165,5 +147,64 @@ export class BatchApi {
         respond(answerBatch(new TextDecoder().decode(body), null, a.tier));
       })
       .finally(() => this.pool.releaseSlot(slot));
+  }
+
+  /**
+   * A first run's outcome: the addresses it answered are taken from the allowance, then it is
+   * sent. While the allowance's lease is being refilled the outcome waits, copied (its slot is
+   * given back when this returns); at the limit the batch runs again within what was granted.
+   */
+  private charge(batch: Batch, frame: Uint8Array): void {
+    const { res, p, a } = batch;
+    let handedOn = false;
+    try {
+      const outcome = decodeOutcome(frame);
+      if (p.aborted) return;
+      if (outcome.answered > 0) {
+        const granted = this.gate.spend(a, outcome.answered, Date.now(), true);
+        if (granted === PENDING) {
+          handedOn = true;
+          const kept = frame.slice();
+          const again = this.routes.later(res, ERRORS.lookupFailed, (f: Uint8Array) => this.charge(batch, f));
+          return this.gate.wait(() => again(kept));
+        }
+        if (granted < outcome.answered) {
+          handedOn = true;
+          return this.lookUp(
+            batch,
+            granted,
+            (f) => this.sendPaid(batch, granted, f),
+            () => this.gate.refund(a, granted, true),
+          );
+        }
+      }
+      this.send(batch, outcome);
+    } finally {
+      // Done, however it ended (an exception is answered by the guard), unless handed on.
+      if (!handedOn) p.finish?.();
+    }
+  }
+
+  /** A run within a budget already taken from the allowance: sent, or the budget given back. */
+  private sendPaid(batch: Batch, budget: number, frame: Uint8Array): void {
+    try {
+      const outcome = decodeOutcome(frame);
+      if (batch.p.aborted) return this.gate.refund(batch.a, budget, true);
+      this.send(batch, outcome);
+    } finally {
+      batch.p.finish?.();
+    }
+  }
+
+  private send({ res, a }: Batch, outcome: BatchOutcome): void {
+    const { status, coding, body } = outcome;
+    if (status === 200) this.metrics.batches++;
+    else this.metrics.count(status);
+    res.cork(() => {
+      if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
+      else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+      if (coding !== IDENTITY) writeCoding(res, coding);
+      res.end(body);
+    });
   }
 }

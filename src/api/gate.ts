@@ -3,8 +3,9 @@
 // allowance (429, no Retry-After). json-head.ts writes the quota headers from its admission.
 //
 // On a store across a network (Redis), admit() and spend() may answer that the request must
-// wait for a lease being refilled (PENDING_ADMISSION, PENDING): the route registers with
-// wait() and handles the request again when it wakes, and its thread serves others meanwhile.
+// wait for a lease being refilled (an admission of kind 'pending', PENDING): the route
+// registers with wait() and handles the request again when it wakes, and its thread serves
+// others meanwhile.
 
 import type { HttpRequest } from '../http/server/types.js';
 import { ERRORS, type ApiError } from '../wire/errors.js';
@@ -20,6 +21,7 @@ import type { Client } from '../http/client.js';
 import { nativeString } from '../http/server/bytes.js';
 
 export interface Admission {
+  readonly kind: 'admitted';
   readonly caller: Caller | null;
   readonly tier: number;
   /**
@@ -39,12 +41,23 @@ export interface Admission {
   readonly atEdge: boolean;
 }
 
-export type GateResult = Admission | { error: ApiError; retryAfter?: number; decision?: RateDecision; rate?: Rate };
+/** A request the gate turns away: 401, 403, or 429 with Retry-After. */
+export interface Refusal {
+  readonly kind: 'refused';
+  readonly error: ApiError;
+  readonly retryAfter?: number;
+  readonly decision?: RateDecision;
+  readonly rate?: Rate;
+}
 
 /** admit()'s answer while the caller's token lease is being refilled: wait(), then admit again. */
-export const PENDING_ADMISSION: GateResult = Object.freeze({ error: ERRORS.rateLimited });
+export interface PendingAdmission {
+  readonly kind: 'pending';
+}
 
-export const isAdmitted = (r: GateResult): r is Admission => !('error' in r);
+export type GateResult = Admission | Refusal | PendingAdmission;
+
+const PENDING_ADMISSION: PendingAdmission = Object.freeze({ kind: 'pending' });
 
 /**
  * One accounting identity (a key, or a keyless source address) with its LMDB names made
@@ -147,6 +160,7 @@ export function queryKey(query: string | undefined): string | null | undefined {
 /** The admission of every keyless request when keyless lookups are not limited. */
 function unlimitedAdmission(tier: number): Admission {
   return Object.freeze({
+    kind: 'admitted',
     caller: null,
     tier,
     rate: null,
@@ -223,10 +237,24 @@ export class Gate {
     return kind !== NOT_ADDRESS && inNetworks(this.parsed, kind, c.networks);
   }
 
-  /** `defer` false: never PENDING_ADMISSION (see Meter.take). */
-  admit(secret: string | null, client: Client, nowMs: number, defer = true): GateResult {
+  /** The request's admission; 'pending' while its token lease is being refilled (then wait()). */
+  admit(secret: string | null, client: Client, nowMs: number): GateResult {
+    return this.admitting(secret, client, nowMs, true);
+  }
+
+  /**
+   * admit() for a request that cannot wait (a batch, whose body is read from its handler on):
+   * its token comes from the thread's own bucket while the lease is being refilled.
+   */
+  admitNow(secret: string | null, client: Client, nowMs: number): Admission | Refusal {
+    const r = this.admitting(secret, client, nowMs, false);
+    if (r.kind === 'pending') throw new Error('a token taken without deferring answered pending');
+    return r;
+  }
+
+  private admitting(secret: string | null, client: Client, nowMs: number, defer: boolean): GateResult {
     const c = this.caller(secret, client, nowMs);
-    if (c !== null && !('key' in c)) return { error: c };
+    if (c !== null && !('key' in c)) return { kind: 'refused', error: c };
     const keyless = this.plans.keyless;
     if (c === null && keyless === null) return this.unlimited;
     const rate = c === null ? keyless!.rate : c.plan.rate;
@@ -237,7 +265,7 @@ export class Gate {
       this.pendingAtEdge = false;
       return PENDING_ADMISSION;
     }
-    if (!decision.ok) return { error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    if (!decision.ok) return { kind: 'refused', error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
     // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
     const window = c === null ? this.windows.day(nowMs) : this.windows.month(nowMs);
     if (party.windowId !== window.id) {
@@ -245,6 +273,7 @@ export class Gate {
       party.counter = party.counterOf(window);
     }
     return {
+      kind: 'admitted',
       caller: c,
       tier: c === null ? this.keylessTier : c.plan.fieldTier,
       rate,
@@ -289,7 +318,7 @@ export class Gate {
     return this.meter.take(bucket, rate, nowMs, false);
   }
 
-  /** Registers a request that got PENDING_ADMISSION or PENDING: `wake` runs when it may ask again. */
+  /** Registers a request whose admission is pending, or that got PENDING: `wake` runs when it may ask again. */
   wait(wake: Wake): void {
     if (this.pendingAtEdge) this.edge!.wait(wake);
     else this.meter.wait(wake);

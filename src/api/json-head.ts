@@ -21,7 +21,7 @@
 
 import type { HttpResponse } from '../http/server/types.js';
 import type { Rate } from '../model/plans.js';
-import type { Admission, GateResult } from './gate.js';
+import type { Admission, Refusal } from './gate.js';
 import type { Metrics } from '../http/metrics.js';
 import { CONTENT_TYPE, NO_STORE, writeJsonType } from '../http/json.js';
 
@@ -313,7 +313,7 @@ export class JsonHead {
 }
 
 /** Answers a request the gate refused (401, 403, or 429 with Retry-After). */
-export function sendRefusal(res: HttpResponse, r: Exclude<GateResult, Admission>, metrics: Metrics, head: JsonHead, close = false): void {
+export function sendRefusal(res: HttpResponse, r: Refusal, metrics: Metrics, head: JsonHead, close = false): void {
   metrics.count(r.error.status);
   res.writeStatus(r.error.statusLine);
   head.write(res, r.rate ?? null, r.decision?.remaining ?? 0, null, 0, Date.now());

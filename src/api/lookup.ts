@@ -8,7 +8,7 @@
 import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
 import { ERRORS } from '../wire/errors.js';
 import type { BatchRunner } from '../batch/runner.js';
-import { Gate, PENDING, PENDING_ADMISSION, isAdmitted, type Admission } from './gate.js';
+import { Gate, PENDING, type Admission } from './gate.js';
 import { JsonHead, sendRefusal } from './json-head.js';
 import type { Config } from '../config.js';
 import type { IndexSource } from '../index/loader.js';
@@ -145,11 +145,11 @@ export class LookupApi {
     const myip = (res: HttpResponse, key: string | null, client: Client): void => {
       const now = routes.nowMs();
       const a = gate.admit(key, client, now);
-      if (a === PENDING_ADMISSION) {
+      if (a.kind === 'pending') {
         const kept = new KeptClient(client);
         return single.waitThen(res, (later) => myip(later, key, kept));
       }
-      if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
+      if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
       const text = client.text();
       single.answer(res, text, 0, text.length, a, now);
     };
@@ -159,11 +159,11 @@ export class LookupApi {
     const byPath = (res: HttpResponse, url: string, parsed: boolean, key: string | null, client: Client): void => {
       const now = routes.nowMs();
       const a = gate.admit(key, client, now);
-      if (a === PENDING_ADMISSION) {
+      if (a.kind === 'pending') {
         const kept = new KeptClient(client);
         return single.waitThen(res, (later) => byPath(later, url, single.parse(url, 1, url.length), key, kept));
       }
-      if (!isAdmitted(a)) return sendRefusal(res, a, metrics, head);
+      if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
       if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
       if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
       let decoded: string;
