@@ -156,7 +156,9 @@ function rssMiB(pid: number): number {
 }
 
 async function autocannonGet(server: Server, paths: string[], key?: string): Promise<LoadResult> {
-  const before = cpuSeconds(server.child.pid!);
+  const pid = server.child.pid!;
+  const before = cpuSeconds(pid);
+  const mainBefore = cpuSeconds(pid, pid);
   const t = performance.now();
   let n = 0;
   const result = await autocannon({
@@ -166,12 +168,14 @@ async function autocannonGet(server: Server, paths: string[], key?: string): Pro
     headers: key ? { authorization: `Bearer ${key}` } : {},
     requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, path: paths[n++ % paths.length] }) }],
   });
-  const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
+  const elapsed = (performance.now() - t) / 1000;
+  const cpu = (cpuSeconds(pid) - before) / elapsed;
   return {
     rps: result.requests.average,
     p50: `${result.latency.p50}ms`,
     p99: `${result.latency.p99}ms`,
     cpu,
+    mainCpu: (cpuSeconds(pid, pid) - mainBefore) / elapsed,
     errors: result.non2xx + result.errors,
   };
 }

@@ -67,7 +67,12 @@ export function startProcess(args: string[], env: Record<string, string>, ready:
 export function benchPlans(): string {
   const rate = { per_second: 1e9, burst: 1e9 };
   const file = path.join(DIR, 'bench-plans.json');
-  const plans = ['free', 'starter', 'scale', 'max'].map((tier) => ({ key: tier, tier, quota: 1e12, rate, hard_limit: null }));
+  const plans: { key: string; tier: string; quota: number; rate: typeof rate; hard_limit: 'quota' | null }[] = ['free', 'starter', 'scale', 'max'].map(
+    (tier) => ({ key: tier, tier, quota: 1e12, rate, hard_limit: null }),
+  );
+  // The scale tier with its quota as a hard limit: the counter has a limit, so a late refill
+  // is waited for and grants shrink near it (one of the plan shapes of bench:cluster).
+  plans.push({ key: 'scale-limited', tier: 'scale', quota: 1e12, rate, hard_limit: 'quota' });
   fs.writeFileSync(file, JSON.stringify({ keyless: { daily_cap: 1e12, rate }, plans }));
   return file;
 }
@@ -81,11 +86,14 @@ export function unlimitedKeylessPlans(): string {
   return file;
 }
 
-/** A scale-plan organisation with one key in the bench's data directory. */
-export function scaleKey(dataDir: string, control: ControlDbConfig = null): string {
+/**
+ * A scale-plan organisation with one key in the bench's data directory; `plan` another of
+ * benchPlans()'s (scale-limited: the same with a hard limit).
+ */
+export function scaleKey(dataDir: string, control: ControlDbConfig = null, plan = 'scale'): string {
   const db = openControlDb(dataDir, control);
   try {
-    const org = createOrganisation(db, loadPlans(benchPlans()), 'bench', 'scale');
+    const org = createOrganisation(db, loadPlans(benchPlans()), `bench-${plan}`, plan);
     return createKey(db, { orgId: org.id, name: 'bench' }).secret;
   } finally {
     db.close();
@@ -135,8 +143,8 @@ export async function probeAnswerFile(ipsift: Server, key: string, name: string)
   return file;
 }
 
-export function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+export function cpuSeconds(pid: number, thread?: number): number {
+  const stat = fs.readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks
 }
@@ -146,6 +154,8 @@ export interface LoadResult {
   p50: string;
   p99: string;
   cpu: number;
+  /** The main thread's part of `cpu` (the rest: worker threads, the GC's, libuv's). */
+  mainCpu: number;
   errors: number;
 }
 
@@ -170,7 +180,9 @@ export async function wrk(
   seconds = SECONDS,
   cpus?: string,
 ): Promise<LoadResult> {
-  const before = cpuSeconds(server.child.pid!);
+  const pid = server.child.pid!;
+  const before = cpuSeconds(pid);
+  const mainBefore = cpuSeconds(pid, pid);
   const t = performance.now();
   const { stdout } = await exec(cpus ? 'taskset' : 'wrk', [
     ...(cpus ? ['-c', cpus, 'wrk'] : []),
@@ -185,12 +197,14 @@ export async function wrk(
     String(seed),
     ...(key ? [key] : []),
   ]);
-  const cpu = (cpuSeconds(server.child.pid!) - before) / ((performance.now() - t) / 1000);
+  const elapsed = (performance.now() - t) / 1000;
+  const cpu = (cpuSeconds(pid) - before) / elapsed;
+  const mainCpu = (cpuSeconds(pid, pid) - mainBefore) / elapsed;
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? 0);
   const p50 = /\s50%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
   const p99 = /\s99%\s+(\S+)/.exec(stdout)?.[1] ?? '?';
   const errors = Number(/Non-2xx or 3xx responses: (\d+)/.exec(stdout)?.[1] ?? 0);
-  return { rps, p50, p99, cpu, errors };
+  return { rps, p50, p99, cpu, mainCpu, errors };
 }
 
 export function show(label: string, r: LoadResult, unit = 'req/s', scale = 1): string {

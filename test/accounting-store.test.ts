@@ -10,8 +10,8 @@ import { Worker } from 'node:worker_threads';
 import type { AccountingConfig } from '../src/config.js';
 import { openAccountingStore } from '../src/accounting/open-accounting-store.js';
 import { RETRY_MS, RedisAccountingStore, RedisUnavailable } from '../src/accounting/redis-store.js';
-import type { AccountingStore } from '../src/accounting/accounting-store.js';
-import { LATE_MS, LEASE_MAX, type Meter, PENDING, openMeter } from '../src/accounting/meter.js';
+import type { AccountingStore, LatentCounters } from '../src/accounting/accounting-store.js';
+import { LATE_MS, LEASE_MAX, MAX_BOOST, type Meter, PENDING, PENDING_TOKENS, openMeter } from '../src/accounting/meter.js';
 import { startDelayProxy } from '../loadtest/delay-proxy.js';
 import { PROJECT_ROOT, freePort, tempDir, until } from './helpers.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
@@ -250,6 +250,54 @@ describe('accounting store: redis across a network, never waited on by a request
     } finally {
       meter.close();
       await store.close();
+    }
+  });
+});
+
+describe('token leases on a store across a network', () => {
+  /** A latent store whose token refills are answered when the test says: every `want` asked, in order. */
+  function handAnswered(): { store: AccountingStore & LatentCounters; asked: number[]; answer: () => void } {
+    const asked: number[] = [];
+    const waiting: (() => void)[] = [];
+    const lmdb = openAccountingStore({ kind: 'lmdb' }, tempDir());
+    const store = Object.assign(Object.create(lmdb) as AccountingStore, {
+      timeoutMs: 10_000,
+      reserveLater: () => {},
+      releaseLater: () => {},
+      addLater: () => {},
+      deliver: () => {},
+      takeTokensLater: (_b: string, want: number, _p: number, _burst: number, done: (f: null, g: { granted: number; left: number }) => void) => {
+        asked.push(want);
+        waiting.push(() => done(null, { granted: want, left: 1e9 }));
+      },
+    });
+    return { store, asked, answer: () => waiting.shift()!() };
+  }
+
+  test('a lease that runs dry before its refill lands asks for twice as many next time, up to MAX_BOOST times', () => {
+    const { store, asked, answer } = handAnswered();
+    const meter = openMeter(store, { graceMs: 60_000 });
+    const rate = { perSecond: 1e6, burst: 1e6 }; // a refill's worth: LEASE_MAX tokens
+    const now = Date.now();
+    try {
+      let taken = 0;
+      for (let round = 0; round < 5; round++) {
+        // Served until dry; then the request waits for the refill in flight, and the refills
+        // sent after it ask for more.
+        let d = meter.take('k:b', rate, now);
+        for (; d !== PENDING_TOKENS; d = meter.take('k:b', rate, now)) assert.equal(d.ok, true), taken++;
+        answer();
+      }
+      // The first refill lands on an empty lease and the next is sent at once (fewer than a
+      // refill's worth left); each time the lease ran dry before a refill landed, the next asks twice as many.
+      assert.deepEqual(asked, [LEASE_MAX, LEASE_MAX, 2 * LEASE_MAX, MAX_BOOST * LEASE_MAX, MAX_BOOST * LEASE_MAX]);
+      assert.equal(
+        taken,
+        asked.slice(0, 4).reduce((a, b) => a + b),
+        'each token of the first four refills served once, none twice',
+      );
+    } finally {
+      meter.close();
     }
   });
 });

@@ -148,7 +148,8 @@ export class LatentMeter extends LeaseMeter {
    */
   take(bucket: string, rate: Rate, nowMs: number, defer = true): RateDecision {
     const t = this.tokenLease(bucket, rate, nowMs);
-    const want = tokensWanted(rate);
+    // Refilled once fewer than a refill's worth are left, so a round trip's traffic is held.
+    const want = tokensWanted(rate) * t.boost;
     if (t.left > 0 && nowMs < t.expiresMs) {
       t.left--;
       if (t.left < want && t.sentMs < 0 && nowMs >= t.retryAtMs && nowMs >= t.refusedUntilMs) this.refillTokens(t, bucket, want, rate, nowMs);
@@ -157,6 +158,8 @@ export class LatentMeter extends LeaseMeter {
     }
     if (nowMs < t.refusedUntilMs) return refusedFor(t, nowMs);
     if (t.sentMs < 0 && nowMs >= t.retryAtMs) this.refillTokens(t, bucket, want, rate, nowMs);
+    // Dry before the refill landed: the next ones ask for more (as a lease's extra, Lease.boost).
+    else if (t.sentMs >= 0 && t.waiters.length === 0 && t.boost < MAX_BOOST) t.boost *= 2;
     if (defer && t.sentMs >= 0 && nowMs - t.sentMs < LATE_MS) {
       this.pendingOn = t;
       return PENDING_TOKENS;

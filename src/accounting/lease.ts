@@ -48,6 +48,8 @@ export interface Lease extends Refilling {
 
 export interface TokenLease extends Refilling {
   left: number;
+  /** As Lease.boost, for the tokens a latent store's refill asks for. */
+  boost: number;
   /** Tokens the shared bucket held after the last grant, and when; when it is full again. */
   bucketLeft: number;
   levelAtMs: number;
@@ -62,7 +64,18 @@ export function newLease(counter: string, nowMs: number): Lease {
 }
 
 export function newTokenLease(rate: Rate, nowMs: number): TokenLease {
-  return { left: 0, bucketLeft: rate.burst, levelAtMs: nowMs, fullAtMs: nowMs, expiresMs: 0, refusedUntilMs: 0, sentMs: -1, retryAtMs: 0, waiters: [] };
+  return {
+    left: 0,
+    boost: 1,
+    bucketLeft: rate.burst,
+    levelAtMs: nowMs,
+    fullAtMs: nowMs,
+    expiresMs: 0,
+    refusedUntilMs: 0,
+    sentMs: -1,
+    retryAtMs: 0,
+    waiters: [],
+  };
 }
 
 /** Extra units a lease takes for a rate: about a tenth of a second of traffic at the rate. */
