@@ -272,6 +272,11 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/admin/v1/organizations/{id}/usage', `/admin/v1/organizations/${org.id}/usage`, o);
     await call('GET', '/admin/v1/organizations/{id}/downloads', `/admin/v1/organizations/${org.id}/downloads?limit=3`, o);
     await call('GET', '/admin/v1/organizations/{id}/downloads', `/admin/v1/organizations/${org.id}/downloads?limit=x`, o);
+    const t = (await call('POST', '/admin/v1/tokens', '/admin/v1/tokens', body({ name: 'doc', scopes: ['admin.read'] }))).json;
+    await call('POST', '/admin/v1/tokens', '/admin/v1/tokens', body({ name: 'doc', scopes: ['admin.root'] }));
+    await call('GET', '/admin/v1/tokens', '/admin/v1/tokens', o);
+    await call('DELETE', '/admin/v1/tokens/{id}', `/admin/v1/tokens/${t.id}`, o);
+    await call('DELETE', '/admin/v1/tokens/{id}', '/admin/v1/tokens/nope', o);
     await call('GET', '/admin/v1/audit', `/admin/v1/audit?org_id=${org.id}`, o);
     await call('GET', '/admin/v1/audit', '/admin/v1/audit?before=0', o);
     await call('DELETE', '/admin/v1/organizations/{id}', `/admin/v1/organizations/${org.id}`, o);
@@ -325,6 +330,7 @@ describe('the OpenAPI document against the server', () => {
       'POST /admin/v1/organizations': { url: '/admin/v1/organizations', body: { name: 'Walk Org', plan: 'scale' } },
       'POST /admin/v1/organizations/{id}': { url: `/admin/v1/organizations/${orgId}`, body: { plan: 'max' } },
       'POST /admin/v1/organizations/{id}/keys': { url: `/admin/v1/organizations/${orgId}/keys`, body: { name: 'walk', allowed_scopes: ['db.download'] } },
+      'POST /admin/v1/tokens': { url: '/admin/v1/tokens', body: { name: 'walk', scopes: ['admin.read'] } },
       'POST /admin/v1/organizations/{id}/licenses': {
         url: `/admin/v1/organizations/${orgId}/licenses`,
         body: { base: 'proxy', license_type: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' },

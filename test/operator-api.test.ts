@@ -299,6 +299,50 @@ describe('operator API (admin port)', () => {
     );
   });
 
+  test('operator tokens over the API: made with a scope, listed without secrets, revoked at once; a read-only token can do neither; both audited', async () => {
+    const made = await as(write, 'POST', '/tokens', { name: 'night shift', scopes: ['admin.read'] });
+    assert.equal(made.status, 201, made.text);
+    assert.match(made.json.token, /^iat_/);
+    assert.deepEqual(made.json.scopes, ['admin.read']);
+    assert.equal(made.json.revoked_at, null);
+    const secret = made.json.token as string;
+    assert.equal((await as(secret, 'GET', '/organizations')).status, 200);
+    // The new token reads but cannot act: not make a token, not revoke one (its own included).
+    for (const [method, p, body] of [
+      ['POST', '/tokens', { name: 'escalate', scopes: ['admin.write'] }],
+      ['DELETE', `/tokens/${made.json.id}`, undefined],
+    ] as const) {
+      const r = await as(secret, method, p, body);
+      assert.equal(r.status, 403, `${method} ${p}`);
+      assert.match(r.json.message, /admin\.write/);
+    }
+    const listed = await as(secret, 'GET', '/tokens');
+    assert.equal(listed.status, 200);
+    assert.ok(listed.json.tokens.some((t: { id: string }) => t.id === made.json.id));
+    assert.ok(!listed.text.includes(secret.slice(12)), 'a listing never holds a secret');
+    // Bodies are checked: an unknown scope or field, no scope at all.
+    for (const body of [
+      { name: 'x', scopes: ['admin.root'] },
+      { name: 'x', scopes: ['admin.read'], scope: 'admin.write' },
+      { name: 'x', scopes: [] },
+    ]) {
+      const r = await as(write, 'POST', '/tokens', body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.json.rc, 'BAD_REQUEST');
+    }
+    const gone = await as(write, 'DELETE', `/tokens/${made.json.id}`);
+    assert.equal(gone.status, 200);
+    assert.ok(gone.json.revoked_at);
+    assert.equal((await as(secret, 'GET', '/organizations')).status, 401);
+    assert.equal((await as(write, 'DELETE', '/tokens/00000000-0000-4000-8000-000000000000')).status, 404);
+    const audit = (await as(write, 'GET', '/audit')).json.entries as { action: string; target: string; detail: Record<string, unknown> }[];
+    assert.deepEqual(
+      audit.filter((e) => e.target === made.json.id).map((e) => e.action),
+      ['admin_token.revoke', 'admin_token.create'],
+    );
+    assert.ok(!JSON.stringify(audit).includes(secret), 'the audit log never holds a secret');
+  });
+
   test('organisations searched by part of the name (any case, wildcards taken literally) or the start of the id', async () => {
     const made: Record<string, string> = {};
     for (const name of ['Search Alpha GmbH', 'search beta', '100% Gamma_Co', 'Delta'])

@@ -2,7 +2,13 @@
 // admin port, and the schemas of its answers (the same documents the CLI prints with --json).
 
 import type { BodySchema } from '../wire/body-schema.js';
-import { LICENCE_GRANT_REQUEST, OPERATOR_KEY_CREATE_REQUEST, ORGANISATION_CREATE_REQUEST, ORGANISATION_UPDATE_REQUEST } from '../wire/request-bodies.js';
+import {
+  ADMIN_TOKEN_CREATE_REQUEST,
+  LICENCE_GRANT_REQUEST,
+  OPERATOR_KEY_CREATE_REQUEST,
+  ORGANISATION_CREATE_REQUEST,
+  ORGANISATION_UPDATE_REQUEST,
+} from '../wire/request-bodies.js';
 import { ADMIN, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
 
 const rc = (code: string, description: string): Schema => json(object({ rc: { const: code }, message: { type: 'string' } }), description);
@@ -53,6 +59,14 @@ export function operatorSchemas(): Record<string, Schema> {
     deleted_at: DATE_TIME,
   };
   const required = Object.keys(organisation).filter((k) => k !== 'deleted_at');
+  const adminToken = {
+    id: { type: 'string', format: 'uuid' },
+    name: { type: 'string' },
+    token_prefix: { type: 'string', description: 'The first characters of the secret, to tell tokens apart.' },
+    scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] } },
+    revoked_at: { type: ['string', 'null'], format: 'date-time' },
+    created_at: DATE_TIME,
+  };
   return {
     Organisation: object(organisation, required),
     OrganisationWithKeys: object(
@@ -111,6 +125,11 @@ export function operatorSchemas(): Record<string, Schema> {
       undefined,
       true,
     ),
+    AdminToken: object(adminToken, Object.keys(adminToken)),
+    NewAdminToken: object({ ...adminToken, token: { type: 'string', description: 'The secret (iat_…), in this answer only.' } }, [
+      ...Object.keys(adminToken),
+      'token',
+    ]),
     AuditEntry: object({
       id: { type: 'integer', minimum: 1 },
       at: DATE_TIME,
@@ -311,6 +330,30 @@ export function operatorPaths(): Record<string, Schema> {
           'The token.',
         ),
       }),
+    }),
+    '/admin/v1/tokens': admin({
+      get: op('adminListTokens', 'The operator tokens (no secrets), oldest first, revoked ones included', false, {
+        '200': json(object({ tokens: { type: 'array', items: ref('AdminToken') } }), 'The tokens.'),
+      }),
+      post: op(
+        'adminCreateToken',
+        'Create an operator token (admin.write brings admin.read); audited',
+        true,
+        {
+          '201': json(ref('NewAdminToken'), 'Created.'),
+          '400': bad,
+        },
+        { requestBody: body(ADMIN_TOKEN_CREATE_REQUEST) },
+      ),
+    }),
+    '/admin/v1/tokens/{id}': admin({
+      delete: op(
+        'adminRevokeToken',
+        'Revoke an operator token at once (again: no change); audited',
+        true,
+        { '200': json(ref('AdminToken'), 'Revoked.'), '404': notFound },
+        { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] },
+      ),
     }),
     '/admin/v1/overview': admin({
       get: op('adminOverview', 'The serving build and its age, each front-end thread, the HTTP server and runtime, and the last hour of traffic', false, {

@@ -14,6 +14,7 @@ import type { LicenceType } from '../control/licences.js';
 import { parseSmallBody, readSmallBody } from '../http/body.js';
 import type { BodySchema } from '../wire/body-schema.js';
 import {
+  ADMIN_TOKEN_CREATE_REQUEST,
   LICENCE_GRANT_REQUEST,
   NO_FIELDS,
   OPERATOR_KEY_CREATE_REQUEST,
@@ -217,6 +218,16 @@ export class OperatorApi {
 
     route('get', '/organizations/:id/usage', 'admin.read', (op, _b, [id]) => ok(op.usage(id)));
     route('get', '/organizations/:id/downloads', 'admin.read', (op, _b, [id], q) => ok({ downloads: op.downloads(id, limitOf(q)) }));
+    route('get', '/tokens', 'admin.read', (op) => ok({ tokens: op.listAdminTokens() }));
+    route(
+      'post',
+      '/tokens',
+      'admin.write',
+      (op, b) => ok(op.createAdminToken(requiredString(b, 'name'), optionalStrings(b, 'scopes') ?? []), 201),
+      ADMIN_TOKEN_CREATE_REQUEST,
+    );
+    route('del', '/tokens/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeAdminToken(id)));
+
     route('get', '/audit', 'admin.read', (op, _b, _p, q) => {
       const before = q.get('before');
       if (before !== null && !/^[1-9]\d{0,15}$/.test(before)) throw new OperatorError('BAD_REQUEST', 'before must be an audit entry id');

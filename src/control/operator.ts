@@ -24,6 +24,7 @@ import {
   KeyLimitError,
   type Organisation,
 } from './accounts.js';
+import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './admin-tokens.js';
 import { listAudit, recordAudit, type Actor, type AuditEntry } from './audit.js';
 import { downloadHistory } from './downloads.js';
 import type { ControlDb } from './control-db.js';
@@ -335,6 +336,32 @@ export class Operator {
     const org = getOrganisation(this.db, orgId);
     if (!org) throw new OperatorError('NOT_FOUND', `no organisation ${orgId}`);
     return downloadHistory(this.db, org.id, limit);
+  }
+
+  listAdminTokens(): Record<string, unknown>[] {
+    return listAdminTokens(this.db).map(adminTokenJson);
+  }
+
+  /** A new operator token; its secret is in this answer only. */
+  createAdminToken(name: string, scopes: readonly string[]): Record<string, unknown> {
+    const made = this.change(() => {
+      const m = createAdminToken(this.db, name, scopes);
+      this.audit('admin_token.create', null, m.token.id, { name: m.token.name, token_prefix: m.token.tokenPrefix, scopes: m.token.scopes });
+      return m;
+    });
+    return { ...adminTokenJson(made.token), token: made.secret };
+  }
+
+  revokeAdminToken(id: string): Record<string, unknown> {
+    return adminTokenJson(
+      this.change(() => {
+        const before = listAdminTokens(this.db).find((t) => t.id === id);
+        if (before === undefined) throw new OperatorError('NOT_FOUND', `no operator token ${id}`);
+        const t = revokeAdminToken(this.db, id);
+        if (before.revokedAt === null) this.audit('admin_token.revoke', null, id, { token_prefix: t.tokenPrefix });
+        return t;
+      }),
+    );
   }
 
   auditLog(q: { orgId?: string; before?: number; limit?: number }): AuditEntry[] {

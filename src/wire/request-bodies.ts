@@ -43,6 +43,12 @@ export const OPERATOR_KEY_CREATE_REQUEST = closed({ name: { type: 'string' }, al
   'name',
 ]);
 
+/** POST /admin/v1/tokens: an operator token's name and scopes (admin.write brings admin.read). */
+export const ADMIN_TOKEN_CREATE_REQUEST = closed({ name: NAME, scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] }, minItems: 1 } }, [
+  'name',
+  'scopes',
+]);
+
 /** POST /admin/v1/organizations/{id}/licenses. */
 export const LICENCE_GRANT_REQUEST = closed(
   {
