@@ -13,7 +13,23 @@ import { LOG_LEVELS, type LogLevel } from './log.js';
 /** The catalogue shipped with ipsift (config/catalogue.json), used where CATALOGUE_FILE is not set. */
 export const DEFAULT_CATALOGUE_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/catalogue.json');
 
+/** Where a setting's value came from: the environment wins over CONFIG_FILE, which wins over the default. */
+export type SettingOrigin = 'environment' | 'file' | 'default';
+
+/** A setting as given (before parsing), for the operator's view of the effective configuration. */
+export interface GivenSetting {
+  readonly name: ConfigVariable;
+  /** The text given; null where the default applies. */
+  readonly value: string | null;
+  readonly origin: SettingOrigin;
+}
+
+/** Credentials read from the environment by the libraries ipsift uses (the S3 client), never shown. */
+export const CREDENTIAL_VARIABLES = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'] as const;
+
 export interface Config {
+  /** Every setting as given and where from; CONFIG_FILE's path (null: none). */
+  readonly given: { readonly settings: readonly GivenSetting[]; readonly configFile: string | null; readonly credentialsSet: readonly string[] };
   readonly host: string;
   readonly port: number;
   readonly adminHost: string;
@@ -408,7 +424,20 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
   if (!(TIERS as readonly string[]).includes(tierName)) {
     throw new ConfigError(`KEYLESS_TIER must be one of ${TIERS.join(', ')}, got ${JSON.stringify(tierName)}`);
   }
+  const given = {
+    settings: CONFIG_VARIABLES.map((name): GivenSetting => {
+      // PUBLISH_AT alone means something when empty (no daily build); elsewhere empty is unset.
+      if (name === 'PUBLISH_AT' && (env.PUBLISH_AT ?? file.PUBLISH_AT) === '')
+        return { name, value: '', origin: env.PUBLISH_AT === '' ? 'environment' : 'file' };
+      const fromEnv = env[name] !== undefined && env[name] !== '';
+      const value = get(name) ?? null;
+      return { name, value, origin: fromEnv ? 'environment' : value === null ? 'default' : 'file' };
+    }),
+    configFile: env.CONFIG_FILE ? path.resolve(env.CONFIG_FILE) : null,
+    credentialsSet: CREDENTIAL_VARIABLES.filter((name) => (env[name] ?? '') !== ''),
+  };
   const config: Config = {
+    given,
     host: get('HOST') ?? DEFAULTS.host,
     port: integer('PORT', get('PORT') ?? String(DEFAULTS.port), 0, 65535),
     adminHost: get('ADMIN_HOST') ?? DEFAULTS.adminHost,

@@ -214,6 +214,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       replica: follower ? () => follower.state : null,
       sources: sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null,
       keylessTier: config.keylessTier,
+      settings: config.given,
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

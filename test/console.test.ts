@@ -294,6 +294,37 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     }
   });
 
+  test('operator tokens: one made with its secret shown once, then revoked after a confirmation; the settings page shows each value and where it came from', async () => {
+    const { page, errors } = await tab();
+    await signIn(page, write);
+    await page.click('nav a[data-route=operators]');
+    await page.waitForSelector('table[data-test=tokens]');
+    await page.fill('[data-test=token-name]', 'night shift');
+    await page.selectOption('[data-test=token-scope]', 'admin.read');
+    await page.click('form:has([data-test=token-name]) button[type=submit]');
+    const secret = (await (await page.waitForSelector('[data-test=new-token]')).textContent())!;
+    assert.match(secret, /^iat_/);
+    await page.waitForSelector('table[data-test=tokens] td:has-text("night shift")');
+    // The new token works until it is revoked, and nothing changes before the confirmation.
+    assert.equal((await get(svc.adminPort, '/admin/v1/organizations', { Authorization: `Bearer ${secret}` })).status, 200);
+    await page.click('[data-test="revoke-token-night shift"]');
+    await page.waitForSelector('[data-test=confirm-revoke-token]');
+    assert.equal((await get(svc.adminPort, '/admin/v1/organizations', { Authorization: `Bearer ${secret}` })).status, 200);
+    await shot(page, 'operators');
+    await page.click('[data-test=confirm-revoke-token]');
+    await page.waitForSelector('tr:has-text("night shift") td:has-text("revoked")');
+    assert.equal((await get(svc.adminPort, '/admin/v1/organizations', { Authorization: `Bearer ${secret}` })).status, 401);
+    await page.click('nav a[data-route=settings]');
+    const serving = await page.waitForSelector('table[data-test=settings-Serving]');
+    const text = (await serving.textContent())!;
+    assert.match(text, /KEEP_ALIVE_TIMEOUT_S75default/, 'a default shown as such');
+    assert.match(text, /ADMIN_PORT0environment/, 'a setting from the environment');
+    assert.match((await page.textContent('table[data-test=credentials]'))!, /AWS_SECRET_ACCESS_KEY(not set|set)/);
+    await shot(page, 'settings');
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('a read-only token sees no write control, and a write forced from its page is refused', async () => {
     const { page } = await tab();
     await signIn(page, read);
@@ -310,6 +341,9 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.click('nav a[data-route=data]');
     await page.waitForSelector('table[data-test=builds]');
     assert.equal(await page.locator('table[data-test=builds] button:has-text("Serve")').count(), 0);
+    await page.click('nav a[data-route=operators]');
+    await page.waitForSelector('table[data-test=tokens]');
+    assert.equal(await page.locator('[data-test=token-name], table[data-test=tokens] button').count(), 0, 'no token made or revoked from here');
     // The page's own fetch, with the token it holds: the API refuses whatever the page draws.
     const forced = await page.evaluate(async () => {
       const token = sessionStorage.getItem('ipsift.operator-token');

@@ -126,16 +126,22 @@ export function openTestControlDb(dataDir: string): ControlDb {
 export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
   // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on
   // node:http), FRONTEND_THREADS the threads (test/threads.test.ts runs them on two; one otherwise).
+  // Settings go in as an environment where they can, so the service's own view of them
+  // (GET /admin/v1/settings) is the one it runs with.
   const config = loadConfig(
-    { HTTP_SERVER: process.env.HTTP_SERVER, FRONTEND_THREADS: process.env.FRONTEND_THREADS ?? '1' },
     {
-      port: 0,
-      adminPort: 0,
-      batchWorkers: 2,
-      demo: false,
-      indexPollMs: 50,
-      publishAt: '',
-      plansFile: overrides.plansFile ?? plansFile(tempDir()),
+      HTTP_SERVER: process.env.HTTP_SERVER,
+      FRONTEND_THREADS: process.env.FRONTEND_THREADS ?? '1',
+      PORT: '0',
+      ADMIN_PORT: '0',
+      BATCH_WORKERS: '2',
+      DEMO: '0',
+      INDEX_POLL_MS: '50',
+      PUBLISH_AT: '',
+      PLANS_FILE: overrides.plansFile ?? plansFile(tempDir()),
+      DATA_DIR: overrides.dataDir,
+    },
+    {
       ...(overrides.dataDir === undefined ? {} : { controlDb: testControlDb(overrides.dataDir), accounting: testAccounting(overrides.dataDir) }),
       ...overrides,
     },

@@ -275,6 +275,7 @@ describe('the OpenAPI document against the server', () => {
     const t = (await call('POST', '/admin/v1/tokens', '/admin/v1/tokens', body({ name: 'doc', scopes: ['admin.read'] }))).json;
     await call('POST', '/admin/v1/tokens', '/admin/v1/tokens', body({ name: 'doc', scopes: ['admin.root'] }));
     await call('GET', '/admin/v1/tokens', '/admin/v1/tokens', o);
+    await call('GET', '/admin/v1/settings', '/admin/v1/settings', o);
     await call('DELETE', '/admin/v1/tokens/{id}', `/admin/v1/tokens/${t.id}`, o);
     await call('DELETE', '/admin/v1/tokens/{id}', '/admin/v1/tokens/nope', o);
     await call('GET', '/admin/v1/audit', `/admin/v1/audit?org_id=${org.id}`, o);

@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
@@ -341,6 +342,39 @@ describe('operator API (admin port)', () => {
       ['admin_token.revoke', 'admin_token.create'],
     );
     assert.ok(!JSON.stringify(audit).includes(secret), 'the audit log never holds a secret');
+  });
+
+  test('settings: each value with its origin (environment over CONFIG_FILE over default), passwords masked, credentials set or not; read-only tokens may read', async () => {
+    const file = writeFile(tempDir(), 'ipsift.json', JSON.stringify({ BATCH_QUEUE: 32, LOG_LEVEL: 'debug', CONTROL_DB: 'sqlite' }));
+    const given = loadConfig({
+      CONFIG_FILE: file,
+      LOG_LEVEL: 'warn',
+      REDIS_URL: 'redis://ops:hunter2@10.0.0.5:6379/2',
+      AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI-never-shown',
+    }).given;
+    const other = await startTestService({ dataDir, plansFile: plans, given });
+    try {
+      const r = await request(other.adminPort, 'GET', '/admin/v1/settings', undefined, { Authorization: `Bearer ${read}` });
+      assert.equal(r.status, 200, r.text);
+      const by = new Map((r.json.settings as { name: string; value: string | null; origin: string }[]).map((x) => [x.name, x]));
+      assert.equal(r.json.config_file, file);
+      assert.deepEqual(by.get('LOG_LEVEL'), { name: 'LOG_LEVEL', group: 'Logs', value: 'warn', origin: 'environment' });
+      assert.deepEqual([by.get('BATCH_QUEUE')!.value, by.get('BATCH_QUEUE')!.origin], ['32', 'file']);
+      assert.deepEqual([by.get('PORT')!.value, by.get('PORT')!.origin], ['8080', 'default']);
+      assert.equal(by.get('REDIS_URL')!.value, 'redis://ops:***@10.0.0.5:6379/2');
+      assert.ok(!r.text.includes('hunter2') && !r.text.includes('wJalrXUtnFEMI'), 'no credential in the answer');
+      assert.deepEqual(
+        r.json.credentials.map((c: { name: string; set: boolean }) => [c.name, c.set]),
+        [
+          ['AWS_ACCESS_KEY_ID', false],
+          ['AWS_SECRET_ACCESS_KEY', true],
+          ['AWS_SESSION_TOKEN', false],
+        ],
+      );
+      assert.equal((await request(other.adminPort, 'GET', '/admin/v1/settings')).status, 401);
+    } finally {
+      await other.close();
+    }
   });
 
   test('organisations searched by part of the name (any case, wildcards taken literally) or the start of the id', async () => {

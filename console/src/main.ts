@@ -8,7 +8,9 @@ import { audit } from './audit.js';
 import { data } from './data.js';
 import { lookup } from './lookup.js';
 import { organisation, organisations } from './organisations.js';
+import { operators } from './operators.js';
 import { overview } from './overview.js';
+import { settings } from './settings.js';
 
 const TOKEN_KEY = 'ipsift.operator-token';
 
@@ -19,6 +21,8 @@ const ROUTES: [string, string, Page][] = [
   ['orgs', 'Organisations', organisations],
   ['lookup', 'Look up', lookup],
   ['audit', 'Audit log', audit],
+  ['operators', 'Operators', operators],
+  ['settings', 'Settings', settings],
 ];
 
 const app = document.getElementById('app')!;

@@ -26,6 +26,8 @@ import type { Edge } from './edge.js';
 import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
+import { SettingsApi } from './settings.js';
+import type { Config } from '../config.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -51,6 +53,8 @@ export interface AdminAppDeps {
   sources?: (() => SourceStatus[]) | null;
   /** KEYLESS_TIER, for the answers per plan. */
   keylessTier?: number;
+  /** The settings as given at start, for GET /admin/v1/settings (null: not offered). */
+  settings?: Config['given'] | null;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -67,6 +71,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     operator = null,
     replica = null,
     sources = null,
+    settings = null,
   } = deps;
   const keylessTier = deps.keylessTier ?? TIER_BASIC;
   const app = server.app();
@@ -122,6 +127,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
+    if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);

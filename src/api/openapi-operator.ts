@@ -355,6 +355,31 @@ export function operatorPaths(): Record<string, Schema> {
         { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] },
       ),
     }),
+    '/admin/v1/settings': admin({
+      get: op('adminSettings', 'The configuration the process runs with: each setting, its value and where it came from; credentials never shown', false, {
+        '200': json(
+          object({
+            config_file: { type: ['string', 'null'], description: "CONFIG_FILE's path; null: none." },
+            settings: {
+              type: 'array',
+              items: object(
+                {
+                  name: { type: 'string' },
+                  group: { type: 'string' },
+                  value: { type: ['string', 'null'], description: 'As given, or the default; a URL with a password shows it masked.' },
+                  origin: { enum: ['environment', 'file', 'default'] },
+                  default: { type: 'string', description: 'What the default is where it is not a value (cores, none).' },
+                  password: { enum: ['set'], description: 'The value is a URL whose password is masked.' },
+                },
+                ['name', 'group', 'value', 'origin'],
+              ),
+            },
+            credentials: { type: 'array', items: object({ name: { type: 'string' }, set: { type: 'boolean' } }, ['name', 'set']) },
+          }),
+          'The settings.',
+        ),
+      }),
+    }),
     '/admin/v1/overview': admin({
       get: op('adminOverview', 'The serving build and its age, each front-end thread, the HTTP server and runtime, and the last hour of traffic', false, {
         '200': json(

@@ -1,0 +1,53 @@
+// GET /admin/v1/settings on the admin port, for an operator token with admin.read: the
+// configuration the process runs with, each setting's value and where it came from
+// (environment, CONFIG_FILE, default). Credentials are never shown: a URL's password is
+// masked, and the cloud credentials the S3 client reads are reported as set or not.
+
+import { CONFIG_REFERENCE } from '../config-reference.js';
+import { CREDENTIAL_VARIABLES, type Config } from '../config.js';
+import type { ControlDb } from '../control/control-db.js';
+import { sendJson } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import { redactUrl } from '../log.js';
+import type { Edge } from './edge.js';
+import { operatorOf } from './operator.js';
+
+/** A URL that carries a password (REDIS_URL, CONTROL_DB, an S3 endpoint): shown masked. */
+const WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i;
+
+/** The document GET /admin/v1/settings answers. */
+export function settingsDocument(given: Config['given']): Record<string, unknown> {
+  return {
+    config_file: given.configFile,
+    settings: given.settings.map((s) => {
+      const help = CONFIG_REFERENCE[s.name];
+      const value = s.value ?? help.default ?? null;
+      const masked = value !== null && WITH_PASSWORD.test(value);
+      return {
+        name: s.name,
+        group: help.group,
+        value: masked ? redactUrl(value) : value,
+        origin: s.origin,
+        ...(s.value === null && help.default === undefined && help.shown !== undefined ? { default: help.shown.replaceAll('`', '') } : {}),
+        ...(masked ? { password: 'set' } : {}),
+      };
+    }),
+    credentials: CREDENTIAL_VARIABLES.map((name) => ({ name, set: given.credentialsSet.includes(name) })),
+  };
+}
+
+export class SettingsApi {
+  constructor(
+    private readonly control: ControlDb,
+    private readonly given: Config['given'],
+  ) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    // Made once: the settings are those the process started with.
+    const doc = settingsDocument(this.given);
+    routes.get('/admin/v1/settings', (res, req) => {
+      if (operatorOf(this.control, res, req, 'admin.read', edge.metrics) === null) return;
+      sendJson(res, 200, doc, edge.metrics);
+    });
+  }
+}
