@@ -177,6 +177,10 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       10_000,
       'the usage chart shows the 5 lookups',
     );
+    // Made a minute ago: its pace counts from its creation, not from the month's first day.
+    const since = /requests since (\d{4}-\d\d-\d\d \d\d:\d\d) UTC$/.exec((await page.textContent('[data-test=usage-requests]'))!);
+    assert.ok(since, 'the usage counts from a time, not a day');
+    assert.ok(Math.abs(Date.parse(`${since[1].replace(' ', 'T')}:00Z`) - Date.now()) < 10 * 60_000, `since ${since[1]}: the organisation's creation`);
 
     await page.click('[data-test=grant-licence] button[type=submit]');
     await page.waitForSelector('table[data-test=licences] td:has-text("subscription")');

@@ -2,7 +2,7 @@
 // token, when and from where; filtered by organisation and by action, paged back in time.
 
 import { attempt, type Page } from './context.js';
-import { append, fill, h, table } from './dom.js';
+import { append, fill, h, table, when } from './dom.js';
 
 /** An entry of GET /admin/v1/audit (AuditEntry in the OpenAPI document), as the wire has it. */
 interface Entry {
@@ -27,11 +27,11 @@ export const audit: Page = (ctx, root, [orgParam]) => {
     fill(
       body,
       table(
-        ['When (UTC)', 'Action', 'By', 'From', 'Organisation', 'Subject', 'Detail'],
+        ['When', 'Action', 'By', 'From', 'Organisation', 'Subject', 'Detail'],
         entries
           .filter((e) => a === '' || e.action.includes(a))
           .map((e) => [
-            e.at.replace('T', ' ').slice(0, 19),
+            when(e.at, true),
             e.action,
             e.actor,
             e.source,

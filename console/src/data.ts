@@ -4,7 +4,7 @@
 
 import { seg } from './api.js';
 import { attempt, type Context, type Page } from './context.js';
-import { ago, bytes, count, duration, fill, h, section, table } from './dom.js';
+import { ago, bytes, count, duration, fill, h, section, table, when } from './dom.js';
 
 interface Build {
   id: string;
@@ -21,11 +21,7 @@ function report(m: any): HTMLElement {
   return h(
     'div',
     { 'data-test': 'build-report' },
-    h(
-      'p',
-      {},
-      `Build ${m.id}, made ${m.created.replace('T', ' ').slice(0, 19)} UTC (${ago(m.created)}); ${m.made_serving ? 'made serving when built' : 'built without serving'}.`,
-    ),
+    h('p', {}, `Build ${m.id}, made ${when(m.created, true)} (${ago(m.created)}); ${m.made_serving ? 'made serving when built' : 'built without serving'}.`),
     table(
       ['Family', 'Ranges per category'],
       [
@@ -139,7 +135,7 @@ export const data: Page = (ctx, root) => {
               count(x.entries),
               x.age_s === null ? 'none' : `${duration(x.age_s)} old`,
               x.content_age_s === null ? '—' : `${duration(x.content_age_s)}${x.max_age_s === null ? '' : ` of ${duration(x.max_age_s)} allowed`}`,
-              x.next_at ? x.next_at.replace('T', ' ').slice(0, 16) : '—',
+              when(x.next_at),
               x.reason ?? '',
             ]),
           )

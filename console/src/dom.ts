@@ -78,6 +78,19 @@ export const ago = (iso: string | null, nowMs = Date.now()): string => (iso === 
 
 export const count = (n: number): string => n.toLocaleString('en-US');
 
+/**
+ * A time as every page shows one: `2026-11-27 20:41 UTC` (to the second where `seconds`), or
+ * the day alone (`2026-11-27`) for a time at midnight UTC, as licence terms are. null: '—'.
+ */
+export function when(iso: string | null, seconds = false): string {
+  if (iso === null) return '—';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const text = new Date(t).toISOString();
+  if (!seconds && text.endsWith('T00:00:00.000Z')) return text.slice(0, 10);
+  return `${text.slice(0, seconds ? 19 : 16).replace('T', ' ')} UTC`;
+}
+
 /** A message in the page's notice area: what went wrong, or what was done. */
 export function notice(el: Element, text: string, kind: 'error' | 'ok' = 'error'): void {
   fill(el, h('p', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, text));

@@ -4,7 +4,7 @@
 
 import { seg } from './api.js';
 import { attempt, type Context, type Page } from './context.js';
-import { fill, h, section, table } from './dom.js';
+import { fill, h, section, table, when } from './dom.js';
 
 /** At most this many addresses of a pasted list are looked up. */
 const MAX_LIST = 100;
@@ -76,9 +76,7 @@ function evidence(e: any): HTMLElement {
             String(cl.priority),
             h('code', {}, cl.network),
             cl.detail === null ? 'says: not in the category' : detailText(cl.detail),
-            cl.source?.url
-              ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${cl.source.fetched_at.slice(0, 16).replace('T', ' ')}` : ''}`
-              : 'imported file',
+            cl.source?.url ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${when(cl.source.fetched_at)}` : ''}` : 'imported file',
           ]),
         ),
       ),

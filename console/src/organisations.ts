@@ -6,7 +6,7 @@
 import { seg } from './api.js';
 import { usageBar } from './chart.js';
 import { attempt, type Context, type Page } from './context.js';
-import { ago, count, facts, fill, h, section, table } from './dom.js';
+import { ago, count, facts, fill, h, section, table, when } from './dom.js';
 
 interface Org {
   id: string;
@@ -114,15 +114,19 @@ export const organisation: Page = (ctx, root, [id]) => {
     section('Downloads', downloads),
   );
   const path = `/admin/v1/organizations/${seg(id)}`;
+  /** When the organisation was made (0 until read): the usage's pace counts from it. */
+  let createdAtMs = 0;
 
   const drawUsage = async (): Promise<void> => {
     const u = await ctx.api.get(`${path}/usage`);
-    const start = Date.parse(u.window_start);
-    const elapsed = Math.min(1, (Date.now() - start) / (Date.parse(u.window_end) - start));
+    // The pace is taken from when the organisation could first spend: the month's start, or
+    // its creation when that came later (a day-old organisation is not judged by the month).
+    const from = Math.max(Date.parse(u.window_start), createdAtMs);
+    const elapsed = Math.min(1, Math.max(0, Date.now() - from) / (Date.parse(u.window_end) - from));
     fill(
       usage,
       usageBar(u.requests, u.quota, u.hard_limit, elapsed),
-      h('p', { 'data-test': 'usage-requests' }, `${count(u.requests)} requests since ${u.window_start.slice(0, 10)}`),
+      h('p', { 'data-test': 'usage-requests' }, `${count(u.requests)} requests since ${when(new Date(from).toISOString())}`),
     );
   };
   const drawKeys = async (): Promise<void> => {
@@ -137,7 +141,7 @@ export const organisation: Page = (ctx, root, [id]) => {
           k.allowed_scopes.join(', ') || 'lookups only',
           k.allowed_cidrs.join(', ') || 'any',
           ago(k.created_at),
-          k.revoked_at ? `revoked ${ago(k.revoked_at)}` : k.expires ? `expires ${k.expires.slice(0, 10)}` : 'live',
+          k.revoked_at ? `revoked ${ago(k.revoked_at)}` : k.expires ? `expires ${when(k.expires)}` : 'live',
           ctx.canWrite && !k.revoked_at
             ? h(
                 'span',
@@ -195,9 +199,9 @@ export const organisation: Page = (ctx, root, [id]) => {
             licenses.map((l: any) => [
               l.base,
               l.license_type,
-              l.starts,
-              l.expires,
-              l.renews_at ?? '—',
+              when(l.starts),
+              when(l.expires),
+              when(l.renews_at ?? null),
               ctx.canWrite
                 ? h(
                     'button',
@@ -222,6 +226,7 @@ export const organisation: Page = (ctx, root, [id]) => {
 
   void attempt(ctx, async () => {
     const org = await ctx.api.get(path);
+    createdAtMs = Date.parse(org.created_at);
     fill(
       head,
       h('h1', {}, org.name),

@@ -3,7 +3,7 @@
 
 import { lineChart } from './chart.js';
 import type { Page } from './context.js';
-import { ago, duration, facts, fill, h, section, table } from './dom.js';
+import { ago, duration, facts, fill, h, section, table, when } from './dom.js';
 
 /** A point of GET /admin/v1/overview (TrafficSample in the OpenAPI document; the console is compiled apart from the server, so it states the wire shape itself). */
 interface Sample {
@@ -56,7 +56,7 @@ export const overview: Page = (ctx, root) => {
         ['HTTP server', o.http_server],
         ['Runtime', o.runtime],
         ['Version', o.version],
-        ['Up since', `${o.started_at.replace('T', ' ').slice(0, 19)} UTC (${ago(o.started_at)})`],
+        ['Up since', `${when(o.started_at, true)} (${ago(o.started_at)})`],
         ['Last published', o.last_published_at ? ago(o.last_published_at) : 'never'],
         ['Requests now', last ? `${last.requests_per_s} /s` : '—'],
       ]),
