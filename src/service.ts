@@ -26,6 +26,7 @@ import { ensureDemoPublication } from './publish/demo-publication.js';
 import { openObjectStore } from './objects/open-object-store.js';
 import { PublishScheduler } from './publish/scheduler.js';
 import { SourceRefresher } from './publish/source-refresher.js';
+import { BuildOnDemand } from './publish/build-on-demand.js';
 import { configuredSources } from './publish/pipeline.js';
 import { readSourceStates, sourceStatuses } from './feeds/source-state.js';
 import { DEFAULT_INTERVAL_MS } from './feeds/sources.js';
@@ -128,9 +129,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const pruner = new Pruner(accounting, bucketRefillMs(plans), log);
   let scheduler: PublishScheduler | null = null;
   let refresher: SourceRefresher | null = null;
+  // Builds an operator asks for, on a node that builds.
+  const builds = config.role === 'serve' ? null : new BuildOnDemand(config, log);
   const closeAccounts = async (): Promise<void> => {
     scheduler?.stop();
     await refresher?.stop();
+    await builds?.stop();
     pruner.stop();
     await accounting.close();
     control.close();
@@ -215,6 +219,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       sources: sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null,
       keylessTier: config.keylessTier,
       settings: config.given,
+      actions: { builds, refresher },
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

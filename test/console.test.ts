@@ -266,6 +266,33 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.close();
   });
 
+  test('a build asked for from the Data page after a confirmation serves when done; a refresh with no sources configured is refused with the reason', async () => {
+    const { page, errors } = await tab();
+    await signIn(page, write);
+    await page.click('nav a[data-route=data]');
+    await page.waitForSelector('table[data-test=builds]');
+    const before = await page.locator('table[data-test=builds] tbody tr').count();
+    await page.click('[data-test=build-now]');
+    await page.waitForSelector('[data-test=confirm-build-now]');
+    await page.click('[data-test=confirm-build-now]');
+    await page.waitForSelector('.notice.ok:has-text("build started")');
+    await until(
+      async () => (await get(svc.adminPort, '/admin/v1/builds', { Authorization: `Bearer ${write}` })).json.builds.length > before,
+      60_000,
+      'the build',
+    );
+    const newest = (await get(svc.adminPort, '/admin/v1/builds', { Authorization: `Bearer ${write}` })).json.builds[0].id as string;
+    await until(() => svc.holder.current?.buildId === newest, 10_000, `build ${newest} serving`);
+    await page.click('[data-test=refresh-sources]');
+    await page.click('[data-test=confirm-refresh-sources]');
+    await page.waitForSelector('.notice.error:has-text("no sources are configured")');
+    assert.deepEqual(
+      errors.filter((e) => !/409/.test(e)),
+      [],
+    );
+    await page.close();
+  });
+
   test('sources in trouble are named in a banner at the top of the overview, linking to Data', async () => {
     // A server whose one source cannot be reached: its first refresh fails at once.
     const dataDir = tempDir();
@@ -345,6 +372,7 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.click('nav a[data-route=data]');
     await page.waitForSelector('table[data-test=builds]');
     assert.equal(await page.locator('table[data-test=builds] button:has-text("Serve")').count(), 0);
+    assert.equal(await page.locator('[data-test=build-now], [data-test=refresh-sources]').count(), 0);
     await page.click('nav a[data-route=operators]');
     await page.waitForSelector('table[data-test=tokens]');
     assert.equal(await page.locator('[data-test=token-name], table[data-test=tokens] button').count(), 0, 'no token made or revoked from here');

@@ -10,7 +10,7 @@ import { listOrganisations } from '../src/control/accounts.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import type { Service } from '../src/service.js';
-import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, type Reply } from './helpers.js';
+import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, until, type Reply } from './helpers.js';
 
 const require = createRequire(import.meta.url);
 const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
@@ -304,6 +304,19 @@ describe('the OpenAPI document against the server', () => {
     await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, o);
     await call('POST', '/admin/v1/builds/{id}/serve', '/admin/v1/builds/20990101-1/serve', w);
     await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, w);
+    // A build asked for, refused while it runs; then waited for, so the rest sees one build serving.
+    const builds = (await call('GET', '/admin/v1/builds', '/admin/v1/builds', o)).json.builds.length;
+    await call('POST', '/admin/v1/builds', '/admin/v1/builds', o);
+    await call('POST', '/admin/v1/builds', '/admin/v1/builds', w);
+    await call('POST', '/admin/v1/builds', '/admin/v1/builds', w);
+    let listed: { id: string }[] = [];
+    await until(
+      async () => (listed = (await call('GET', '/admin/v1/builds', '/admin/v1/builds', o)).json.builds).length > builds,
+      60_000,
+      'the build asked for',
+    );
+    await until(() => svc.holder.current?.buildId === listed[0].id, 10_000, 'the new build serving');
+    await call('POST', '/admin/v1/sources/refresh', '/admin/v1/sources/refresh', w);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/81.7.3.9', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);

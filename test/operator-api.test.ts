@@ -352,9 +352,16 @@ describe('operator API (admin port)', () => {
       REDIS_URL: 'redis://ops:hunter2@10.0.0.5:6379/2',
       AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI-never-shown',
     }).given;
-    const other = await startTestService({ dataDir, plansFile: plans, given });
+    // A data directory of its own: two services of one process on one directory share its stores.
+    const otherDir = tempDir();
+    importFeed({ dataDir: otherDir, file: writeFile(otherDir, 'feed.csv', FEED) });
+    runBuild({ dataDir: otherDir });
+    const other = await startTestService({ dataDir: otherDir, plansFile: plans, given });
     try {
-      const r = await request(other.adminPort, 'GET', '/admin/v1/settings', undefined, { Authorization: `Bearer ${read}` });
+      const db = openTestControlDb(otherDir);
+      const reader = createAdminToken(db, 'support', ['admin.read']).secret;
+      db.close();
+      const r = await request(other.adminPort, 'GET', '/admin/v1/settings', undefined, { Authorization: `Bearer ${reader}` });
       assert.equal(r.status, 200, r.text);
       const by = new Map((r.json.settings as { name: string; value: string | null; origin: string }[]).map((x) => [x.name, x]));
       assert.equal(r.json.config_file, file);
@@ -372,6 +379,62 @@ describe('operator API (admin port)', () => {
         ],
       );
       assert.equal((await request(other.adminPort, 'GET', '/admin/v1/settings')).status, 401);
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('actions: a build now (202, serving and listed once done; 409 while one runs) and a refresh of the sources (409 with none configured); audited; a read-only token can run neither', async () => {
+    for (const p of ['/builds', '/sources/refresh']) {
+      const r = await as(read, 'POST', p);
+      assert.equal(r.status, 403, p);
+      assert.match(r.json.message, /admin\.write/);
+    }
+    const odd = await as(write, 'POST', '/builds', { now: true });
+    assert.equal(odd.status, 400);
+    assert.match(odd.json.message, /now/, 'the unknown field named');
+    const none = await as(write, 'POST', '/sources/refresh');
+    assert.deepEqual([none.status, none.json.rc], [409, 'CONFLICT']);
+    assert.match(none.json.message, /no sources are configured/);
+    const before = (await as(read, 'GET', '/builds')).json.builds as { id: string; current: boolean }[];
+    const started = await as(write, 'POST', '/builds');
+    assert.equal(started.status, 202, started.text);
+    assert.equal(started.json.status, 'started');
+    const again = await as(write, 'POST', '/builds');
+    assert.equal(again.status, 409, 'one build at a time');
+    let builds = before;
+    await until(async () => (builds = (await as(read, 'GET', '/builds')).json.builds).length === before.length + 1, 60_000, 'the build listed');
+    const made = builds.find((b) => !before.some((o) => o.id === b.id))!;
+    await until(() => svc.holder.current?.buildId === made.id, 10_000, `build ${made.id} serving`);
+    const audit = (await as(read, 'GET', '/audit')).json.entries as { action: string; actor: string }[];
+    assert.equal(audit.filter((e) => e.action === 'build.start').length, 1, 'the started build audited, the refused one not');
+  });
+
+  test('a refresh of the sources asked for fetches every source again, due or not', async () => {
+    const dir = tempDir();
+    const list = writeFile(dir, 'list.txt', '81.7.3.0/24\n');
+    const sources = writeFile(dir, 'sources.json', JSON.stringify([{ name: 'local-list', path: list, format: 'list', category: 'vpn', max_age: '7d' }]));
+    const otherDir = tempDir();
+    const other = await startTestService({ dataDir: otherDir, plansFile: plans, sourcesFile: sources, sources: '' });
+    try {
+      const db = openTestControlDb(otherDir);
+      const ops = createAdminToken(db, 'ops', ['admin.write']).secret;
+      db.close();
+      const auth = { Authorization: `Bearer ${ops}` };
+      const fetched = async (): Promise<string | null> => (await get(other.adminPort, '/admin/v1/sources', auth)).json.sources[0].fetched_at;
+      let first: string | null = null;
+      await until(async () => (first = await fetched()) !== null, 30_000, 'the first refresh');
+      // Not due again for hours: only the request makes it fetch now.
+      let r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
+      await until(
+        async () => {
+          if (r.status !== 202) r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
+          return r.status === 202;
+        },
+        30_000,
+        `the refresh started (${r.status} ${r.text})`,
+      );
+      await until(async () => ((await fetched()) ?? '') > first!, 30_000, 'fetched again');
     } finally {
       await other.close();
     }
@@ -430,11 +493,12 @@ describe('operator API (admin port)', () => {
     const damaged = runBuild({ dataDir, serve: false }).id;
     const builds = (await as(read, 'GET', '/builds')).json.builds;
     assert.deepEqual(
-      builds.map((b: { id: string; current: boolean }) => [b.id, b.current]),
+      builds.slice(0, 2).map((b: { id: string; current: boolean }) => [b.id, b.current]),
       [
         [damaged, false],
         [serving, true],
       ],
+      'newest first, the serving one marked',
     );
     assert.equal((await as(read, 'GET', `/builds/${damaged}`)).json.id, damaged);
     const index = path.join(dataDir, 'builds', damaged, 'index.bin');

@@ -105,12 +105,73 @@ async function drawBuilds(ctx: Context, el: HTMLElement, reportEl: HTMLElement, 
   else fill(reportEl, h('p', {}, 'No build yet: import feeds and run ipsift build.'));
 }
 
+/**
+ * A button that sets work going (POST, admin.write) after a confirmation in `area`; the
+ * answer's message is shown, and `after` redraws what it changes.
+ */
+function actionButton(ctx: Context, area: HTMLElement, test: string, label: string, question: string, path: string, after: () => Promise<void>): HTMLElement {
+  const ask = (): void =>
+    fill(
+      area,
+      h(
+        'div',
+        { class: 'confirm', role: 'dialog' },
+        h('p', {}, question),
+        h(
+          'button',
+          {
+            'data-test': `confirm-${test}`,
+            onclick: () =>
+              void attempt(ctx, async () => {
+                fill(area);
+                const r = await ctx.api.post(path);
+                ctx.say(r.message, 'ok');
+                await after();
+              }),
+          },
+          label,
+        ),
+        h('button', { onclick: () => fill(area) }, 'Cancel'),
+      ),
+    );
+  return h('button', { 'data-test': test, onclick: ask }, label);
+}
+
 export const data: Page = (ctx, root) => {
   const builds = h('div');
   const reportEl = h('div');
   const feeds = h('div');
   const sources = h('div');
-  root.append(h('h1', {}, 'Data'), section('Builds', builds), section('Build report', reportEl), section('Feeds', feeds), section('Sources', sources));
+  const asked = h('div', { class: 'confirm-area' });
+  const redrawBuilds = (): Promise<void> => drawBuilds(ctx, builds, reportEl, null);
+  const actions = ctx.canWrite
+    ? h(
+        'div',
+        { class: 'actions' },
+        actionButton(
+          ctx,
+          asked,
+          'build-now',
+          'Build now',
+          'Build now from the imported feeds? The new build serves and is published when done, as the daily run does.',
+          '/admin/v1/builds',
+          redrawBuilds,
+        ),
+        actionButton(
+          ctx,
+          asked,
+          'refresh-sources',
+          'Refresh sources',
+          'Fetch every configured source now, due or not? A build follows when any changed.',
+          '/admin/v1/sources/refresh',
+          async () => {},
+        ),
+        asked,
+      )
+    : null;
+  root.append(h('h1', {}, 'Data'));
+  if (actions) root.append(actions);
+  root.append(section('Builds', builds), section('Build report', reportEl), section('Feeds', feeds), section('Sources', sources));
   void attempt(ctx, async () => {
     await drawBuilds(ctx, builds, reportEl, null);
     const f = await ctx.api.get('/admin/v1/feeds');

@@ -27,6 +27,7 @@ import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
 import { SettingsApi } from './settings.js';
+import { ActionsApi, type OperatorActions } from './actions.js';
 import type { Config } from '../config.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
@@ -55,6 +56,8 @@ export interface AdminAppDeps {
   keylessTier?: number;
   /** The settings as given at start, for GET /admin/v1/settings (null: not offered). */
   settings?: Config['given'] | null;
+  /** What an operator can set going: a build, a refresh of the sources (absent: neither). */
+  actions?: OperatorActions;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -72,6 +75,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     replica = null,
     sources = null,
     settings = null,
+    actions = { builds: null, refresher: null },
   } = deps;
   const keylessTier = deps.keylessTier ?? TIER_BASIC;
   const app = server.app();
@@ -128,6 +132,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
     if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
+    new ActionsApi(operator.db, actions).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);

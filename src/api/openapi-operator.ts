@@ -145,6 +145,8 @@ export function operatorSchemas(): Record<string, Schema> {
 
 export function operatorPaths(): Record<string, Schema> {
   const admin = (item: Schema): Schema => ({ servers: ADMIN, ...item });
+  /** An action's 202: it runs on after the answer. */
+  const started = object({ status: { enum: ['started'] }, message: { type: 'string' } }, ['status', 'message']);
   return {
     '/admin/v1/organizations': admin({
       get: op(
@@ -416,6 +418,23 @@ export function operatorPaths(): Record<string, Schema> {
           }),
           'The builds.',
         ),
+      }),
+      post: op(
+        'adminBuildNow',
+        'Build now from the imported feeds, make it serving and publish it, as the daily run does, whatever was built today; audited',
+        true,
+        {
+          '202': json(started, 'Started: GET /admin/v1/builds lists the build once done.'),
+          '400': bad,
+          '409': rc('CONFLICT', 'A build is running on this data directory, or this node does not build (ROLE=serve).'),
+        },
+      ),
+    }),
+    '/admin/v1/sources/refresh': admin({
+      post: op('adminRefreshSources', 'Fetch every configured source now, due or not, and build when any changed; audited', true, {
+        '202': json(started, 'Started: GET /admin/v1/sources shows each source as it ends.'),
+        '400': bad,
+        '409': rc('CONFLICT', 'A refresh is running, or no sources are configured.'),
       }),
     }),
     '/admin/v1/builds/{id}': admin({

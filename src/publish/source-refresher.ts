@@ -58,6 +58,11 @@ export class SourceRefresher {
     this.timer.unref();
   }
 
+  /** Whether a refresh is in progress. */
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
   /** One refresh (all sources with `all`) after any in flight; resolves with what it did, or null when it failed. */
   async runOnce(all = false): Promise<RefreshRun | null> {
     while (this.running) await this.running;

@@ -1,0 +1,71 @@
+// What an operator can set going on the admin port (admin.write, audited): a build now
+// (POST /admin/v1/builds) and a refresh of every configured source now
+// (POST /admin/v1/sources/refresh). Each answers 202 once started and runs on the pipeline
+// thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
+// GET /admin/v1/sources, the log). One of each at a time: a second is 409 while the first runs.
+
+import type { ControlDb } from '../control/control-db.js';
+import { recordAudit } from '../control/audit.js';
+import { parseSmallBody, readSmallBody } from '../http/body.js';
+import { late, pending, sendJson, sendRc } from '../http/reply.js';
+import type { RouteTable } from '../http/routes.js';
+import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+import { RC } from '../wire/errors.js';
+import { NO_FIELDS } from '../wire/request-bodies.js';
+import type { Edge } from './edge.js';
+import { operatorOf } from './operator.js';
+
+/**
+ * What the process can set going (publish/build-on-demand.ts, publish/source-refresher.ts):
+ * null where it cannot (a serving-only node; no sources).
+ */
+export interface OperatorActions {
+  builds: { start(by: string): boolean } | null;
+  refresher: { readonly busy: boolean; runOnce(all: boolean): Promise<unknown> } | null;
+}
+
+/** How an action goes: started, or why not (a 409's message). */
+type Outcome = { started: true; message: string } | { started: false; why: string };
+
+export class ActionsApi {
+  constructor(
+    private readonly db: ControlDb,
+    private readonly actions: OperatorActions,
+  ) {}
+
+  register(routes: RouteTable, edge: Edge): void {
+    const { db, actions } = this;
+    const { metrics } = edge;
+    /** An action route: admin.write, a body that is empty or {}, then the action, audited when started. */
+    const action = (path: string, audit: string, run: (by: string) => Outcome): void => {
+      routes.post(path, (res: HttpResponse, req: HttpRequest) => {
+        const actor = operatorOf(db, res, req, 'admin.write', metrics);
+        if (actor === null) return;
+        const p = pending(res);
+        readSmallBody(res, p, routes, (text) =>
+          late(res, p, () => {
+            const body = parseSmallBody(text, NO_FIELDS, { emptyIsObject: true });
+            if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, metrics);
+            const outcome = run(actor.who);
+            if (!outcome.started) return sendRc(res, RC.CONFLICT, outcome.why, metrics);
+            recordAudit(db, actor, audit, null, null, {});
+            sendJson(res, 202, { status: 'started', message: outcome.message }, metrics);
+          }),
+        );
+      });
+    };
+    action('/admin/v1/builds', 'build.start', (by) => {
+      if (actions.builds === null) return { started: false, why: 'this node does not build (ROLE=serve): ask a node that builds' };
+      if (!actions.builds.start(by))
+        return { started: false, why: 'a build is running on this data directory (the daily run, a source refresh or one asked for): try again when it ends' };
+      return { started: true, message: 'build started: it serves and is published when done; GET /admin/v1/builds lists it then' };
+    });
+    action('/admin/v1/sources/refresh', 'sources.refresh', () => {
+      const refresher = actions.refresher;
+      if (refresher === null) return { started: false, why: 'no sources are configured here (SOURCES or SOURCES_FILE)' };
+      if (refresher.busy) return { started: false, why: 'a refresh is running: GET /admin/v1/sources shows its results when it ends' };
+      void refresher.runOnce(true);
+      return { started: true, message: 'refresh of every source started: GET /admin/v1/sources shows each one as it ends' };
+    });
+  }
+}
