@@ -315,6 +315,9 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.click('[data-test=signin] button[type=submit]');
       const banner = await page.waitForSelector('[data-test=health-banner]');
       assert.match((await banner.textContent())!, /^Sources: 1 unreachable: unreachable-list\. See Data$/);
+      // The process: the batch pool (two workers here) and each thread's event loop.
+      assert.match((await page.textContent('[data-test=batch-pool]'))!, /^0 of 2 busy, 0 batches waiting; busy \d+ % of the time since start$/);
+      assert.match((await page.textContent('table[data-test=threads] tbody tr'))!, /^0yesyes[\d.]+ \/ [\d.]+ \/ [\d.]+ ms$/);
       await shot(page, 'overview-failed-source');
       await page.click('[data-test=health-banner] a');
       await page.waitForSelector('h1:has-text("Data")');

@@ -3,7 +3,7 @@
 
 import { lineChart } from './chart.js';
 import type { Page } from './context.js';
-import { ago, duration, facts, fill, h, section, table, when } from './dom.js';
+import { ago, bytes, count, duration, facts, fill, h, section, table, when } from './dom.js';
 
 /** A point of GET /admin/v1/overview (TrafficSample in the OpenAPI document; the console is compiled apart from the server, so it states the wire shape itself). */
 interface Sample {
@@ -35,6 +35,37 @@ function healthBanner(sources: readonly { name: string; state: string }[]): HTML
   });
   if (parts.length === 0) return '';
   return h('p', { class: 'banner bad', role: 'alert', 'data-test': 'health-banner' }, `Sources: ${parts.join('; ')}. `, h('a', { href: '#/data' }, 'See Data'));
+}
+
+/** The process part of GET /admin/v1/overview, as the wire has it. */
+interface Process {
+  rss_bytes: number;
+  heap_used_bytes: number;
+  external_bytes: number;
+  cpu_seconds: number;
+  cpu_cores: number | null;
+  open_fds: number | null;
+  batch: { workers: number; running: number; queued: number; utilization: number };
+  threads: { thread: number; loop_delay_ms: { p50: number; p99: number; max: number } }[];
+}
+
+function processSection(p: Process): HTMLElement {
+  return section(
+    'The process',
+    facts([
+      ['CPU', p.cpu_cores === null ? `${duration(p.cpu_seconds)} used so far` : `${p.cpu_cores} cores (${duration(p.cpu_seconds)} used so far)`],
+      ['Memory', `${bytes(p.rss_bytes)} resident; JavaScript heap ${bytes(p.heap_used_bytes)}, outside it ${bytes(p.external_bytes)} (the index among it)`],
+      ['Open files', p.open_fds === null ? '—' : count(p.open_fds)],
+      [
+        'Batch workers',
+        h(
+          'span',
+          { 'data-test': 'batch-pool' },
+          `${p.batch.running} of ${p.batch.workers} busy, ${p.batch.queued} batches waiting; busy ${Math.round(p.batch.utilization * 100)} % of the time since start`,
+        ),
+      ],
+    ]),
+  );
 }
 
 export const overview: Page = (ctx, root) => {
@@ -75,15 +106,21 @@ export const overview: Page = (ctx, root) => {
         ]),
         h('p', { class: 'hint' }, `One point every ${o.traffic.period_s} s, from the counters the server keeps for /metrics.`),
       ),
+      processSection(o.process),
       section(
         'Front-end threads',
         table(
-          ['Thread', 'Listening', 'Serving the build'],
-          o.threads.map((t: { thread: number; listening: boolean; serving: boolean }) => [
-            String(t.thread),
-            t.listening ? 'yes' : 'no',
-            h('span', { class: t.serving ? 'good' : 'bad' }, t.serving ? 'yes' : 'no'),
-          ]),
+          ['Thread', 'Listening', 'Serving the build', 'Event-loop delay p50 / p99 / max'],
+          o.threads.map((t: { thread: number; listening: boolean; serving: boolean }) => {
+            const d = (o.process as Process).threads.find((x) => x.thread === t.thread)?.loop_delay_ms;
+            return [
+              String(t.thread),
+              t.listening ? 'yes' : 'no',
+              h('span', { class: t.serving ? 'good' : 'bad' }, t.serving ? 'yes' : 'no'),
+              d ? `${d.p50} / ${d.p99} / ${d.max} ms` : '—',
+            ];
+          }),
+          { 'data-test': 'threads' },
         ),
       ),
     );

@@ -27,6 +27,7 @@ import type { OperatorDeps } from '../control/operator.js';
 import type { FollowerState } from '../replica/index-replica.js';
 import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
 import { SettingsApi } from './settings.js';
+import { ProcessReadings } from './process-view.js';
 import { ActionsApi, type OperatorActions } from './actions.js';
 import type { Config } from '../config.js';
 
@@ -118,6 +119,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const history = new MetricsHistory(metrics);
   const stopHistory = history.start();
   if (operator) {
+    const processReadings = new ProcessReadings(pool, () => threads?.threadMetrics() ?? [metrics()]);
     new OperatorApi(operator).register(routes, edge);
     const threadStates = threads && ((): ThreadState[] => threads.threadStates());
     new OverviewApi(operator.db, {
@@ -128,6 +130,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       threads: threadStates,
       lastPublishedAt,
       startedAtMs: PROCESS_STARTED_MS,
+      process: () => processReadings.read(),
     }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);

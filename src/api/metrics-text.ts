@@ -31,7 +31,8 @@ const label = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"
 const seconds = (d: Date | null | undefined): number => (d ? d.getTime() / 1000 : 0);
 
 /** Open file descriptors, where /proc tells (Linux); null elsewhere. */
-function openFds(): number | null {
+/** Open file descriptors of the process (null where /proc is not there). */
+export function openFds(): number | null {
   try {
     return fs.readdirSync('/proc/self/fd').length;
   } catch {

@@ -383,29 +383,61 @@ export function operatorPaths(): Record<string, Schema> {
       }),
     }),
     '/admin/v1/overview': admin({
-      get: op('adminOverview', 'The serving build and its age, each front-end thread, the HTTP server and runtime, and the last hour of traffic', false, {
-        '200': json(
-          object({
-            version: { type: 'string' },
-            runtime: { type: 'string' },
-            http_server: { enum: ['uws', 'bun', 'node'] },
-            started_at: DATE_TIME,
-            ready: { type: 'boolean' },
-            draining: { type: 'boolean' },
-            build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
-            last_published_at: { type: ['string', 'null'], format: 'date-time' },
-            threads: {
-              type: 'array',
-              items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }),
-            },
-            traffic: object({
-              period_s: { type: 'number' },
-              samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' },
+      get: op(
+        'adminOverview',
+        'The serving build and its age, each front-end thread, the HTTP server and runtime, the process (memory, CPU, files, batch pool, event loops), and the last hour of traffic',
+        false,
+        {
+          '200': json(
+            object({
+              version: { type: 'string' },
+              runtime: { type: 'string' },
+              http_server: { enum: ['uws', 'bun', 'node'] },
+              started_at: DATE_TIME,
+              ready: { type: 'boolean' },
+              draining: { type: 'boolean' },
+              build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
+              last_published_at: { type: ['string', 'null'], format: 'date-time' },
+              threads: {
+                type: 'array',
+                items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }),
+              },
+              process: object(
+                {
+                  rss_bytes: { type: 'integer', minimum: 0 },
+                  heap_used_bytes: { type: 'integer', minimum: 0 },
+                  external_bytes: { type: 'integer', minimum: 0 },
+                  cpu_seconds: { type: 'number', minimum: 0 },
+                  cpu_cores: {
+                    type: ['number', 'null'],
+                    description: "Cores' worth of CPU used since the reading before (at least 1 s before); null at the first.",
+                  },
+                  open_fds: { type: ['integer', 'null'] },
+                  batch: object({
+                    workers: { type: 'integer', minimum: 0 },
+                    running: { type: 'integer', minimum: 0 },
+                    queued: { type: 'integer', minimum: 0 },
+                    utilization: { type: 'number', minimum: 0, maximum: 1, description: "The share of the workers' time spent answering since start." },
+                  }),
+                  threads: {
+                    type: 'array',
+                    items: object({
+                      thread: { type: 'integer', minimum: 0 },
+                      loop_delay_ms: object({ p50: { type: 'number' }, p99: { type: 'number' }, max: { type: 'number' } }),
+                    }),
+                  },
+                },
+                ['rss_bytes', 'heap_used_bytes', 'external_bytes', 'cpu_seconds', 'cpu_cores', 'open_fds', 'batch', 'threads'],
+              ),
+              traffic: object({
+                period_s: { type: 'number' },
+                samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' },
+              }),
             }),
-          }),
-          'The overview.',
-        ),
-      }),
+            'The overview.',
+          ),
+        },
+      ),
     }),
     '/admin/v1/builds': admin({
       get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, {

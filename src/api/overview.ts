@@ -1,6 +1,7 @@
 // GET /admin/v1/overview and GET /admin/v1/token on the admin port, for an operator token with
 // admin.read: what the console's first page shows (the serving build and its age, each
-// front-end thread's state, the HTTP server and runtime, the last hour of traffic from
+// front-end thread's state, the HTTP server and runtime, the process (process-view.ts), the
+// last hour of traffic from
 // http/metrics-history.ts), and who the token is (its scopes decide which controls the
 // console draws; the API refuses writes whatever it draws).
 
@@ -13,6 +14,7 @@ import { RUNTIME, VERSION } from '../version.js';
 import type { Edge } from './edge.js';
 import { operatorOf, operatorTokenOf } from './operator.js';
 import type { Lifecycle, ThreadState } from './admin-state.js';
+import type { ProcessView } from './process-view.js';
 
 export interface OverviewSources {
   holder: IndexHolder;
@@ -23,6 +25,8 @@ export interface OverviewSources {
   threads: (() => ThreadState[]) | null;
   lastPublishedAt: () => Date | null;
   startedAtMs: number;
+  /** Memory, CPU, files, the batch pool and the threads' event loops. */
+  process: () => ProcessView;
   now?: () => number;
 }
 
@@ -60,6 +64,7 @@ export class OverviewApi {
             },
             last_published_at: published?.toISOString() ?? null,
             threads,
+            process: s.process(),
             traffic: { period_s: s.history.periodMs / 1000, samples: s.history.samples() },
           },
           edge.metrics,

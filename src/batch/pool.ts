@@ -133,6 +133,16 @@ export class BatchPool implements BatchRunner {
     return this.pool.queueSize;
   }
 
+  /** Batches a worker is answering now. */
+  get running(): number {
+    return Math.max(0, Math.min(this.pool.threads.length, this.inFlight - this.pool.queueSize));
+  }
+
+  /** The share of its time the pool's workers have spent answering since it started (0..1). */
+  get utilization(): number {
+    return this.pool.utilization;
+  }
+
   /** Batches running and waiting at most: the workers' and the queue's. */
   get capacity(): number {
     return this.maxQueue + this.size;
