@@ -1,5 +1,6 @@
-// The first page: the serving build and its age, readiness of every front-end thread, the
-// HTTP server and runtime, and the last hour of traffic, read again every period.
+// The first page: a banner when sources are in trouble, the serving build and its age,
+// readiness of every front-end thread, the HTTP server and runtime, the process (memory, CPU,
+// files, batch pool, event loops) and the last hour of traffic, read again every period.
 
 import { lineChart } from './chart.js';
 import type { Page } from './context.js';
