@@ -367,7 +367,7 @@ describe('operator API (admin port)', () => {
       assert.equal(r.json.config_file, file);
       assert.deepEqual(by.get('LOG_LEVEL'), { name: 'LOG_LEVEL', group: 'Logs', value: 'warn', origin: 'environment' });
       assert.deepEqual([by.get('BATCH_QUEUE')!.value, by.get('BATCH_QUEUE')!.origin], ['32', 'file']);
-      assert.deepEqual([by.get('PORT')!.value, by.get('PORT')!.origin], ['8080', 'default']);
+      assert.deepEqual([by.get('KEEP_ALIVE_TIMEOUT_S')!.value, by.get('KEEP_ALIVE_TIMEOUT_S')!.origin], ['75', 'default']);
       assert.equal(by.get('REDIS_URL')!.value, 'redis://ops:***@10.0.0.5:6379/2');
       assert.ok(!r.text.includes('hunter2') && !r.text.includes('wJalrXUtnFEMI'), 'no credential in the answer');
       assert.deepEqual(

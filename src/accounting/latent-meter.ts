@@ -41,8 +41,9 @@ export class LatentMeter extends LeaseMeter {
     graceMs: number,
     log: Logger | undefined,
     table: OwedTable,
+    now: () => number,
   ) {
-    super(store, graceMs, log, table);
+    super(store, graceMs, log, table, now);
     this.edge = new EdgeCounts(
       latent,
       graceMs,
@@ -120,7 +121,7 @@ export class LatentMeter extends LeaseMeter {
     this.watch(lease);
     this.latent.reserveLater(lease.counter, need, extra * lease.boost, limit, (failure, r) => {
       this.landed(lease);
-      const now = Date.now();
+      const now = this.now();
       if (failure !== null) {
         lease.retryAtMs = now + LATE_RETRY_MS;
         this.mode.failedLater(failure, now);
@@ -175,7 +176,7 @@ export class LatentMeter extends LeaseMeter {
     this.watch(t);
     this.latent.takeTokensLater(bucket, want, rate.perSecond, rate.burst, (failure, g) => {
       this.landed(t);
-      const now = Date.now();
+      const now = this.now();
       if (failure !== null) {
         t.retryAtMs = now + LATE_RETRY_MS;
         this.mode.failedLater(failure, now);
@@ -198,7 +199,7 @@ export class LatentMeter extends LeaseMeter {
   private watch(r: Refilling): void {
     this.inFlight.add(r);
     if (this.watcher !== null) return;
-    this.watcher = setInterval(() => this.watchLate(Date.now()), LATE_MS / 4);
+    this.watcher = setInterval(() => this.watchLate(this.now()), LATE_MS / 4);
     this.watcher.unref();
   }
 

@@ -19,9 +19,11 @@ export abstract class LeaseMeter {
     graceMs: number,
     protected readonly log: Logger | undefined,
     table: OwedTable,
+    /** The clock of the meter's own readings (sweeps, replies that land): Date.now but in tests. */
+    protected readonly now: () => number,
   ) {
     this.mode = new DegradedMode(graceMs, log, table);
-    this.sweeper = setInterval(() => this.sweep(Date.now()), LEASE_IDLE_MS / 2);
+    this.sweeper = setInterval(() => this.sweep(this.now()), LEASE_IDLE_MS / 2);
     this.sweeper.unref();
   }
 

@@ -67,11 +67,13 @@ export interface MeterOptions {
   table?: OwedTable;
   /** Calls that do not block (null: always block, whatever the store). */
   latent?: LatentCounters | null;
+  /** The meter's clock where it reads one itself (sweeps, replies that land); Date.now by default. */
+  now?: () => number;
 }
 
 /** The meter for the store: a latent one where the store offers calls that do not block. */
 export function openMeter(store: AccountingStore, options: MeterOptions = {}): Meter {
-  const { graceMs = 300_000, log, table = new OwedTable() } = options;
+  const { graceMs = 300_000, log, table = new OwedTable(), now = Date.now } = options;
   const latent = options.latent === undefined ? latentCounters(store) : options.latent;
-  return latent === null ? new BlockingMeter(store, graceMs, log, table) : new LatentMeter(store, latent, graceMs, log, table);
+  return latent === null ? new BlockingMeter(store, graceMs, log, table, now) : new LatentMeter(store, latent, graceMs, log, table, now);
 }
