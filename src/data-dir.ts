@@ -24,6 +24,8 @@ export const storeLinkSecretFile = (dataDir: string): string => path.join(dataDi
 export const tokenKeyFile = (dataDir: string): string => path.join(dataDir, 'token.key');
 export const demoKeysFile = (dataDir: string): string => path.join(dataDir, 'demo-keys.json');
 export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir, 'daily-build.lock');
+/** The traffic history of the server whose admin port is `adminPort`: one file per server, so several share a data directory. */
+export const trafficHistoryFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `traffic-${adminPort}.bin`);
 
 /** What an operator finds in DATA_DIR: each entry, and what it is for. */
 export const LAYOUT: readonly { path: string; what: string }[] = [
@@ -54,4 +56,8 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
   { path: 'token.key', what: 'The key that signs short-lived tokens (mode 0600). Every server of a cluster needs the same one.' },
   { path: 'demo-keys.json', what: 'The demo keys made on a fresh data directory (mode 0600), shown once.' },
   { path: 'daily-build.lock', what: 'Held while the daily build runs, so one machine builds at a time.' },
+  {
+    path: 'history/traffic-<admin port>.bin',
+    what: "The console's traffic history: a day of 10-second samples in a ring file of fixed size (346 KB), kept across restarts. None is kept for an ADMIN_PORT of 0.",
+  },
 ];

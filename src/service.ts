@@ -40,7 +40,8 @@ import { IndexFollower } from './replica/index-replica.js';
 import { ClusterBuildLock } from './publish/cluster-lock.js';
 import type { RouteTable } from './http/routes.js';
 import { OwedTable } from './accounting/owed-table.js';
-import { INDEX_FILE, buildDir } from './data-dir.js';
+import { INDEX_FILE, buildDir, trafficHistoryFile } from './data-dir.js';
+import type { Clock } from './clock.js';
 
 export interface Service {
   readonly port: number;
@@ -93,7 +94,17 @@ function rebuildOlderFormat(dataDir: string, log: Logger): void {
   }
 }
 
-export async function startService(config: Config, log: Logger): Promise<Service> {
+/** What a caller may give the service besides its settings. */
+export interface ServiceOptions {
+  /**
+   * The time the daily run and the main thread's front end read (the system's where not
+   * given): a test's clock, which it moves. Front-end threads (FRONTEND_THREADS > 1) keep the
+   * system's.
+   */
+  clock?: Clock;
+}
+
+export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
   // Everything the command needs is checked before any work, each failure one line.
   const http = await openServer(config.httpServer, { keepAliveTimeoutMs: config.keepAliveTimeoutMs });
   checkStartup(config);
@@ -175,6 +186,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
             log,
             config.accounting.kind === 'redis' ? new ClusterBuildLock(config.accounting.url, config.accounting.prefix) : null,
             publishedDay,
+            options.clock,
           )
         : null;
     scheduler?.start();
@@ -189,7 +201,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     // and by the operator's usage on the admin port.
     const owed = new OwedTable();
     const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null, owed: owed.shared };
-    if (threadCount === 1) front = await startFrontEnd({ ...setup, server: http.server, accounting, port: config.port, sharedPort: false });
+    if (threadCount === 1)
+      front = await startFrontEnd({ ...setup, server: http.server, accounting, port: config.port, sharedPort: false, clock: options.clock });
     else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
@@ -220,6 +233,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
       keylessTier: config.keylessTier,
       settings: config.given,
       actions: { builds, refresher },
+      owed: () => ({ counters: owed.owedCounters(), units: owed.owedUnits() }),
+      // A builder with a daily run or sources builds at least daily; a serving node follows the store.
+      buildEveryS: !serving && (config.publishAt || sources.length) ? 86_400 : null,
+      replicaPollMs: config.replicaPollMs,
+      historyFile: config.adminPort === 0 ? null : trafficHistoryFile(config.dataDir, config.adminPort),
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

@@ -4,17 +4,16 @@
 // a restarted one is used again.
 
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Worker } from 'node:worker_threads';
 import type { AccountingConfig } from '../src/config.js';
 import { openAccountingStore } from '../src/accounting/open-accounting-store.js';
 import { RETRY_MS, RedisAccountingStore, RedisUnavailable } from '../src/accounting/redis-store.js';
 import type { AccountingStore, LatentCounters } from '../src/accounting/accounting-store.js';
 import { LATE_MS, LEASE_MAX, MAX_BOOST, type Meter, PENDING, PENDING_TOKENS, openMeter } from '../src/accounting/meter.js';
 import { startDelayProxy } from '../loadtest/delay-proxy.js';
-import { PROJECT_ROOT, freePort, tempDir, until } from './helpers.js';
+import { freePort, tempDir, until } from './helpers.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
+import { SpendThreads } from './spend-threads.js';
 
 let redis: TestRedis | null = null;
 before(async () => {
@@ -77,20 +76,14 @@ for (const kind of ['lmdb', 'redis'] as const) {
     test('four threads with their own handles and Meters race on one counter: exactly its limit is granted', async () => {
       const LIMIT = 5000;
       const counter = 'm:2026-11:race';
-      const threads = [0, 1, 2, 3].map(
-        () =>
-          new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), {
-            workerData: { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 },
-          }),
-      );
-      await Promise.all(threads.map((w) => new Promise((r) => w.once('message', r)))); // each ready
+      const threads = await SpendThreads.start(4, { accounting: b.config, dataDir: b.dataDir, counter, limit: LIMIT, extra: 16 });
       await until(
-        () => store.spent(counter) >= LIMIT,
+        () => threads.granted() >= LIMIT,
         30_000,
-        () => `the threads spent the limit (${store.spent(counter)} of ${LIMIT})`,
+        () => `the threads were granted the limit (${threads.granted()} of ${LIMIT})`,
       );
-      const granted = await Promise.all(threads.map((t) => new Promise<number>((r) => (t.once('message', r), t.postMessage('stop')))));
-      await Promise.all(threads.map((t) => t.terminate()));
+      const granted = await threads.stop();
+      await threads.terminate();
       assert.ok(
         granted.every((g) => g > 0),
         `every thread was granted some: ${granted}`,

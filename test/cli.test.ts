@@ -10,19 +10,14 @@ import { untilListening, type Listening } from '../scripts/listening.js';
 import { PROJECT_ROOT, get, tempDir, until, writeFile } from './helpers.js';
 import { HELP, helpFor } from '../src/cli/help.js';
 import { freePort } from '../src/startup.js';
+import { cliInThread, type CliRun } from './cli-in-thread.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
 
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    // Bounded: a command that hangs (DATA_DIR=/proc/nope spun once) fails its test, not the run.
-    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 30_000, killSignal: 'SIGKILL' });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
+/** `ipsift args…` in a worker thread (serve and what needs a process of its own are spawned below). */
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return cliInThread(args, { ...process.env, ...env });
 }
 
 /** Starts `ipsift serve` and resolves with its ports once it logs that it listens. */

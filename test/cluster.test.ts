@@ -4,18 +4,15 @@
 // against PostgreSQL; clients use whichever node. What one node learns, every node answers.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import S3rver from 's3rver';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
-import { PROJECT_ROOT, fetchBytes, get, plansFile, postBatch, request, serveProcess, tempDir, until, writeFile, type ServeProcess } from './helpers.js';
+import { fetchBytes, get, plansFile, postBatch, request, serveProcess, tempDir, until, writeFile, type ServeProcess } from './helpers.js';
+import { cliInThread } from './cli-in-thread.js';
 import { dropDatabases, freshControlDb } from './postgres-server.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
 
-const run = promisify(execFile);
 const BUCKET = 'ipsift-cluster';
 const FEED = `network,category,provider,last_seen
 81.7.3.0/24,vpn,ExampleVPN,2026-11-01
@@ -40,10 +37,9 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
   let operator: string;
 
   const cli = async (args: string[], dataDir = tempDir()): Promise<any> => {
-    const { stdout } = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist/src/cli.js'), ...args, '--json'], {
-      env: { ...process.env, ...env, DATA_DIR: dataDir },
-    });
-    return JSON.parse(stdout);
+    const r = await cliInThread([...args, '--json'], { ...process.env, ...env, DATA_DIR: dataDir });
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout);
   };
   const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
   const all = (): ServeProcess[] => [builder, ...nodes];
@@ -120,7 +116,7 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     assert.equal(new Set(keyless).size, 1);
   });
 
-  test('a key made on one node works on every node at once; revoked on another, every node refuses it within the poll', async (t) => {
+  test('a key made on one node works on every node at once; revoked on another, every node refuses it after its poll', async () => {
     const made = await request(nodes[0].port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'fresh' }), {
       ...bearer(manager),
       'content-type': 'application/json',
@@ -129,17 +125,13 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     for (const n of all()) assert.equal((await get(n.port, '/81.7.3.9', bearer(made.json.key))).status, 200);
     const revoked = await request(nodes[2].port, 'DELETE', `/api/v1/iam/apikeys/${made.json.id}`, undefined, bearer(manager));
     assert.equal(revoked.status, 200, revoked.text);
-    const t0 = Date.now();
+    // Each node reads the change at its next poll of the control database (the poll's period
+    // is held by the keys suite, on a clock it moves); here, that every node reads it.
     for (const n of all()) {
       let r = await get(n.port, '/81.7.3.9', bearer(made.json.key));
-      await until(
-        async () => (r = await get(n.port, '/81.7.3.9', bearer(made.json.key))).status === 401,
-        1_000 - (Date.now() - t0),
-        'every node refusing the revoked key within 1 s',
-      );
+      await until(async () => (r = await get(n.port, '/81.7.3.9', bearer(made.json.key))).status === 401, 10_000, 'every node refusing the revoked key');
       assert.deepEqual(r.json, { error: 'API key revoked' });
     }
-    t.diagnostic(`the revocation reached all four nodes within ${Date.now() - t0} ms`);
   });
 
   test('downloads through any node come from the shared store and land in the one history', async () => {
@@ -160,17 +152,36 @@ describe('a cluster: builder + 3 serving nodes on Redis, PostgreSQL and s3rver',
     const org = (await cli(['org', 'create', '--name', 'Limited', '--plan', 'max'])).id;
     const key = (await cli(['key', 'create', '--org', org, '--name', 'load'])).key;
     await cli(['org', 'limit', org, String(LIMIT)]);
+    const REFUSED = [429, { error: 'request allowance exceeded; raise or remove your overage limit' }];
+    // The clients ask until the limit is answered (a node refuses while another holds the rest
+    // of it in a lease); every answer in flight then is counted too, so one past it shows.
     let ok = 0;
-    let lastOk = Date.now();
+    let stopped = false;
     const client = async (i: number): Promise<void> => {
       const port = nodes[i % nodes.length].port;
-      while (Date.now() - lastOk < 1500) {
+      while (ok < LIMIT && !stopped) {
         const r = await get(port, `/81.7.${i % 256}.1`, bearer(key));
-        if (r.status === 200) ok++, (lastOk = Date.now());
-        else assert.deepEqual([r.status, r.json], [429, { error: 'request allowance exceeded; raise or remove your overage limit' }]);
+        if (r.status === 200) ok++;
+        else assert.deepEqual([r.status, r.json], REFUSED);
       }
     };
-    await Promise.all(Array.from({ length: 180 }, (_, i) => client(i)));
+    const clients = Promise.all(Array.from({ length: 180 }, (_, i) => client(i)));
+    try {
+      await until(
+        () => ok >= LIMIT,
+        60_000,
+        () => `${LIMIT} answers (${ok})`,
+      );
+    } finally {
+      stopped = true;
+      await clients;
+    }
+    // Past the limit every node refuses.
+    for (const n of nodes)
+      for (let k = 0; k < 20; k++) {
+        const r = await get(n.port, '/81.7.9.1', bearer(key));
+        assert.deepEqual([r.status, r.json], REFUSED);
+      }
     assert.equal(ok, LIMIT);
     const usage = await cli(['usage', org]);
     assert.deepEqual([usage.requests, usage.hard_limit], [LIMIT, LIMIT]);

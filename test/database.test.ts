@@ -19,6 +19,7 @@ import { parseRange } from '../src/http/file-transfer.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { fetchBytes, get, openTestControlDb, plansFile, request, startTestService, tempDir, until, utcDaysSince, writeFile } from './helpers.js';
+import { TestClock, clockSkip } from './test-clock.js';
 
 // Enough networks that the range databases offer samples (≥ 10 entries, a sample ≤ a tenth).
 const FEED = `network,category,provider,last_seen
@@ -28,11 +29,11 @@ const FEED = `network,category,provider,last_seen
 ${Array.from({ length: 40 }, (_, i) => `82.${2 * i}.0.0/16,vpn,ExampleVPN,2026-11-01\n83.${2 * i}.128.0/24,resproxy,ResiNet,2026-11-01\n84.${2 * i}.64.0/24,hosting,Hoster,2026-11-01`).join('\n')}
 `;
 /** The latest vpn_v1 publication once there is one (30 s at most), or null. */
-async function waitForPublication(dir: string): Promise<Publication | null> {
+async function waitForPublication(dir: string, timeoutMs = 30_000): Promise<Publication | null> {
   const db = openTestControlDb(dir);
   try {
     let published: Publication | null = null;
-    await until(() => (published = latestPublication(db, 'vpn_v1', 'mmdb', false)) !== null, 30_000, 'a vpn_v1 publication').catch(() => undefined);
+    await until(() => (published = latestPublication(db, 'vpn_v1', 'mmdb', false)) !== null, timeoutMs, 'a vpn_v1 publication').catch(() => undefined);
     return published;
   } finally {
     db.close();
@@ -45,6 +46,8 @@ describe('database catalogue, downloads and files', () => {
   let svc: Service;
   let dataDir: string;
   const keys: Record<string, string> = {};
+  /** The server's clock: a link lapses when the test moves it past the link's end. */
+  const clock = new TestClock();
   const day = 86_400_000;
   let builtFrom = 0;
 
@@ -104,7 +107,7 @@ describe('database catalogue, downloads and files', () => {
     );
     await publishExports(db, new LocalStore(dataDir), dataDir, build.id);
     db.close();
-    svc = await startTestService({ dataDir, plansFile: file });
+    svc = await startTestService({ dataDir, plansFile: file }, undefined, { clock });
   });
   after(() => svc.close());
 
@@ -293,13 +296,13 @@ describe('database catalogue, downloads and files', () => {
     }
   });
 
-  test('a transfer that started before its link lapsed runs to the end; a new start is refused', async () => {
+  test('a transfer that started before its link lapsed runs to the end; a new start is refused', { skip: clockSkip() }, async () => {
     // A file big enough to be held up by a client that does not read.
     const big = path.join(dataDir, 'big.bin');
     fs.writeFileSync(big, crypto.randomBytes(24 << 20));
     const store = new LocalStore(dataDir);
     await store.put('test/big.bin', big);
-    const url = new URL(await store.signedUrl('test/big.bin', Date.now() + 1500, 'big.bin', `http://127.0.0.1:${svc.port}`));
+    const url = new URL(await store.signedUrl('test/big.bin', clock.now() + 60_000, 'big.bin', `http://127.0.0.1:${svc.port}`));
     const p = url.pathname + url.search;
     const body = await new Promise<Buffer>((resolve, reject) => {
       http
@@ -307,17 +310,20 @@ describe('database catalogue, downloads and files', () => {
           assert.equal(res.statusCode, 200);
           const parts: Buffer[] = [];
           res.pause(); // backpressure: the server must wait, not buffer the file
-          setTimeout(() => {
+          // The link lapses while the transfer waits on its reader: another start is refused,
+          // then the one under way is read to its end.
+          clock.advance(61_000);
+          get(svc.port, p).then((again) => {
+            assert.equal(again.status, 403, 'the lapsed link started another transfer');
             res.on('data', (c: Buffer) => parts.push(c));
             res.on('end', () => resolve(Buffer.concat(parts)));
             res.resume();
-          }, 2000);
+          }, reject);
         })
         .on('error', reject);
     });
     assert.equal(body.length, 24 << 20);
     assert.deepEqual(crypto.createHash('sha256').update(body).digest(), crypto.createHash('sha256').update(fs.readFileSync(big)).digest());
-    assert.equal((await get(svc.port, p)).status, 403); // the lapsed link cannot start another
   });
 
   test('metadata and checksum documents carry an ETag and answer If-None-Match with 304', async () => {
@@ -408,10 +414,20 @@ describe('database catalogue, downloads and files', () => {
   test('the scheduler builds and publishes at PUBLISH_AT (UTC) without a restart', async () => {
     const dir = tempDir();
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
-    const from = Date.now();
-    const at = new Date(from + 2000).toISOString().slice(11, 19);
-    const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at });
+    const clock = new TestClock();
+    // The run is a minute away; the serving build is of the day the run before it fell due, so
+    // nothing was missed and nothing is caught up at the start (a minute before midnight too).
+    const from = clock.now();
+    const at = new Date(from + 60_000).toISOString().slice(11, 19);
+    runBuild({ dataDir: dir, now: new Date(from + 60_000 - day) });
+    const s = await startTestService({ dataDir: dir, plansFile: plansFile(dir), publishAt: at }, undefined, { clock });
     try {
+      assert.ok(
+        clock.timers().some((ms) => ms > 50_000 && ms <= 60_000),
+        `the run set for ${at}: ${clock.timers().join(', ')} ms`,
+      );
+      assert.equal(await waitForPublication(dir, 0), null, 'published before PUBLISH_AT');
+      clock.advance(60_000);
       const published = await waitForPublication(dir);
       assert.ok(published, 'nothing was published');
       assert.ok(utcDaysSince(from).includes(published.day), `published for ${published.day}`);

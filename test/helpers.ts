@@ -25,7 +25,7 @@ import { answerBytes, recordOf, writeAnswer } from '../src/lookup/answer.js';
 import { silentLogger, type Logger } from '../src/log.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAddress } from '../src/net/address.js';
-import { startService, type Service } from '../src/service.js';
+import { startService, type Service, type ServiceOptions } from '../src/service.js';
 import { untilListening } from '../scripts/listening.js';
 import { INDEX_FILE } from '../src/data-dir.js';
 
@@ -123,7 +123,7 @@ export function openTestControlDb(dataDir: string): ControlDb {
   return openControlDb(dataDir, testControlDb(dataDir));
 }
 
-export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger): Promise<Service> {
+export async function startTestService(overrides: Partial<Config> = {}, log: Logger = silentLogger, options: ServiceOptions = {}): Promise<Service> {
   // HTTP_SERVER picks the server under test (test/node-server.test.ts runs the HTTP suites on
   // node:http), FRONTEND_THREADS the threads (test/threads.test.ts runs them on two; one otherwise).
   // Settings go in as an environment where they can, so the service's own view of them
@@ -146,7 +146,7 @@ export async function startTestService(overrides: Partial<Config> = {}, log: Log
       ...overrides,
     },
   );
-  return startService(config, log);
+  return startService(config, log, options);
 }
 
 export interface Reply {

@@ -561,7 +561,7 @@ describe('metrics (admin port)', () => {
   });
 
   test("the console's traffic history: one sample a period, from the same counters, the oldest dropped", async () => {
-    const history = new MetricsHistory(() => svc.metrics, 10_000, 3);
+    const history = new MetricsHistory(() => svc.metrics, { periodMs: 10_000, keep: 3 });
     const t0 = Date.parse('2026-11-26T12:00:00Z');
     history.sample(t0);
     assert.deepEqual(history.samples(), [], 'the first reading is only a start');
@@ -589,5 +589,48 @@ describe('metrics (admin port)', () => {
     const after = LATENCY_BOUNDS.map((b) => (b >= 0.00025 ? 10 : 0)).concat(10);
     assert.ok(Math.abs(quantileMs(before, after, 0.5)! - 0.175) < 1e-9);
     assert.equal(quantileMs(before, before, 0.5), null);
+  });
+
+  test('the traffic history outlives a restart in its ring file, and answers 1 h, 6 h and 24 h in 360 points at most', async () => {
+    const file = path.join(tempDir(), 'history', 'traffic-8081.bin');
+    const t0 = Date.parse('2026-11-26T00:00:00Z');
+    const first = new MetricsHistory(() => svc.metrics, { file });
+    first.sample(t0);
+    // A day of quiet periods, one lookup in the last of them.
+    for (let k = 1; k < 8640; k++) first.sample(t0 + k * 10_000);
+    assert.equal((await get(svc.port, '/81.7.3.1')).status, 200);
+    first.sample(t0 + 8640 * 10_000);
+    const last = first.samples().at(-1)!;
+    assert.equal(last.requests_per_s, 0.1);
+    assert.equal(first.samples().length, 8640, 'a day of samples, the oldest dropped');
+    first.close();
+    assert.equal(fs.statSync(file).size, 16 + 8640 * 40, 'the ring keeps its size');
+
+    // Restarted a minute later: the day comes back from the file, nothing newer than now.
+    const again = new MetricsHistory(() => svc.metrics, { file });
+    const stop = again.start(() => t0 + 8646 * 10_000);
+    try {
+      const kept = again.samples();
+      assert.equal(kept.length, 8640 - 6, 'the day before now, read back');
+      assert.deepEqual(kept.at(-1), last, 'a sample reads back as written');
+      const hour = again.view('1h', t0 + 8646 * 10_000);
+      assert.deepEqual([hour.window, hour.period_s, hour.samples.length], ['1h', 10, 354]);
+      const six = again.view('6h', t0 + 8646 * 10_000);
+      assert.equal(six.period_s, 60);
+      assert.ok(six.samples.length <= 360 && six.samples.length >= 359, String(six.samples.length));
+      // The lookup's period merged with five quiet ones: its rate averaged over the minute.
+      assert.ok(
+        six.samples.some((s) => Math.abs(s.requests_per_s - 0.02) < 1e-9),
+        'a merged minute with one lookup',
+      );
+      const day = again.view('24h', t0 + 8646 * 10_000);
+      assert.deepEqual([day.period_s, day.samples.length <= 360], [240, true]);
+    } finally {
+      stop();
+    }
+    // A file of another shape (another period) is started afresh, not misread.
+    const other = new MetricsHistory(() => svc.metrics, { file, periodMs: 60_000 });
+    other.start(() => t0 + 8646 * 10_000)();
+    assert.deepEqual(other.samples().length, 0);
   });
 });

@@ -113,7 +113,10 @@ function close(a: unknown, b: unknown): boolean {
 
 /** Python maxminddb's answer for each address, as JSON values. */
 function pythonRead(file: string, ips: string[]): unknown[] {
-  const script = 'import sys, json, maxminddb\nr = maxminddb.open_database(sys.argv[1])\nfor line in sys.stdin:\n    print(json.dumps(r.get(line.strip())))\n';
+  // MODE_MMAP_EXT: the package's C extension, which is libmaxminddb (the library mmdblookup
+  // and most readers in other languages link), so every probe goes through libmaxminddb here.
+  const script =
+    'import sys, json, maxminddb\nr = maxminddb.open_database(sys.argv[1], maxminddb.MODE_MMAP_EXT)\nfor line in sys.stdin:\n    print(json.dumps(r.get(line.strip())))\n';
   const out = execFileSync('/usr/bin/python3', ['-c', script, file], { input: ips.join('\n') + '\n', maxBuffer: 1 << 28 });
   return out
     .toString()
@@ -227,7 +230,7 @@ describe('MMDB writer', () => {
     assert.equal(reader.metadata.databaseType, 'ipsift-test');
   });
 
-  test('Python maxminddb (python3-maxminddb) returns exactly the source record', {
+  test('Python maxminddb (python3-maxminddb, libmaxminddb underneath) returns exactly the source record', {
     skip: !hasPython && 'python3-maxminddb is not installed (.ci/run installs it)',
   }, () => {
     const got = pythonRead(
@@ -239,12 +242,15 @@ describe('MMDB writer', () => {
   });
 
   test('libmaxminddb (mmdblookup) returns exactly the source record', { skip: !hasMmdblookup && 'mmdb-bin is not installed (.ci/run installs it)' }, () => {
+    // A process per address, as the tool works: every 20th probe (range edges and inside).
+    // Every probe went through libmaxminddb in the Python test above.
+    const some = probes.filter((_, k) => k % 20 === 0);
     const got = mmdblookupRead(
       file,
-      probes.map((p) => p.ip),
+      some.map((p) => p.ip),
     );
-    assert.equal(got.length, probes.length);
-    for (const [k, v] of got.entries()) assert.ok(close(v, probes[k].expected), `${probes[k].ip}: ${JSON.stringify(v)}`);
+    assert.equal(got.length, some.length);
+    for (const [k, v] of got.entries()) assert.ok(close(v, some[k].expected), `${some[k].ip}: ${JSON.stringify(v)}`);
   });
 
   for (const size of [28, 32] as const) {
@@ -254,7 +260,7 @@ describe('MMDB writer', () => {
       const reader = await maxmind.open<Record<string, never>>(f);
       assert.equal(reader.metadata.recordSize, size);
       for (const p of probes) assert.deepEqual(reader.get(p.ip), p.expected, p.ip);
-      const some = probes.filter((_, k) => k % 20 === 0);
+      const some = probes.filter((_, k) => k % 100 === 0);
       if (hasPython)
         for (const [k, v] of pythonRead(
           f,

@@ -298,6 +298,7 @@ describe('the OpenAPI document against the server', () => {
       await call('GET', p, p, o);
       await call('GET', p, p, { port: svc.adminPort });
     }
+    for (const q of ['window=6h', 'window=24h', 'window=7d', 'window=1h&since=0']) await call('GET', '/admin/v1/overview', `/admin/v1/overview?${q}`, o);
     const build = svc.holder.current!.buildId;
     await call('GET', '/admin/v1/builds/{id}', `/admin/v1/builds/${build}`, o);
     await call('GET', '/admin/v1/builds/{id}', '/admin/v1/builds/20990101-1', o);

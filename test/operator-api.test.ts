@@ -3,21 +3,18 @@
 // port), every endpoint, the errors, the audit log, and that the CLI and the API answer alike.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import type { Service } from '../src/service.js';
-import { get, openTestControlDb, plansFile, PROJECT_ROOT, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
-
-const run = promisify(execFile);
-const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
+import { get, openTestControlDb, plansFile, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
+import { cliInThread } from './cli-in-thread.js';
+import { healthProblems, type HealthInput } from '../src/api/health.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
 81.7.3.16/28,tor,Tor Project,high,,2026-11-02
@@ -33,15 +30,8 @@ describe('operator API (admin port)', () => {
 
   /** The CLI on the service's data directory, --json, parsed; or its exit code and stderr. */
   async function cli(args: string[]): Promise<{ code: number; json: any; stderr: string }> {
-    try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, ...args, '--json'], {
-        env: { ...process.env, ...testStoreEnv(dataDir), PLANS_FILE: plans },
-      });
-      return { code: 0, json: JSON.parse(stdout), stderr };
-    } catch (e) {
-      const err = e as { code: number; stderr: string };
-      return { code: err.code, json: null, stderr: err.stderr };
-    }
+    const r = await cliInThread([...args, '--json'], { ...process.env, ...testStoreEnv(dataDir), PLANS_FILE: plans });
+    return { code: r.code, json: r.code === 0 ? JSON.parse(r.stdout) : null, stderr: r.stderr };
   }
 
   const as = (token: string | null, method: string, p: string, body?: unknown): Promise<Reply> =>
@@ -526,5 +516,48 @@ describe('operator API (admin port)', () => {
     assert.deepEqual([busy.status, busy.json.rc, busy.headers['retry-after']], [429, 'RATE_LIMITED', '1']);
     held.destroy();
     await until(async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 200, 5_000, 'the turn is free once the first client has gone');
+  });
+});
+
+describe("the overview's health", () => {
+  const NOW = Date.UTC(2026, 10, 27, 12);
+  const calm: HealthInput = {
+    nowMs: NOW,
+    ready: true,
+    draining: false,
+    build: { id: 'b1', builtAtMs: NOW - 3_600_000 },
+    buildEveryS: 86_400,
+    owed: { counters: 0, units: 0 },
+    replica: null,
+    replicaPollMs: 30_000,
+  };
+  const kinds = (h: Partial<HealthInput>): string[] => healthProblems({ ...calm, ...h }).map((p) => p.kind);
+
+  test('nothing is wrong on a ready node with a fresh build and an accounting store that takes writes', () => {
+    assert.deepEqual(healthProblems(calm), []);
+  });
+
+  test('each problem is named with where its detail is: readiness, an old build, accounting from memory, a replica behind or unread', () => {
+    assert.deepEqual(healthProblems({ ...calm, ready: false, draining: true })[0], {
+      kind: 'not_ready',
+      message: 'Not ready: shutting down.',
+      see: '#/overview',
+    });
+    // A day and its two hours of slack: old past them, not before.
+    assert.deepEqual(kinds({ build: { id: 'b1', builtAtMs: NOW - 26 * 3_600_000 } }), []);
+    assert.deepEqual(healthProblems({ ...calm, build: { id: 'b1', builtAtMs: NOW - 27 * 3_600_000 } }), [
+      { kind: 'build_old', message: 'The serving build b1 was made 27 hours ago; one is due every 24 hours.', see: '#/data' },
+    ]);
+    assert.deepEqual(kinds({ build: { id: 'b1', builtAtMs: NOW - 90 * 86_400_000 }, buildEveryS: null }), [], 'no schedule, no age expected');
+    assert.match(
+      healthProblems({ ...calm, owed: { counters: 2, units: 340 } })[0].message,
+      /^The accounting store refuses writes: 340 requests on 2 counters were answered from memory/,
+    );
+    const replica = { published: 'b2', checkedAt: new Date(NOW - 10_000), error: null };
+    assert.deepEqual(kinds({ replica }), ['replica_behind']);
+    assert.deepEqual(kinds({ replica: { ...replica, published: 'b1' } }), []);
+    assert.deepEqual(kinds({ replica: { ...replica, checkedAt: new Date(NOW - 10 * 60_000) } }), ['replica_unchecked']);
+    assert.deepEqual(kinds({ replica: { ...replica, error: 'the store refused: 403' } }), ['replica_unchecked']);
+    assert.deepEqual(kinds({ replica: { published: null, checkedAt: null, error: null } }), ['replica_unchecked']);
   });
 });

@@ -17,6 +17,10 @@ export interface TestRedis {
   start(): Promise<void>;
   /** CLIENT PAUSE: every client's commands wait `ms` (a stalled Redis: a fork, a failover). */
   pause(ms: number): Promise<void>;
+  /** Ends a pause before its time. */
+  unpause(): Promise<void>;
+  /** Whether it answers a PING now (not while paused). */
+  answers(): Promise<boolean>;
 }
 
 const answers = (port: number): Promise<boolean> =>
@@ -24,6 +28,14 @@ const answers = (port: number): Promise<boolean> =>
     const s = net.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
     s.once('data', (d) => (s.destroy(), resolve(d.toString().startsWith('+PONG'))));
     s.once('error', () => resolve(false));
+  });
+
+/** One command on a connection of its own, answered +OK. */
+const command = (port: number, line: string): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(`${line}\r\n`));
+    s.once('data', (d) => (s.destroy(), d.toString().startsWith('+OK') ? resolve() : reject(new Error(d.toString()))));
+    s.once('error', reject);
   });
 
 export async function startRedis(dir?: string): Promise<TestRedis> {
@@ -47,12 +59,9 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
       });
       await until(() => answers(port), 5_000, `redis-server answering on port ${port}`);
     },
-    pause: (ms) =>
-      new Promise<void>((resolve, reject) => {
-        const s = net.connect(port, '127.0.0.1', () => s.write(`CLIENT PAUSE ${ms} ALL\r\n`));
-        s.once('data', (d) => (s.destroy(), d.toString().startsWith('+OK') ? resolve() : reject(new Error(d.toString()))));
-        s.once('error', reject);
-      }),
+    pause: (ms) => command(port, `CLIENT PAUSE ${ms} ALL`),
+    unpause: () => command(port, 'CLIENT UNPAUSE'),
+    answers: () => answers(port),
   };
   await r.start();
   return r;

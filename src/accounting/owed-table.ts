@@ -70,6 +70,18 @@ export class OwedTable {
     return i < 0 ? 0 : Number(Atomics.load(this.units, i));
   }
 
+  /** Counters some thread answered from memory and has not written yet (0: the store takes writes). */
+  owedCounters(): number {
+    return Atomics.load(this.header, 0);
+  }
+
+  /** Units owed on every counter in the table (a walk of the table: for a scrape, not a request). */
+  owedUnits(): number {
+    let sum = 0n;
+    for (let i = 0; i < SLOTS; i++) if (this.keys[i] !== 0n) sum += Atomics.load(this.units, i);
+    return Number(sum);
+  }
+
   /** A thread starts owing on a counter (before its first add). */
   owing(): void {
     Atomics.add(this.header, 0, 1);

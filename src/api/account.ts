@@ -23,7 +23,7 @@ export class AccountApi {
   }
 
   private me(res: HttpResponse, req: HttpRequest): void {
-    const now = Date.now();
+    const now = this.edge.clock.now();
     const c = this.gate.caller(Gate.keyOf(req), this.edge.client.of(res, req), now);
     if (c === null) return sendError(res, ERRORS.keyRequired, this.edge.metrics);
     if (!('key' in c)) return sendError(res, c, this.edge.metrics);

@@ -10,7 +10,7 @@ import { Metrics } from '../http/metrics.js';
 import { RouteTable } from '../http/routes.js';
 import type { Logger } from '../log.js';
 import { ExplainApi } from './explain.js';
-import { PROCESS_STARTED_MS, metricsText } from './metrics-text.js';
+import { PROCESS_STARTED_MS, metricsText, type OwedReading } from './metrics-text.js';
 import { OpenApiRoute } from './openapi.js';
 import { OperatorApi } from './operator.js';
 import { SourcesApi } from './sources.js';
@@ -30,6 +30,7 @@ import { SettingsApi } from './settings.js';
 import { ProcessReadings } from './process-view.js';
 import { ActionsApi, type OperatorActions } from './actions.js';
 import type { Config } from '../config.js';
+import { systemClock } from '../clock.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -59,6 +60,13 @@ export interface AdminAppDeps {
   settings?: Config['given'] | null;
   /** What an operator can set going: a build, a refresh of the sources (absent: neither). */
   actions?: OperatorActions;
+  /** The accounting store's debt while it refuses writes (null: not known here). */
+  owed?: (() => OwedReading) | null;
+  /** How often a build is due on this node (s; null: no schedule), and how often a serving node reads the store. */
+  buildEveryS?: number | null;
+  replicaPollMs?: number;
+  /** The ring file that keeps the traffic history across restarts (null: memory only). */
+  historyFile?: string | null;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -76,6 +84,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     replica = null,
     sources = null,
     settings = null,
+    owed = null,
     actions = { builds: null, refresher: null },
   } = deps;
   const keylessTier = deps.keylessTier ?? TIER_BASIC;
@@ -83,7 +92,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
   // The admin port believes no forwarding header: its client is the TCP peer.
-  const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128) };
+  const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128), clock: systemClock };
   new ExplainApi(holder, dataDir, operator?.db ?? null).register(routes, edge);
   routes.get('/healthz', (res) => writeJson(res, 200, { status: 'ok' }));
   new OpenApiRoute('/openapi.json').register(routes, edge);
@@ -111,12 +120,13 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
           lastPublishedAt,
           replica: replica?.() ?? null,
           sources: sources?.() ?? null,
+          owed: owed?.() ?? null,
         }),
       );
     },
     { compress: true },
   );
-  const history = new MetricsHistory(metrics);
+  const history = new MetricsHistory(metrics, { file: deps.historyFile ?? null, log });
   const stopHistory = history.start();
   if (operator) {
     const processReadings = new ProcessReadings(pool, () => threads?.threadMetrics() ?? [metrics()]);
@@ -131,6 +141,10 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       lastPublishedAt,
       startedAtMs: PROCESS_STARTED_MS,
       process: () => processReadings.read(),
+      buildEveryS: deps.buildEveryS ?? null,
+      owed,
+      replica,
+      replicaPollMs: deps.replicaPollMs ?? 0,
     }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);

@@ -86,7 +86,7 @@ export class BatchApi {
       finish();
     });
     // Not deferred: the body must be read from this handler on.
-    const a = this.gate.admitNow(Gate.keyOf(req), this.requestClient.of(res, req), Date.now());
+    const a = this.gate.admitNow(Gate.keyOf(req), this.requestClient.of(res, req), this.routes.nowMs());
     // Refused before the body is read: answer and close rather than drain it.
     if (a.kind === 'refused') return sendRefusal(res, a, this.metrics, this.head, true);
     if (this.pool.full) return sendError(res, ERRORS.rateLimited, this.metrics, { headers: [['Retry-After', '1']], close: true });
@@ -161,7 +161,7 @@ export class BatchApi {
       const outcome = decodeOutcome(frame);
       if (p.aborted) return;
       if (outcome.answered > 0) {
-        const granted = this.gate.spend(a, outcome.answered, Date.now(), true);
+        const granted = this.gate.spend(a, outcome.answered, this.routes.nowMs(), true);
         if (granted === PENDING) {
           handedOn = true;
           const kept = frame.slice();
@@ -201,8 +201,8 @@ export class BatchApi {
     if (status === 200) this.metrics.batches++;
     else this.metrics.count(status);
     res.cork(() => {
-      if (status === 200) this.head.writeOk(res, a, this.gate.used(a), Date.now());
-      else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), Date.now());
+      if (status === 200) this.head.writeOk(res, a, this.gate.used(a), this.routes.nowMs());
+      else this.head.write(res.writeStatus(statusLine(status)), a.rate, a.decision.remaining, a, this.gate.used(a), this.routes.nowMs());
       if (coding !== IDENTITY) writeCoding(res, coding);
       res.end(body);
     });

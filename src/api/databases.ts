@@ -27,6 +27,7 @@ import type { Metrics } from '../http/metrics.js';
 import { LIMIT_RULE, listLimit } from '../control/operator.js';
 import { downloadHistory, recordDownload } from '../control/downloads.js';
 import type { Edge } from './edge.js';
+import type { Clock } from '../clock.js';
 
 /** Lifetime of a download link (DESIGN.md §6). */
 export const LINK_TTL_MS = 300_000;
@@ -51,6 +52,7 @@ export interface Ask {
 export class DatabaseApi {
   private client!: RequestClient;
   private metrics!: Metrics;
+  private clock!: Clock;
 
   constructor(
     private readonly db: ControlDb,
@@ -68,6 +70,7 @@ export class DatabaseApi {
     const { metrics } = edge;
     this.client = edge.client;
     this.metrics = metrics;
+    this.clock = edge.clock;
     const route = (path: string, handler: (a: Ask) => void | Promise<void>, history = false): void => {
       routes.get(path, (res, req) => this.handle(res, req, handler, history), { internal: RC.INTERNAL, compress: true, family: 'database' });
     };
@@ -102,7 +105,7 @@ export class DatabaseApi {
       ifNoneMatch: req.getHeader('if-none-match'),
       p: pending(res),
     };
-    const c = this.gate.key(Gate.keyOf(req), Date.now());
+    const c = this.gate.key(Gate.keyOf(req), this.clock.now());
     if (c === null || !('key' in c)) return rc(a, RC.UNAUTHORIZED, this.metrics, c === null ? KEY_REFUSALS.missing : c.message);
     a.caller = c;
     const refuse = (e: RcError, message: string): void => {
@@ -131,7 +134,7 @@ export class DatabaseApi {
   }
 
   private list(a: Ask): void {
-    const now = Date.now();
+    const now = this.clock.now();
     const databases = this.catalogue.bases.map((b) => {
       const l = getLicence(this.db, a.caller.org.id, b.base);
       return {
@@ -191,7 +194,7 @@ export class DatabaseApi {
       return refuse(RC.FORMAT_NOT_BUILT, 'bad_format', R.formatNotBuilt(id, format, entry.version.formats));
     if (!sample) {
       const l = getLicence(this.db, a.caller.org.id, entry.base.base);
-      const now = Date.now();
+      const now = this.clock.now();
       const standing = standingOf(l, now);
       if (standing === 'unlicensed')
         return refuse(RC.NO_LICENSE, 'no_license', l === null ? R.noLicence(entry.base.base) : R.licenceNotBegun(entry.base.base, l.starts, l.expires));
@@ -222,7 +225,7 @@ export class DatabaseApi {
         a.res.writeStatus('302 Found').writeHeader('Location', url).writeHeader('Cache-Control', 'no-store').end();
       });
     };
-    const url = this.store.signedUrl(p.key, Date.now() + LINK_TTL_MS, name, a.origin);
+    const url = this.store.signedUrl(p.key, this.clock.now() + LINK_TTL_MS, name, a.origin);
     if (typeof url === 'string') return redirect(url);
     return url.then(redirect);
   }
@@ -317,7 +320,7 @@ function serveFile(store: LocalStore, res: HttpResponse, req: HttpRequest, head:
     return refuse(RC.FORBIDDEN); // not a name any link was made for
   }
   // Unknown, tampered and expired links look the same.
-  const ok = store.verify(key, query, Date.now());
+  const ok = store.verify(key, query, routes.nowMs());
   if (!ok) return refuse(RC.FORBIDDEN);
   // An MMDB goes out as its gzip form (written at publish) to a client that takes gzip.
   const mmdb = ok.file.endsWith('.mmdb');

@@ -35,6 +35,7 @@ import type { RouteTable } from '../http/routes.js';
 import { KEY_REFUSALS, rc, type Ask, type DatabaseApi, type Outcome } from './databases.js';
 import { parseRange, sendFile, type FileAnswer } from '../http/file-transfer.js';
 import type { Edge } from './edge.js';
+import type { Clock } from '../clock.js';
 
 /** `Basic base64(user:password)`, as the user and the password; null when it is not that. */
 export function basicCredentials(header: string): { user: string; password: string } | null {
@@ -89,10 +90,12 @@ export class GeoipUpdateApi {
 
   private client!: RequestClient;
   private metrics!: Metrics;
+  private clock!: Clock;
 
   register(routes: RouteTable, edge: Edge): void {
     this.client = edge.client;
     this.metrics = edge.metrics;
+    this.clock = edge.clock;
     const o = { internal: RC.INTERNAL, family: 'database' } as const;
     routes.get('/geoip/databases/:edition/update', (res, req) => this.update(res, req, routes), o);
     routes.get('/geoip/updates/metadata', (res, req) => this.metadata(res, req), o);
@@ -121,7 +124,7 @@ export class GeoipUpdateApi {
     };
     const credentials = basicCredentials(req.getHeader('authorization'));
     if (credentials === null || !/^[1-9]\d{0,15}$/.test(credentials.user)) return unauthorised();
-    const c = this.gate.key(credentials.password, Date.now());
+    const c = this.gate.key(credentials.password, this.clock.now());
     // A key of another organisation than the account named is no key for this account.
     if (c === null || !('key' in c) || c.org.accountId !== Number(credentials.user)) return unauthorised();
     a.caller = c;

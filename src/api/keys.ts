@@ -95,7 +95,7 @@ export class KeysApi {
    */
   private changeWait(c: Caller): number {
     const at = nthLatestKeyChangeAt(this.db, c.org.id, this.limits.keyChangesPerMinute);
-    const now = Date.now();
+    const now = this.edge.clock.now();
     if (at === null || at <= now - CHANGE_WINDOW_MS) return 0;
     return Math.max(1, Math.ceil((at + CHANGE_WINDOW_MS - now) / 1000));
   }
@@ -205,7 +205,7 @@ export class KeysApi {
   private list(res: HttpResponse, req: HttpRequest): void {
     const c = this.manager(res, req);
     if (!c) return;
-    const turn = this.gate.take(keyListBucket(c.org.id), KEY_LIST_RATE, Date.now());
+    const turn = this.gate.take(keyListBucket(c.org.id), KEY_LIST_RATE, this.edge.clock.now());
     if (!turn.ok) {
       const { perSecond, burst } = KEY_LIST_RATE;
       return sendRc(

@@ -24,6 +24,7 @@ import { BatchApi } from './batch.js';
 import type { LookupShared } from './lookup-shared.js';
 import type { Edge } from './edge.js';
 import { OpenApiRoute } from './openapi.js';
+import { systemClock, type Clock } from '../clock.js';
 
 export interface LookupApp {
   app: HttpApp;
@@ -32,6 +33,8 @@ export interface LookupApp {
   client: RequestClient;
   /** Where the other APIs register their routes (for 405s). */
   routes: RouteTable;
+  /** What they register with (metrics, client, clock). */
+  edge: Edge;
 }
 
 /** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
@@ -96,7 +99,7 @@ class SingleLookup {
     if (granted === 0) return sendError(res, a.refusal, this.metrics);
     if (granted === PENDING) {
       const address = text.slice(start, end);
-      return this.waitThen(res, (later) => this.answer(later, address, 0, address.length, a, Date.now()));
+      return this.waitThen(res, (later) => this.answer(later, address, 0, address.length, a, this.routes.nowMs()));
     }
     const serving = this.holder.current;
     if (serving === null) {
@@ -199,16 +202,17 @@ export function createLookupApp(
   gate: Gate,
   log: Logger,
   shared: LookupShared = {},
+  clock: Clock = systemClock,
 ): LookupApp {
   const app = server.app();
   const metrics = new Metrics(shared.metrics);
   const head = new JsonHead();
   const client = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
-  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog);
-  const edge: Edge = { metrics, client };
+  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog, clock);
+  const edge: Edge = { metrics, client, clock };
   new LookupApi(holder, gate, head, config.sources !== '' || config.sourcesFile !== '').register(routes, edge);
   new BatchApi(config, holder, pool, gate, head, log, shared).register(routes, edge);
   new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
   routes.fallback();
-  return { app, metrics, client, routes };
+  return { app, metrics, client, routes, edge };
 }

@@ -23,6 +23,14 @@ export interface MetricsView {
   replica?: FollowerState | null;
   /** The configured sources (null: none). */
   sources?: readonly SourceStatus[] | null;
+  /** What the threads answered from memory while the accounting store refused writes (null: not known here). */
+  owed?: OwedReading | null;
+}
+
+/** The accounting store's debt: counters and units answered from memory, not yet written. */
+export interface OwedReading {
+  counters: number;
+  units: number;
 }
 
 /** A label value as the text format quotes it. */
@@ -88,6 +96,17 @@ export function metricsText(v: MetricsView): string {
   family('ipsift_last_publish_timestamp_seconds', 'gauge', 'When a database export was last published (Unix time; 0: never).', [
     `ipsift_last_publish_timestamp_seconds ${seconds(v.lastPublishedAt())}`,
   ]);
+  if (v.owed) {
+    family(
+      'ipsift_accounting_owed_counters',
+      'gauge',
+      'Counters answered from memory while the accounting store refused writes, not yet written to it (0: the store takes writes; above 0: degraded, within ACCOUNTING_GRACE_S).',
+      [`ipsift_accounting_owed_counters ${v.owed.counters}`],
+    );
+    family('ipsift_accounting_owed_units', 'gauge', 'Units (requests, batch entries) answered from memory and not yet written to the accounting store.', [
+      `ipsift_accounting_owed_units ${v.owed.units}`,
+    ]);
+  }
   if (v.replica) {
     const r = v.replica;
     family(

@@ -385,9 +385,10 @@ export function operatorPaths(): Record<string, Schema> {
     '/admin/v1/overview': admin({
       get: op(
         'adminOverview',
-        'The serving build and its age, each front-end thread, the HTTP server and runtime, the process (memory, CPU, files, batch pool, event loops), and the last hour of traffic',
+        'What is wrong, the serving build and its age, each front-end thread, the HTTP server and runtime, the process (memory, CPU, files, batch pool, event loops), and the traffic of the last hour, 6 hours or day',
         false,
         {
+          '400': rc('BAD_REQUEST', 'A window other than 1h, 6h or 24h, or another parameter.'),
           '200': json(
             object({
               version: { type: 'string' },
@@ -395,6 +396,15 @@ export function operatorPaths(): Record<string, Schema> {
               http_server: { enum: ['uws', 'bun', 'node'] },
               started_at: DATE_TIME,
               ready: { type: 'boolean' },
+              health: {
+                type: 'array',
+                description: 'What is wrong, most pressing first (empty: nothing). Sources in trouble are in GET /admin/v1/sources.',
+                items: object({
+                  kind: { enum: ['not_ready', 'build_old', 'accounting_degraded', 'replica_behind', 'replica_unchecked'] },
+                  message: { type: 'string' },
+                  see: { type: 'string', description: "The console's page with the detail." },
+                }),
+              },
               draining: { type: 'boolean' },
               build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
               last_published_at: { type: ['string', 'null'], format: 'date-time' },
@@ -430,12 +440,29 @@ export function operatorPaths(): Record<string, Schema> {
                 ['rss_bytes', 'heap_used_bytes', 'external_bytes', 'cpu_seconds', 'cpu_cores', 'open_fds', 'batch', 'threads'],
               ),
               traffic: object({
-                period_s: { type: 'number' },
-                samples: { type: 'array', items: ref('TrafficSample'), description: 'Oldest first, one a period, the last hour at most.' },
+                window: { enum: ['1h', '6h', '24h'] },
+                period_s: { type: 'number', description: 'What one point stands for: 10 s over an hour, a minute over 6 hours, 4 minutes over a day.' },
+                samples: {
+                  type: 'array',
+                  items: ref('TrafficSample'),
+                  description:
+                    'Oldest first, at most 360, none for periods the server was down. Merged periods average their rates and p50, and keep their worst p99. Kept across restarts where ADMIN_PORT is not 0.',
+                },
               }),
             }),
             'The overview.',
           ),
+        },
+        {
+          parameters: [
+            {
+              name: 'window',
+              in: 'query',
+              required: false,
+              description: 'The traffic shown: 1h (the default), 6h or 24h.',
+              schema: { enum: ['1h', '6h', '24h'] },
+            },
+          ],
         },
       ),
     }),

@@ -7,14 +7,18 @@
 
 import type { ControlDb } from '../control/control-db.js';
 import type { IndexHolder } from '../index/loader.js';
-import type { MetricsHistory } from '../http/metrics-history.js';
-import { sendJson } from '../http/reply.js';
+import { WINDOWS, type HistoryWindow, type MetricsHistory } from '../http/metrics-history.js';
+import { sendJson, sendRc } from '../http/reply.js';
+import { RC } from '../wire/errors.js';
 import type { RouteTable } from '../http/routes.js';
 import { RUNTIME, VERSION } from '../version.js';
 import type { Edge } from './edge.js';
 import { operatorOf, operatorTokenOf } from './operator.js';
 import type { Lifecycle, ThreadState } from './admin-state.js';
 import type { ProcessView } from './process-view.js';
+import { healthProblems } from './health.js';
+import type { OwedReading } from './metrics-text.js';
+import type { FollowerState } from '../replica/index-replica.js';
 
 export interface OverviewSources {
   holder: IndexHolder;
@@ -27,6 +31,13 @@ export interface OverviewSources {
   startedAtMs: number;
   /** Memory, CPU, files, the batch pool and the threads' event loops. */
   process: () => ProcessView;
+  /** How often a build is due here (s; null: no schedule), for the health banner. */
+  buildEveryS: number | null;
+  /** The accounting store's debt while it refuses writes (null: not known here). */
+  owed: (() => OwedReading) | null;
+  /** A serving node's view of the store's builds (null: not a serving node), and how often it reads it. */
+  replica: (() => FollowerState) | null;
+  replicaPollMs: number;
   now?: () => number;
 }
 
@@ -43,10 +54,27 @@ export class OverviewApi {
       '/admin/v1/overview',
       (res, req) => {
         if (operatorOf(db, res, req, 'admin.read', edge.metrics) === null) return;
+        const query = new URLSearchParams(req.getQuery() ?? '');
+        const window = (query.get('window') ?? '1h') as HistoryWindow;
+        const unknown = [...query.keys()].find((k) => k !== 'window');
+        if (unknown !== undefined)
+          return sendRc(res, RC.BAD_REQUEST, `unknown parameter ${JSON.stringify(unknown)}: the overview takes window only`, edge.metrics);
+        if (!Object.hasOwn(WINDOWS, window)) return sendRc(res, RC.BAD_REQUEST, `window must be ${Object.keys(WINDOWS).join(', ')}`, edge.metrics);
         const serving = s.holder.current;
         const nowMs = now();
         const threads = s.threads?.() ?? [{ thread: 0, listening: true, serving: serving !== null }];
         const published = s.lastPublishedAt();
+        const ready = !s.life.draining && serving !== null && threads.every((t) => t.serving);
+        const health = healthProblems({
+          nowMs,
+          ready,
+          draining: s.life.draining,
+          build: serving && { id: serving.buildId, builtAtMs: (serving.builtAt ?? serving.loadedAt).getTime() },
+          buildEveryS: s.buildEveryS,
+          owed: s.owed?.() ?? null,
+          replica: s.replica?.() ?? null,
+          replicaPollMs: s.replicaPollMs,
+        });
         sendJson(
           res,
           200,
@@ -55,7 +83,8 @@ export class OverviewApi {
             runtime: RUNTIME,
             http_server: s.serverKind,
             started_at: new Date(s.startedAtMs).toISOString(),
-            ready: !s.life.draining && serving !== null && threads.every((t) => t.serving),
+            ready,
+            health,
             draining: s.life.draining,
             build: serving && {
               id: serving.buildId,
@@ -65,7 +94,7 @@ export class OverviewApi {
             last_published_at: published?.toISOString() ?? null,
             threads,
             process: s.process(),
-            traffic: { period_s: s.history.periodMs / 1000, samples: s.history.samples() },
+            traffic: s.history.view(window, nowMs),
           },
           edge.metrics,
         );

@@ -59,7 +59,7 @@ export class TokensApi {
             this.edge.metrics,
           );
         }
-        const now = Date.now();
+        const now = this.edge.clock.now();
         const expiresMs = Math.min(c.expiresMs, now + (lifetime ?? DEFAULT_TOKEN_LIFETIME_S) * 1000);
         const granted = c.key.scopes.filter((s) => wanted.includes(s));
         const minted = this.keys.mint(c.key, granted, expiresMs);
@@ -98,7 +98,7 @@ export class TokensApi {
         'present the token to revoke as the Bearer credential: a key is revoked with DELETE /api/v1/iam/apikeys/{id}',
         this.edge.metrics,
       );
-    const now = Date.now();
+    const now = this.edge.clock.now();
     // The caller's expiry is the token's, or the key's where that comes first: either way the
     // token is void from then on, and its revocation may be forgotten.
     revokeTokenRow(this.db, { id: c.tokenId, keyId: c.key.id, expiresMs: c.expiresMs }, now);

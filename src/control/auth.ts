@@ -17,6 +17,7 @@ import { dataVersion, type ControlDb } from './control-db.js';
 import type { Plan, Plans } from '../model/plans.js';
 import { DEFAULTS } from '../config.js';
 import { Unavailable } from '../errors.js';
+import { every, systemClock, type Clock, type Timer } from '../clock.js';
 
 export const AUTH_POLL_MS = 250;
 /** Lookups of uncached keys a thread makes a second on PostgreSQL (a third of a thread at most). */
@@ -122,8 +123,8 @@ export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
   private version: number;
   /** When the change poll last reached the database. */
-  private reachedMs = Date.now();
-  private readonly poller: NodeJS.Timeout;
+  private reachedMs: number;
+  private readonly poller: Timer;
   /** The key caches of this process's other front-end threads on the same data: told of changes at once. */
   private readonly peers: BroadcastChannel | null;
   /** Lookups of keys not in the cache left (a token bucket of POSTGRES_LOOKUPS_PER_S); null: no limit. */
@@ -136,11 +137,13 @@ export class KeyCache {
     private readonly plans: Plans,
     private readonly dataDir?: string,
     private readonly graceMs = DEFAULTS.controlGraceS * 1000,
+    /** Times the polls and the grace period (a test's clock runs a poll when it moves). */
+    private readonly clock: Clock = systemClock,
   ) {
     this.version = dataVersion(db);
     this.lookupBudget = db.driver === 'postgres' ? { left: POSTGRES_LOOKUPS_PER_S, atMs: Date.now() } : null;
-    this.poller = setInterval(() => this.poll(), AUTH_POLL_MS);
-    this.poller.unref();
+    this.reachedMs = clock.now();
+    this.poller = every(clock, AUTH_POLL_MS, () => this.poll());
     this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
     if (this.peers) {
       this.peers.onmessage = () => this.cache.clear();
@@ -154,10 +157,10 @@ export class KeyCache {
       v = dataVersion(this.db);
     } catch {
       // Unreachable: what is cached is served until the grace period ends, nothing after it.
-      if (Date.now() - this.reachedMs > this.graceMs) this.cache.clear();
+      if (this.clock.now() - this.reachedMs > this.graceMs) this.cache.clear();
       return;
     }
-    this.reachedMs = Date.now();
+    this.reachedMs = this.clock.now();
     if (v !== this.version) {
       this.version = v;
       this.cache.clear();
@@ -260,7 +263,7 @@ export class KeyCache {
   }
 
   close(): void {
-    clearInterval(this.poller);
+    this.poller.cancel();
     this.peers?.close();
   }
 }

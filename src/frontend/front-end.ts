@@ -16,7 +16,6 @@ import type { Config } from '../config.js';
 import { AccountApi } from '../api/account.js';
 import { KeysApi } from '../api/keys.js';
 import { TokensApi } from '../api/tokens.js';
-import type { Edge } from '../api/edge.js';
 import { DatabaseApi } from '../api/databases.js';
 import { GeoipUpdateApi } from '../api/geoipupdate.js';
 import { fileTransfers } from '../http/file-transfer.js';
@@ -30,6 +29,7 @@ import type { Logger } from '../log.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import type { RouteTable } from '../http/routes.js';
 import { OwedTable } from '../accounting/owed-table.js';
+import type { Clock } from '../clock.js';
 
 export interface FrontEndSetup {
   config: Config;
@@ -47,6 +47,8 @@ export interface FrontEndSetup {
   /** The port to listen on (0: any), beside other threads on it when `sharedPort`. */
   port: number;
   sharedPort: boolean;
+  /** The time the front end reads (the system's where not given): a test's, on the main thread only. */
+  clock?: Clock;
 }
 
 export interface FrontEnd {
@@ -68,7 +70,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const control = openControlDb(config.dataDir, config.controlDb);
   const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
   const meter = openMeter(store, { graceMs: config.accountingGraceMs, log, table: new OwedTable(s.owed) });
-  const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs);
+  const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs, s.clock);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {
     keys.close();
@@ -78,8 +80,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   };
   try {
     const { store: objects, local: files } = await openObjectStore(config);
-    const { app, metrics, client, routes } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared);
-    const edge: Edge = { metrics, client };
+    const { app, metrics, routes, edge } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared, s.clock);
     new AccountApi(gate, log).register(routes, edge);
     new KeysApi(control, gate, keys, log, config).register(routes, edge);
     new TokensApi(control, gate, keys).register(routes, edge);

@@ -1,25 +1,17 @@
-// The last hour of the public port's traffic, for the operator's console: every period, the
+// The last day of the public port's traffic, for the operator's console: every period, the
 // counters the server keeps anyway (metrics.ts) are read and the difference since the last
 // reading is kept as one sample. Nothing is added to the request path: a sample costs one
-// read of the summed counters every 10 s, and the hour is 360 small objects.
+// read of the summed counters every 10 s, and the day is 8 640 small objects.
+//
+// The samples outlive a restart in a ring file of fixed size (history-file.ts): a sample goes
+// to the slot its time names, so the file never grows and needs no index. The console asks for
+// a window (1 h, 6 h, 24 h) and gets at most WINDOW_POINTS points, periods merged to fit.
 
+import type { Logger } from '../log.js';
+import { HistoryFile, type TrafficSample } from './history-file.js';
 import { FAMILIES, LATENCY_BOUNDS, type Metrics } from './metrics.js';
 
-/** One period of traffic: rates per second and lookup latency percentiles in milliseconds. */
-export interface TrafficSample {
-  /** The end of the period (ISO 8601). */
-  at: string;
-  requests_per_s: number;
-  /** 4xx other than 429: what clients got wrong. */
-  client_errors_per_s: number;
-  rate_limited_per_s: number;
-  /** 5xx: what the service got wrong or could not do. */
-  server_errors_per_s: number;
-  /** Single lookups (GET /{ip}, /myip) answered in the period; null where there were none. */
-  lookup_p50_ms: number | null;
-  lookup_p99_ms: number | null;
-  batch_p99_ms: number | null;
-}
+export type { TrafficSample } from './history-file.js';
 
 const LOOKUP = FAMILIES.indexOf('lookup');
 const BATCH = FAMILIES.indexOf('batch');
@@ -55,19 +47,46 @@ export function quantileMs(before: readonly number[], after: readonly number[], 
   return null;
 }
 
-export class MetricsHistory {
-  private readonly kept: TrafficSample[] = [];
-  private last: Reading | null = null;
+/** The windows the console offers, and how long each is. */
+export const WINDOWS = { '1h': 3_600_000, '6h': 6 * 3_600_000, '24h': 24 * 3_600_000 } as const;
+export type HistoryWindow = keyof typeof WINDOWS;
+/** Points a window answers at most: periods are merged (rates averaged, p50 averaged, p99 the worst) to fit. */
+export const WINDOW_POINTS = 360;
 
-  /**
-   * `read`: the counters summed over every front-end thread; `periodMs` and `keep`: one sample
-   * every 10 s, an hour of them.
-   */
+export interface HistoryOptions {
+  /** One sample every periodMs (10 s). */
+  periodMs?: number;
+  /** Samples kept (a day of them). */
+  keep?: number;
+  /** The ring file that keeps them across restarts (null: memory only). */
+  file?: string | null;
+  log?: Logger;
+}
+
+/** A window's points: the period each stands for, and the points, oldest first. */
+export interface HistoryView {
+  window: HistoryWindow;
+  period_s: number;
+  samples: TrafficSample[];
+}
+
+export class MetricsHistory {
+  /** Samples with their time, oldest first. */
+  private readonly kept: { atMs: number; sample: TrafficSample }[] = [];
+  private last: Reading | null = null;
+  readonly periodMs: number;
+  readonly keep: number;
+  private readonly file: HistoryFile | null;
+
+  /** `read`: the counters summed over every front-end thread. */
   constructor(
     private readonly read: () => Metrics,
-    readonly periodMs = 10_000,
-    readonly keep = 360,
-  ) {}
+    o: HistoryOptions = {},
+  ) {
+    this.periodMs = o.periodMs ?? 10_000;
+    this.keep = o.keep ?? 8640;
+    this.file = o.file ? HistoryFile.open(o.file, this.periodMs, this.keep, o.log) : null;
+  }
 
   /** Reads the counters now; from the second reading on, keeps the period's sample. */
   sample(nowMs: number): void {
@@ -90,7 +109,7 @@ export class MetricsHistory {
     }
     const rate = (n: number): number => Math.round((n / seconds) * 100) / 100;
     const ms = (v: number | null): number | null => (v === null ? null : Math.round(v * 1000) / 1000);
-    this.kept.push({
+    const sample: TrafficSample = {
       at: new Date(nowMs).toISOString(),
       requests_per_s: rate(requests),
       client_errors_per_s: rate(client),
@@ -99,20 +118,88 @@ export class MetricsHistory {
       lookup_p50_ms: ms(quantileMs(last.histograms[LOOKUP], reading.histograms[LOOKUP], 0.5)),
       lookup_p99_ms: ms(quantileMs(last.histograms[LOOKUP], reading.histograms[LOOKUP], 0.99)),
       batch_p99_ms: ms(quantileMs(last.histograms[BATCH], reading.histograms[BATCH], 0.99)),
-    });
-    if (this.kept.length > this.keep) this.kept.shift();
+    };
+    this.kept.push({ atMs: nowMs, sample });
+    this.file?.write(nowMs, sample);
+    this.prune(nowMs);
   }
 
-  /** Samples every period from now on, until the returned function is called. */
+  /** Drops what is older than `keep` periods, or beyond `keep` samples. */
+  private prune(nowMs: number): void {
+    const oldest = nowMs - this.keep * this.periodMs;
+    let drop = 0;
+    while (drop < this.kept.length && (this.kept[drop].atMs <= oldest || this.kept.length - drop > this.keep)) drop++;
+    if (drop > 0) this.kept.splice(0, drop);
+  }
+
+  /** Takes up what the ring file kept, then samples every period from now on, until the returned function is called. */
   start(now: () => number = Date.now): () => void {
+    if (this.file) {
+      const nowMs = now();
+      for (const k of this.file.read()) if (k.atMs < nowMs) this.kept.push(k);
+      this.kept.sort((a, b) => a.atMs - b.atMs);
+      this.prune(nowMs);
+    }
     this.sample(now());
     const timer = setInterval(() => this.sample(now()), this.periodMs);
     timer.unref();
-    return () => clearInterval(timer);
+    return () => {
+      clearInterval(timer);
+      this.file?.close();
+    };
+  }
+
+  /** Stops writing the ring file (a history that was never started). */
+  close(): void {
+    this.file?.close();
   }
 
   /** The samples kept, oldest first. */
   samples(): readonly TrafficSample[] {
-    return this.kept;
+    return this.kept.map((k) => k.sample);
   }
+
+  /** The last `window` up to nowMs, in WINDOW_POINTS points at most. */
+  view(window: HistoryWindow, nowMs: number): HistoryView {
+    const from = nowMs - WINDOWS[window];
+    const merge = Math.max(1, Math.ceil(WINDOWS[window] / this.periodMs / WINDOW_POINTS));
+    const spanMs = merge * this.periodMs;
+    const out: TrafficSample[] = [];
+    let group: TrafficSample[] = [];
+    let groupKey = Number.NaN;
+    const flush = (): void => {
+      if (group.length) out.push(merged(group));
+      group = [];
+    };
+    for (const k of this.kept) {
+      if (k.atMs <= from || k.atMs > nowMs) continue;
+      const key = Math.floor((k.atMs - 1) / spanMs); // a period's end on a boundary closes the span before it
+      if (key !== groupKey) flush(), (groupKey = key);
+      group.push(k.sample);
+    }
+    flush();
+    return { window, period_s: spanMs / 1000, samples: out };
+  }
+}
+
+/** Periods merged into one point: rates and p50 averaged, p99 the worst, at the last one's end. */
+function merged(g: TrafficSample[]): TrafficSample {
+  if (g.length === 1) return g[0];
+  const mean = (f: (s: TrafficSample) => number): number => Math.round((g.reduce((a, s) => a + f(s), 0) / g.length) * 100) / 100;
+  const present = (f: (s: TrafficSample) => number | null): number[] => g.map(f).filter((v): v is number => v !== null);
+  const p50 = present((s) => s.lookup_p50_ms);
+  const worst = (f: (s: TrafficSample) => number | null): number | null => {
+    const v = present(f);
+    return v.length ? Math.max(...v) : null;
+  };
+  return {
+    at: g[g.length - 1].at,
+    requests_per_s: mean((s) => s.requests_per_s),
+    client_errors_per_s: mean((s) => s.client_errors_per_s),
+    rate_limited_per_s: mean((s) => s.rate_limited_per_s),
+    server_errors_per_s: mean((s) => s.server_errors_per_s),
+    lookup_p50_ms: p50.length ? Math.round((p50.reduce((a, b) => a + b, 0) / p50.length) * 1000) / 1000 : null,
+    lookup_p99_ms: worst((s) => s.lookup_p99_ms),
+    batch_p99_ms: worst((s) => s.batch_p99_ms),
+  };
 }

@@ -19,6 +19,7 @@ import { FAMILIES, type Family, type Metrics } from './metrics.js';
 import { peerText } from './client.js';
 import { compressing } from './compressing-response.js';
 import { WallClock } from './wall-clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import { negotiate } from './content-coding.js';
 
 /** At most one failure log line per this long: a fault on every request must not flood the log. */
@@ -67,7 +68,7 @@ export class RouteTable {
   private syncStart = -1;
   /** That handler has deferred its answer (answerLater): it is timed when it ends instead. */
   private answeringLater = false;
-  private readonly clock = new WallClock();
+  private readonly wallClock: WallClock;
 
   constructor(
     private readonly app: HttpApp,
@@ -77,7 +78,11 @@ export class RouteTable {
     private readonly cors: Cors | null = null,
     /** The share of requests the access log writes a line for (ACCESS_LOG): 0 none, 1 all. */
     private readonly accessLog = 0,
-  ) {}
+    /** The time handlers read (nowMs): the system's, or a test's. */
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.wallClock = clock === systemClock ? new WallClock() : new WallClock(clock.now, 0);
+  }
 
   get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
   post = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('POST', pattern, handler, o);
@@ -130,10 +135,10 @@ export class RouteTable {
 
   /**
    * Milliseconds since the epoch for the request being handled: from the reading that times a
-   * synchronous lookup while its handler runs (no second clock read), else Date.now().
+   * synchronous lookup while its handler runs (no second clock read), else the clock's.
    */
   nowMs(): number {
-    return this.syncStart >= 0 ? this.clock.at(this.syncStart) : Date.now();
+    return this.syncStart >= 0 ? this.wallClock.at(this.syncStart) : this.clock.now();
   }
 
   /**

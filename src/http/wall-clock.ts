@@ -11,13 +11,17 @@ export class WallClock {
   private offset = 0;
   private resyncAt = -Infinity;
 
-  constructor(private readonly wall: () => number = Date.now) {}
+  constructor(
+    private readonly wall: () => number = Date.now,
+    /** 0 for a clock that jumps when a test moves it: read again every time. */
+    private readonly resyncMs = RESYNC_MS,
+  ) {}
 
   /** Milliseconds since the epoch (whole) at a reading of performance.now() made just now. */
   at(monotonicMs: number): number {
     if (monotonicMs >= this.resyncAt) {
       this.offset = this.wall() - monotonicMs;
-      this.resyncAt = monotonicMs + RESYNC_MS;
+      this.resyncAt = monotonicMs + this.resyncMs;
     }
     return Math.floor(monotonicMs + this.offset);
   }

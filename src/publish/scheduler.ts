@@ -19,6 +19,7 @@ import { listFeeds } from '../feeds/feed-store.js';
 import type { Config } from '../config.js';
 import { releaseBuildLock, takeBuildLock } from './build-lock.js';
 import { onPipelineThread, type PipelineRun } from './pipeline-thread.js';
+import { systemClock, type Clock, type Timer } from '../clock.js';
 
 /** ms from now until the next UTC time of day `at` (HH:MM or HH:MM:SS). */
 export function msUntil(at: string, nowMs: number): number {
@@ -53,7 +54,7 @@ export function missedRun(dataDir: string, at: string, nowMs = Date.now()): bool
 const LOCK_RETRY_MS = 60_000;
 
 export class PublishScheduler {
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   /** The pipeline thread of the run in progress, if any. */
   private thread: PipelineRun<unknown> | null = null;
   private retrySoon = false;
@@ -87,25 +88,25 @@ export class PublishScheduler {
      * what serves.
      */
     private readonly publishedDay?: () => string | null,
+    /** When the runs fall due (a test's clock runs one when it moves). */
+    private readonly clock: Clock = systemClock,
   ) {
-    msUntil(at, Date.now()); // validate now
+    msUntil(at, clock.now()); // validate now
     this.dataDir = config.dataDir;
   }
 
   /** Schedules the daily run; catches up at once when the latest one due was missed. */
   start(catchUp = true): void {
-    const now = Date.now();
+    const now = this.clock.now();
     if (catchUp && this.missed(now)) {
       this.log.info('the latest daily build due is missing: building now', { at_utc: this.at });
       this.nextMs = now;
-      this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), 0);
-      this.timer.unref();
+      this.timer = this.clock.after(0, () => void this.runOnce().finally(() => this.next()));
       return;
     }
     const delay = msUntil(this.at, now);
     this.nextMs = now + delay;
-    this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), delay);
-    this.timer.unref();
+    this.timer = this.clock.after(delay, () => void this.runOnce().finally(() => this.next()));
     this.log.info('daily build and publish scheduled', { at_utc: this.at, in_s: Math.round(delay / 1000) });
   }
 
@@ -123,13 +124,12 @@ export class PublishScheduler {
   private next(): void {
     if (!this.retrySoon) return this.start(false);
     this.retrySoon = false;
-    this.nextMs = Date.now() + LOCK_RETRY_MS;
-    this.timer = setTimeout(() => void this.runOnce().finally(() => this.next()), LOCK_RETRY_MS);
-    this.timer.unref();
+    this.nextMs = this.clock.now() + LOCK_RETRY_MS;
+    this.timer = this.clock.after(LOCK_RETRY_MS, () => void this.runOnce().finally(() => this.next()));
   }
 
   /** Seconds until a missing daily publication may be there: the next attempt, or a minute while one runs. */
-  retryAfterS(nowMs = Date.now()): number {
+  retryAfterS(nowMs = this.clock.now()): number {
     return retryAfterOf(this.state, nowMs);
   }
 
@@ -137,8 +137,9 @@ export class PublishScheduler {
   async runOnce(): Promise<void> {
     if (this.running) return;
     if (this.publishedDay) {
-      if (this.publishedDay() === new Date().toISOString().slice(0, 10)) return void this.log.info('daily build skipped: today’s databases are published');
-    } else if (servingToday(this.dataDir)) return void this.log.info('daily build skipped: today’s build already serves');
+      if (this.publishedDay() === new Date(this.clock.now()).toISOString().slice(0, 10))
+        return void this.log.info('daily build skipped: today’s databases are published');
+    } else if (servingToday(this.dataDir, this.clock.now())) return void this.log.info('daily build skipped: today’s build already serves');
     if (!takeBuildLock(this.dataDir)) {
       // Where sources refresh, the holder may be a refresh of a few seconds: the day's run waits for it.
       if (this.publishedDay) {
@@ -147,7 +148,7 @@ export class PublishScheduler {
       }
       return void this.log.info('daily build skipped: another process on this data directory is running it');
     }
-    const day = new Date().toISOString().slice(0, 10);
+    const day = new Date(this.clock.now()).toISOString().slice(0, 10);
     if (this.clusterLock) {
       let outcome: LockOutcome;
       try {
@@ -190,7 +191,7 @@ export class PublishScheduler {
   }
 
   stop(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     // A run in progress ends with the server; the next start catches the day up.
     void this.thread?.stop();
