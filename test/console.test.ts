@@ -102,6 +102,12 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       urls.join('\n'),
     );
     assert.ok(!urls.some((u) => u.includes(`:${svc.port}/`)));
+    // The traffic over the last day, asked for by its button.
+    assert.equal(await page.getAttribute('[data-test=traffic-window] button[data-window="1h"]', 'aria-pressed'), 'true');
+    await page.click('[data-test=traffic-window] button[data-window="24h"]');
+    await page.waitForSelector('h2:has-text("Traffic, the last 24 hours")');
+    assert.equal(await page.getAttribute('[data-test=traffic-window] button[data-window="24h"]', 'aria-pressed'), 'true');
+    assert.ok(urls.some((u) => u.endsWith('/admin/v1/overview?window=24h')));
     assert.deepEqual(errors, []);
     await page.close();
 
@@ -220,6 +226,37 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.close();
   });
 
+  test('deleting an organisation takes its name typed back; its keys are refused at once and the audit names it', async () => {
+    const as = { Authorization: `Bearer ${write}`, 'Content-Type': 'application/json' };
+    const org = (await request(svc.adminPort, 'POST', '/admin/v1/organizations', JSON.stringify({ name: 'Leaving Ltd', plan: 'scale' }), as)).json;
+    const key = (await request(svc.adminPort, 'POST', `/admin/v1/organizations/${org.id}/keys`, JSON.stringify({ name: 'old' }), as)).json;
+    assert.equal((await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.key}` })).status, 200);
+    const { page, errors } = await tab();
+    await signIn(page, write);
+    await page.goto(`${base}/console/#/orgs/${org.id}`);
+    await page.click('[data-test=delete-org]');
+    const confirm = page.locator('[data-test=confirm-delete-org]');
+    assert.equal(await confirm.isDisabled(), true, 'nothing typed');
+    await page.fill('[data-test=delete-org-name]', 'Leaving');
+    assert.equal(await confirm.isDisabled(), true, 'another name');
+    await page.fill('[data-test=delete-org-name]', 'Leaving Ltd');
+    await confirm.click();
+    await page.waitForSelector('table[data-test=orgs]');
+    assert.match((await page.textContent('[role=status]'))!, /Leaving Ltd deleted: 1 keys revoked, 0 licences ended/);
+    await until(
+      async () => (await get(svc.port, '/81.7.3.20', { Authorization: `Bearer ${key.key}` })).status === 401,
+      5_000,
+      'the deleted organisation’s key refused',
+    );
+    const audit = (await get(svc.adminPort, `/admin/v1/audit?org_id=${org.id}`, as)).json;
+    assert.ok(
+      audit.entries.some((e: { action: string }) => e.action === 'org.delete'),
+      JSON.stringify(audit),
+    );
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('an address looked up as each plan sees it, with the evidence behind it', async () => {
     const { page } = await tab();
     await signIn(page, write);
@@ -296,11 +333,12 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.close();
   });
 
-  test('sources in trouble are named in a banner at the top of the overview, linking to Data', async () => {
-    // A server whose one source cannot be reached: its first refresh fails at once.
+  test('a build older than its schedule and sources in trouble are named in a banner at the top of the overview, linking to the detail', async () => {
+    // A server whose one source cannot be reached (its first refresh fails at once), serving a
+    // build of three days ago where one is due daily.
     const dataDir = tempDir();
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
-    runBuild({ dataDir });
+    const old = runBuild({ dataDir, now: new Date(Date.now() - 3 * 86_400_000) });
     const sources = writeFile(
       dataDir,
       'sources.json',
@@ -316,13 +354,16 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.goto(`http://127.0.0.1:${troubled.adminPort}/console/`);
       await page.fill('[data-test=token]', token);
       await page.click('[data-test=signin] button[type=submit]');
-      const banner = await page.waitForSelector('[data-test=health-banner]');
-      assert.match((await banner.textContent())!, /^Sources: 1 unreachable: unreachable-list\. See Data$/);
+      await page.waitForSelector('[data-test=health-banner]');
+      assert.deepEqual(await page.locator('[data-test=health-banner] li').allTextContents(), [
+        `The serving build ${old.id} was made 72 hours ago; one is due every 24 hours. See Data`,
+        'Sources: 1 unreachable: unreachable-list. See Data',
+      ]);
       // The process: the batch pool (two workers here) and each thread's event loop.
       assert.match((await page.textContent('[data-test=batch-pool]'))!, /^0 of 2 busy, 0 batches waiting; busy \d+ % of the time since start$/);
       assert.match((await page.textContent('table[data-test=threads] tbody tr'))!, /^0yesyes[\d.]+ \/ [\d.]+ \/ [\d.]+ ms$/);
       await shot(page, 'overview-failed-source');
-      await page.click('[data-test=health-banner] a');
+      await page.click('[data-test=health-banner] li[data-kind=sources] a');
       await page.waitForSelector('h1:has-text("Data")');
       assert.deepEqual(errors, []);
       await page.close();
@@ -372,7 +413,7 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     assert.equal(await page.locator('[data-test=create-org]').count(), 0);
     await page.click('table[data-test=orgs] a >> nth=0');
     await page.waitForSelector('[data-test=keys]');
-    for (const control of ['create-key', 'grant-licence', 'change-plan', 'change-limit'])
+    for (const control of ['create-key', 'grant-licence', 'change-plan', 'change-limit', 'delete-org'])
       assert.equal(await page.locator(`[data-test=${control}]`).count(), 0, control);
     assert.equal(await page.locator('main button:has-text("Revoke"), main button:has-text("Rotate"), main button:has-text("End")').count(), 0);
     await page.click('nav a[data-route=data]');

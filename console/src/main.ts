@@ -78,9 +78,10 @@ async function start(secret: string, refused: (message: string) => void): Promis
       notice(notices, text, kind);
       if (kind === 'error' && /operator token is required/.test(text)) signOut('The token was revoked or is unknown: sign in again.');
     },
+    // At once (pushState fires no hashchange), so what is said after it stays on the new page.
     go: (route) => {
-      if (location.hash === route) route_();
-      else location.hash = route;
+      if (location.hash !== route) history.pushState(null, '', route);
+      route_();
     },
   };
   const nav = h('nav', {}, ...ROUTES.map(([path, label]) => h('a', { href: `#/${path}`, 'data-route': path }, label)));

@@ -87,6 +87,49 @@ export const organisations: Page = (ctx, root) => {
   return () => clearTimeout(typing);
 };
 
+/**
+ * Deleting the organisation, after its name is typed back: its keys are revoked and its
+ * licences end at once; its usage, downloads and audit stay readable.
+ */
+function deletion(ctx: Context, org: Org, path: string): HTMLElement {
+  const area = h('div', { class: 'confirm-area' });
+  const ask = (): void => {
+    const typed = h('input', { 'aria-label': 'Organisation name', placeholder: org.name, maxlength: 200, 'data-test': 'delete-org-name' });
+    const confirm = h(
+      'button',
+      {
+        'data-test': 'confirm-delete-org',
+        disabled: true,
+        onclick: () =>
+          void attempt(ctx, async () => {
+            const r = await ctx.api.del(path);
+            ctx.go('#/orgs');
+            ctx.say(`${org.name} deleted: ${count(r.keys_revoked)} keys revoked, ${count(r.licences_ended)} licences ended`, 'ok');
+          }),
+      },
+      'Delete organisation',
+    );
+    typed.addEventListener('input', () => void (confirm.disabled = typed.value !== org.name));
+    fill(
+      area,
+      h(
+        'div',
+        { class: 'confirm', role: 'dialog' },
+        h(
+          'p',
+          {},
+          `Its keys are revoked (servers refuse them within a second) and its licences end now; its usage, downloads and audit stay. Type ${org.name} to confirm.`,
+        ),
+        typed,
+        confirm,
+        h('button', { onclick: () => fill(area) }, 'Cancel'),
+      ),
+    );
+    typed.focus();
+  };
+  return h('div', {}, h('button', { class: 'danger', 'data-test': 'delete-org', onclick: ask }, 'Delete organisation…'), area);
+}
+
 /** A form of inputs whose submit runs `action` with their values. */
 function form(test: string, title: string, fields: HTMLElement[], label: string, action: () => Promise<void>, ctx: Context): HTMLFormElement {
   const f = h('form', { class: 'inline', 'data-test': test }, h('span', { class: 'label' }, title), ...fields, h('button', { type: 'submit' }, label));
@@ -311,6 +354,7 @@ export const organisation: Page = (ctx, root, [id]) => {
             ctx,
           ),
         ),
+        section('Delete', deletion(ctx, org, path)),
       );
     }
     await Promise.all([drawUsage(), drawKeys(), drawLicences()]);

@@ -28,14 +28,31 @@ const TROUBLE: Record<string, string> = {
   expired: 'expired (their claims no longer count)',
 };
 
-/** One line at the top when sources are in trouble, linking to the detail on the Data page. */
-function healthBanner(sources: readonly { name: string; state: string }[]): HTMLElement | string {
+/** A problem the overview names (GET /admin/v1/overview's health). */
+interface Problem {
+  kind: string;
+  message: string;
+  see: string;
+}
+
+const PAGES: Record<string, string> = { '#/data': 'See Data', '#/overview': 'See below' };
+
+/**
+ * The banner at the top: what the server says is wrong (readiness, an old build, accounting
+ * answered from memory, a replica behind), then sources in trouble, a line each with a link
+ * to the detail; nothing when all is well.
+ */
+function healthBanner(problems: readonly Problem[], sources: readonly { name: string; state: string }[]): HTMLElement | string {
   const parts = Object.entries(TROUBLE).flatMap(([state, words]) => {
     const names = sources.filter((x) => x.state === state).map((x) => x.name);
     return names.length ? [`${names.length} ${words}: ${names.slice(0, 5).join(', ')}${names.length > 5 ? ', …' : ''}`] : [];
   });
-  if (parts.length === 0) return '';
-  return h('p', { class: 'banner bad', role: 'alert', 'data-test': 'health-banner' }, `Sources: ${parts.join('; ')}. `, h('a', { href: '#/data' }, 'See Data'));
+  const lines = [
+    ...problems.map((p) => h('li', { 'data-kind': p.kind }, `${p.message} `, h('a', { href: p.see }, PAGES[p.see] ?? 'See more'))),
+    ...(parts.length ? [h('li', { 'data-kind': 'sources' }, `Sources: ${parts.join('; ')}. `, h('a', { href: '#/data' }, 'See Data'))] : []),
+  ];
+  if (lines.length === 0) return '';
+  return h('div', { class: 'banner bad', role: 'alert', 'data-test': 'health-banner' }, h('ul', {}, ...lines));
 }
 
 /** The process part of GET /admin/v1/overview, as the wire has it. */
@@ -69,18 +86,45 @@ function processSection(p: Process): HTMLElement {
   );
 }
 
+/** The traffic windows offered, as the API names them and as the page says them. */
+const WINDOWS: [string, string][] = [
+  ['1h', 'hour'],
+  ['6h', '6 hours'],
+  ['24h', '24 hours'],
+];
+
 export const overview: Page = (ctx, root) => {
   const body = h('div');
   root.append(h('h1', {}, 'Overview'), body);
+  let shown = '1h';
+  const windowButtons = (): HTMLElement =>
+    h(
+      'div',
+      { class: 'toolbar', role: 'group', 'aria-label': 'Traffic window', 'data-test': 'traffic-window' },
+      ...WINDOWS.map(([w, words]) =>
+        h(
+          'button',
+          {
+            'aria-pressed': w === shown ? 'true' : 'false',
+            'data-window': w,
+            onclick: () => {
+              shown = w;
+              run();
+            },
+          },
+          `Last ${words}`,
+        ),
+      ),
+    );
   const draw = async (): Promise<void> => {
-    const o = await ctx.api.get('/admin/v1/overview');
+    const o = await ctx.api.get(`/admin/v1/overview?window=${shown}`);
     const sources: { name: string; state: string }[] = (await ctx.api.get('/admin/v1/sources')).sources;
     const samples: Sample[] = o.traffic.samples;
     const labels = samples.map((x) => time(x.at));
     const last = samples[samples.length - 1];
     fill(
       body,
-      healthBanner(sources),
+      healthBanner(o.health, sources),
       facts([
         ['Serving build', o.build ? h('span', { 'data-test': 'serving-build' }, o.build.id) : 'none: lookups answer 500 until a build serves'],
         ['Loaded', o.build ? `${duration(o.build.age_s)} ago` : '—'],
@@ -93,7 +137,8 @@ export const overview: Page = (ctx, root) => {
         ['Requests now', last ? `${last.requests_per_s} /s` : '—'],
       ]),
       section(
-        'Traffic, the last hour',
+        `Traffic, the last ${WINDOWS.find(([w]) => w === o.traffic.window)?.[1] ?? 'hour'}`,
+        windowButtons(),
         lineChart('requests per second', 'req/s', labels, [
           { name: 'all requests', cls: 's1', values: samples.map((x) => x.requests_per_s) },
           { name: '429 rate limited', cls: 's2', values: samples.map((x) => x.rate_limited_per_s) },
@@ -105,7 +150,11 @@ export const overview: Page = (ctx, root) => {
           { name: 'lookup p99', cls: 's2', values: samples.map((x) => x.lookup_p99_ms) },
           { name: 'batch p99', cls: 's4', values: samples.map((x) => x.batch_p99_ms) },
         ]),
-        h('p', { class: 'hint' }, `One point every ${o.traffic.period_s} s, from the counters the server keeps for /metrics.`),
+        h(
+          'p',
+          { class: 'hint' },
+          `One point every ${duration(o.traffic.period_s)}, from the counters the server keeps for /metrics; the last day is kept across restarts.`,
+        ),
       ),
       processSection(o.process),
       section(
