@@ -14,7 +14,9 @@ export interface Clock {
 }
 
 export const systemClock: Clock = {
-  now: Date.now,
+  // Date.now read at each call, not taken once: a harness that replaces it (the instruction
+  // budget's clock) is obeyed.
+  now: () => Date.now(),
   after(ms, fn) {
     const t = setTimeout(fn, ms);
     t.unref();
