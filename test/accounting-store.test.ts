@@ -216,8 +216,11 @@ describe('accounting store: redis across a network, never waited on by a request
       // lease extra the largest (a key whose rate allows more than 2 560 lookups a second).
       const r = await spendLikeClients(meter, 'm:ahead', null, 64, Date.now() + 1500, true);
       assert.ok(r.granted > 5000, `${r.granted} granted in 1.5 s`);
-      // Only the first requests wait (the empty lease, then a lease that grows to outlast a round trip).
-      assert.ok(r.waited < r.granted / 100, `${r.waited} of ${r.granted} requests waited for a refill`);
+      // Only the first requests wait (the empty lease, then a lease that grows to outlast a
+      // round trip): a few in a thousand on a calm machine. Were leases refilled only once dry,
+      // all 64 clients would wait at each (a quarter of the requests, with 256-unit leases). On
+      // a loaded machine the proxy's round trip stretches, and up to one in a hundred waited.
+      assert.ok(r.waited < r.granted / 25, `${r.waited} of ${r.granted} requests waited for a refill`);
       await until(() => meter.unanswered === 0, 5_000, 'every refill landed');
       meter.close();
       assert.equal(store.spent('m:ahead'), r.granted, 'what the leases held unused was given back');
