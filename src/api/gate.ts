@@ -72,6 +72,8 @@ interface Party {
 }
 
 const MAX_SOURCES = 100_000;
+/** How often a key's last use (time and source) is noted on a thread: a second is close enough to read. */
+const USE_NOTED_EVERY_MS = 1000;
 
 const AUTHORIZATION = nativeString('authorization');
 const X_API_KEY = nativeString('x-api-key');
@@ -215,11 +217,21 @@ export class Gate {
     return q === null ? null : presentedKey(auth, x, q);
   }
 
-  /** Key and source range only (the account endpoints). */
+  /**
+   * Key and source range only (the account endpoints). Counts the request on the caller, and
+   * notes its time and source once a second at most (the console's last use of each key).
+   */
   caller(secret: string | null, client: Client, nowMs: number): Caller | ApiError | null {
     const c = this.key(secret, nowMs);
     if (c === null || !('key' in c)) return c;
-    return this.fromAllowedSource(c, client) ? c : ERRORS.sourceNotAllowed;
+    c.requests++;
+    if (nowMs - c.usedAtMs >= USE_NOTED_EVERY_MS) {
+      c.usedAtMs = nowMs;
+      c.usedFrom = client.text();
+    }
+    if (this.fromAllowedSource(c, client)) return c;
+    c.refused++;
+    return ERRORS.sourceNotAllowed;
   }
 
   /** The key alone, its source ranges unchecked (null: none presented). */
@@ -265,7 +277,10 @@ export class Gate {
       this.pendingAtEdge = false;
       return PENDING_ADMISSION;
     }
-    if (!decision.ok) return { kind: 'refused', error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    if (!decision.ok) {
+      if (c !== null) c.limited++;
+      return { kind: 'refused', error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    }
     // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
     const window = c === null ? this.windows.day(nowMs) : this.windows.month(nowMs);
     if (party.windowId !== window.id) {

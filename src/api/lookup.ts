@@ -88,15 +88,24 @@ class SingleLookup {
    * allowance (429), then the lookup (500).
    */
   answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
-    if (!this.parse(text, start, end)) return sendError(res, ERRORS.notAddress, this.metrics);
+    if (!this.parse(text, start, end)) return this.notAddress(res, a);
     this.answerParsed(res, text, start, end, a, nowMs);
+  }
+
+  /** 400: the input is not an address (counted against the caller's key among its refusals). */
+  notAddress(res: HttpResponse, a: Admission): void {
+    if (a.caller !== null) a.caller.refused++;
+    sendError(res, ERRORS.notAddress, this.metrics);
   }
 
   /** answer() for text[start, end) that parse() has just accepted. */
   answerParsed(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
     const granted = this.gate.spend(a, 1, nowMs);
-    if (granted === 0) return sendError(res, a.refusal, this.metrics);
+    if (granted === 0) {
+      if (a.caller !== null) a.caller.limited++;
+      return sendError(res, a.refusal, this.metrics);
+    }
     if (granted === PENDING) {
       const address = text.slice(start, end);
       return this.waitThen(res, (later) => this.answer(later, address, 0, address.length, a, this.routes.nowMs()));
@@ -168,12 +177,12 @@ export class LookupApi {
       }
       if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
       if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
-      if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
+      if (url.indexOf('%') < 0) return single.notAddress(res, a);
       let decoded: string;
       try {
         decoded = decodeURIComponent(url.slice(1));
       } catch {
-        return sendError(res, ERRORS.notAddress, metrics);
+        return single.notAddress(res, a);
       }
       single.answer(res, decoded, 0, decoded.length, a, now);
     };
