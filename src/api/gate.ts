@@ -75,6 +75,19 @@ const MAX_SOURCES = 100_000;
 /** How often a key's last use (time and source) is noted on a thread: a second is close enough to read. */
 const USE_NOTED_EVERY_MS = 1000;
 
+/** A key's last use: out of the request path's way, once a second a key and thread. */
+function noteUse(c: Caller, client: Client, nowMs: number): void {
+  c.usedAtMs = nowMs;
+  c.usedFrom = client.text();
+}
+
+/** 403 for a source outside the key's ranges, counted among the key's refusals. */
+function outsideRanges(c: Caller): ApiError {
+  c.refused++;
+  c.requests++;
+  return ERRORS.sourceNotAllowed;
+}
+
 const AUTHORIZATION = nativeString('authorization');
 const X_API_KEY = nativeString('x-api-key');
 
@@ -217,21 +230,11 @@ export class Gate {
     return q === null ? null : presentedKey(auth, x, q);
   }
 
-  /**
-   * Key and source range only (the account endpoints). Counts the request on the caller, and
-   * notes its time and source once a second at most (the console's last use of each key).
-   */
+  /** Key and source range only (the account endpoints). */
   caller(secret: string | null, client: Client, nowMs: number): Caller | ApiError | null {
     const c = this.key(secret, nowMs);
     if (c === null || !('key' in c)) return c;
-    c.requests++;
-    if (nowMs - c.usedAtMs >= USE_NOTED_EVERY_MS) {
-      c.usedAtMs = nowMs;
-      c.usedFrom = client.text();
-    }
-    if (this.fromAllowedSource(c, client)) return c;
-    c.refused++;
-    return ERRORS.sourceNotAllowed;
+    return this.fromAllowedSource(c, client) ? c : outsideRanges(c);
   }
 
   /** The key alone, its source ranges unchecked (null: none presented). */
@@ -270,7 +273,7 @@ export class Gate {
     const keyless = this.plans.keyless;
     if (c === null && keyless === null) return this.unlimited;
     const rate = c === null ? keyless!.rate : c.plan.rate;
-    const party = c === null ? this.sourceParty(client) : this.keyParty(c);
+    const party = c === null ? this.sourceParty(client) : this.keyParty(c, client, nowMs);
     const atEdge = c === null && this.edge !== null;
     const decision = atEdge ? this.edge!.take(party.bucket, rate, nowMs) : this.meter.take(party.bucket, rate, nowMs, defer);
     if (decision === PENDING_TOKENS) {
@@ -315,7 +318,13 @@ export class Gate {
     return party;
   }
 
-  private keyParty(c: Caller): Party {
+  /**
+   * The key's accounting identity; counts the lookup on the caller, and notes its time and
+   * source once a second at most (the console's last use of each key).
+   */
+  private keyParty(c: Caller, client: Client, nowMs: number): Party {
+    c.requests++;
+    if (nowMs - c.usedAtMs >= USE_NOTED_EVERY_MS) noteUse(c, client, nowMs);
     let party = this.keyParties.get(c);
     if (party === undefined) {
       const org = c.org.id;
