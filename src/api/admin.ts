@@ -31,8 +31,6 @@ import { ProcessReadings } from './process-view.js';
 import { ActionsApi, type OperatorActions } from './actions.js';
 import type { Config } from '../config.js';
 import { systemClock } from '../clock.js';
-import type { KeyActivity } from '../control/key-activity.js';
-import { ActivityApi } from './activity.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -69,8 +67,6 @@ export interface AdminAppDeps {
   replicaPollMs?: number;
   /** The ring file that keeps the traffic history across restarts (null: memory only). */
   historyFile?: string | null;
-  /** Who the front ends served and refused, and each key's last use (null: not kept here). */
-  activity?: KeyActivity | null;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -154,7 +150,6 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
     if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
     new ActionsApi(operator.db, actions).register(routes, edge);
-    if (deps.activity) new ActivityApi(operator.db, deps.activity).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);

@@ -44,41 +44,9 @@ export interface Caller {
   readonly expiresMs: number;
   /** Set when the credential is a short-lived token (tokens.ts): its id; `key` then holds the token's scopes. */
   readonly tokenId: string | undefined;
-  /**
-   * What this thread saw of the caller since its counts were last harvested (KeyCache.harvest):
-   * requests presenting it, those refused 429 and those refused with another 4xx; and when it
-   * was last used, and from where (noted once a second at most). Plain fields on the object
-   * the request already holds: a count costs an add.
-   */
-  requests: number;
-  limited: number;
-  refused: number;
-  usedAtMs: number;
-  usedFrom: string;
-}
-
-/** A caller's counts as harvested from a thread's cache: what the key activity log adds up. */
-export interface KeyTally {
-  keyId: string;
-  orgId: string;
-  requests: number;
-  limited: number;
-  refused: number;
-  /** The last use seen (0: none since the last harvest) and its source address. */
-  usedAtMs: number;
-  usedFrom: string;
 }
 
 type Resolved = Caller | ApiError;
-
-/** Moves a caller's counts into `out` when it was used since the last harvest, and resets them. */
-function takeTally(c: Caller, out: KeyTally[]): void {
-  if (c.requests === 0) return;
-  out.push({ keyId: c.key.id, orgId: c.org.id, requests: c.requests, limited: c.limited, refused: c.refused, usedAtMs: c.usedAtMs, usedFrom: c.usedFrom });
-  c.requests = 0;
-  c.limited = 0;
-  c.refused = 0;
-}
 
 /** JavaScript's \s (what the Bearer pattern allowed around the credential). */
 function isSpace(c: number): boolean {
@@ -153,8 +121,6 @@ export function presentedKey(authorization: string, xApiKey: string, queryKey: s
 
 export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
-  /** Counts of callers dropped from the cache since the last harvest. */
-  private dropped: KeyTally[] = [];
   private version: number;
   /** When the change poll last reached the database. */
   private reachedMs: number;
@@ -180,7 +146,7 @@ export class KeyCache {
     this.poller = every(clock, AUTH_POLL_MS, () => this.poll());
     this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
     if (this.peers) {
-      this.peers.onmessage = () => this.drop();
+      this.peers.onmessage = () => this.cache.clear();
       (this.peers as { unref?(): void }).unref?.();
     }
   }
@@ -191,13 +157,13 @@ export class KeyCache {
       v = dataVersion(this.db);
     } catch {
       // Unreachable: what is cached is served until the grace period ends, nothing after it.
-      if (this.clock.now() - this.reachedMs > this.graceMs) this.drop();
+      if (this.clock.now() - this.reachedMs > this.graceMs) this.cache.clear();
       return;
     }
     this.reachedMs = this.clock.now();
     if (v !== this.version) {
       this.version = v;
-      this.drop();
+      this.cache.clear();
     }
   }
 
@@ -208,7 +174,7 @@ export class KeyCache {
 
   /** Forget everything now, on every thread (this process changed the database itself). */
   invalidate(): void {
-    this.drop();
+    this.cache.clear();
     this.peers?.postMessage(0);
   }
 
@@ -221,7 +187,7 @@ export class KeyCache {
     if (r === undefined) {
       if (this.lookupBudget !== null) this.spendLookup(nowMs);
       r = this.load(secret);
-      if (this.cache.size >= MAX_CACHED) this.drop(); // key-guessing floods
+      if (this.cache.size >= MAX_CACHED) this.cache.clear(); // key-guessing floods
       this.cache.set(secret, r);
     }
     if ('key' in r && nowMs >= r.expiresMs) return ERRORS.keyExpired;
@@ -262,29 +228,7 @@ export class KeyCache {
       networks: networksOf(key.allowedCidrs),
       expiresMs: Math.min(key.expires ? Date.parse(key.expires) : Infinity, tokenExpiresMs),
       tokenId,
-      requests: 0,
-      limited: 0,
-      refused: 0,
-      usedAtMs: 0,
-      usedFrom: '',
     };
-  }
-
-  /**
-   * The counts of every caller used since the last harvest, taken and reset (the front end
-   * harvests every few seconds; callers dropped from the cache meanwhile are included).
-   */
-  harvest(): KeyTally[] {
-    const out = this.dropped;
-    this.dropped = [];
-    for (const r of this.cache.values()) if ('key' in r) takeTally(r, out);
-    return out;
-  }
-
-  /** Empties the cache, keeping what its callers counted for the next harvest. */
-  private drop(): void {
-    for (const r of this.cache.values()) if ('key' in r) takeTally(r, this.dropped);
-    this.cache.clear();
   }
 
   private key(): Buffer | null {

@@ -3,8 +3,7 @@
 // the main thread when FRONTEND_THREADS is 1, and once on each front-end thread otherwise
 // (threads.ts), every one reading the same index and accounting store.
 
-import { KeyCache, type KeyTally } from '../control/auth.js';
-import { HARVEST_MS } from '../control/key-activity.js';
+import { KeyCache } from '../control/auth.js';
 import { openControlDb } from '../control/control-db.js';
 import { loadPlans } from '../model/plans.js';
 import { openMeter } from '../accounting/meter.js';
@@ -30,7 +29,7 @@ import type { Logger } from '../log.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import type { RouteTable } from '../http/routes.js';
 import { OwedTable } from '../accounting/owed-table.js';
-import { every, systemClock, type Clock } from '../clock.js';
+import type { Clock } from '../clock.js';
 
 export interface FrontEndSetup {
   config: Config;
@@ -50,8 +49,6 @@ export interface FrontEndSetup {
   sharedPort: boolean;
   /** The time the front end reads (the system's where not given): a test's, on the main thread only. */
   clock?: Clock;
-  /** Where what the callers counted goes every HARVEST_MS, and once more at the end (the key activity log). */
-  activity?: (tallies: KeyTally[]) => void;
 }
 
 export interface FrontEnd {
@@ -93,11 +90,6 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     if (files) new GeoipUpdateApi(databases, files, gate).register(routes, edge);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
     const unwatch = metrics.watchEventLoop();
-    const handOver = (): void => {
-      const tallies = keys.harvest();
-      if (tallies.length > 0) s.activity?.(tallies);
-    };
-    const harvesting = s.activity ? every(s.clock ?? systemClock, HARVEST_MS, handOver) : null;
     return {
       port: listener.port,
       metrics,
@@ -109,7 +101,6 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
       },
       async close() {
         unwatch();
-        if (harvesting) harvesting.cancel(), handOver();
         listener.close();
         await closeStores();
       },
