@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { PROJECT_ROOT } from './helpers.js';
+import { systemClock } from '../src/clock.js';
 
 const THREAD = path.join(PROJECT_ROOT, 'dist/test/cli-thread.js');
 
@@ -22,12 +23,13 @@ export function cliInThread(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 
   return new Promise((resolve, reject) => {
     const worker = new Worker(THREAD, { workerData: args, env, stdout: true, stderr: true });
     const run: CliRun = { code: -1, stdout: '', stderr: '' };
-    const timer = setTimeout(() => {
+    // A bound on a hang (a command that never returns fails its test, not the run), not a wait.
+    const timer = systemClock.after(timeoutMs, () => {
       void worker.terminate();
       reject(new Error(`ipsift ${args.join(' ')}: still running after ${timeoutMs} ms`));
-    }, timeoutMs);
+    });
     const end = (): void => {
-      clearTimeout(timer);
+      timer.cancel();
       // All it wrote came before its code: what is left of the thread is not waited for.
       void worker.terminate();
       resolve(run);

@@ -592,7 +592,7 @@ describe('metrics (admin port)', () => {
   });
 
   test('the traffic history outlives a restart in its ring file, and answers 1 h, 6 h and 24 h in 360 points at most', async () => {
-    const file = path.join(tempDir(), 'history', 'traffic-8081.bin');
+    const file = path.join(tempDir(), 'history', 'traffic-test.bin');
     const t0 = Date.parse('2026-11-26T00:00:00Z');
     const first = new MetricsHistory(() => svc.metrics, { file });
     first.sample(t0);

@@ -3,12 +3,12 @@
 // it makes a link lapse, a token expire, a poll run or the daily build fall due at once, where
 // a test would otherwise wait out the time.
 
-import type { Clock, Timer } from '../src/clock.js';
+import { systemClock, type Clock, type Timer } from '../src/clock.js';
 
 interface Pending {
   due: number;
   fn: () => void;
-  real: NodeJS.Timeout | null;
+  real: Timer | null;
 }
 
 export class TestClock implements Clock {
@@ -18,11 +18,11 @@ export class TestClock implements Clock {
   /** manual: timers fire only when the test advances the clock to them, never on their own. */
   constructor(private readonly manual = false) {}
 
-  now = (): number => Date.now() + this.shift;
+  now = (): number => systemClock.now() + this.shift;
 
   after(ms: number, fn: () => void): Timer {
-    const p: Pending = { due: this.now() + ms, fn, real: this.manual ? null : setTimeout(() => this.fire(p), ms) };
-    p.real?.unref();
+    // The system's timer as well, unless manual: what the test does not move still happens.
+    const p: Pending = { due: this.now() + ms, fn, real: this.manual ? null : systemClock.after(ms, () => this.fire(p)) };
     this.pending.add(p);
     return { cancel: () => this.drop(p) };
   }
@@ -47,7 +47,7 @@ export class TestClock implements Clock {
   }
 
   private drop(p: Pending): void {
-    if (p.real) clearTimeout(p.real);
+    p.real?.cancel();
     this.pending.delete(p);
   }
 }
