@@ -14,6 +14,12 @@ export interface SpendSettings {
   limit: number;
   /** What a thread's lease may hold past a request (the Meter's `extra`). */
   extra: number;
+  /**
+   * The units one thread takes at most (none: until stopped). Having them, it closes its Meter,
+   * giving back what its lease held, and waits to be stopped: the rest is the HTTP clients'
+   * however slowly a loaded machine serves them.
+   */
+  most?: number;
 }
 
 type Said = { ready: true } | { granted: number } | { final: number };
@@ -21,6 +27,8 @@ type Said = { ready: true } | { granted: number } | { final: number };
 export class SpendThreads {
   private readonly workers: Worker[];
   private readonly so = new Map<Worker, number>();
+  /** What each has said it was granted in all, once it has closed. */
+  private readonly finals = new Map<Worker, Promise<number>>();
 
   private constructor(count: number, settings: SpendSettings) {
     this.workers = Array.from({ length: count }, () => new Worker(path.join(PROJECT_ROOT, 'dist/test/fixtures/spend-thread.js'), { workerData: settings }));
@@ -29,6 +37,7 @@ export class SpendThreads {
       w.on('message', (m: Said) => {
         if ('granted' in m) this.so.set(w, m.granted);
       });
+      this.finals.set(w, new Promise<number>((r) => w.on('message', (m: Said) => 'final' in m && r(m.final))));
     }
   }
 
@@ -46,17 +55,10 @@ export class SpendThreads {
     return sum;
   }
 
-  /** Stops them; what each was granted in all. */
+  /** Stops them (those that took their most have stopped already); what each was granted in all. */
   stop(): Promise<number[]> {
-    return Promise.all(
-      this.workers.map(
-        (w) =>
-          new Promise<number>((r) => {
-            w.on('message', (m: Said) => 'final' in m && r(m.final));
-            w.postMessage('stop');
-          }),
-      ),
-    );
+    for (const w of this.workers) w.postMessage('stop');
+    return Promise.all(this.workers.map((w) => this.finals.get(w)!));
   }
 
   async terminate(): Promise<void> {
