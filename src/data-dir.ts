@@ -24,6 +24,8 @@ export const storeLinkSecretFile = (dataDir: string): string => path.join(dataDi
 export const tokenKeyFile = (dataDir: string): string => path.join(dataDir, 'token.key');
 export const demoKeysFile = (dataDir: string): string => path.join(dataDir, 'demo-keys.json');
 export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir, 'daily-build.lock');
+/** Who a server served and refused, and each key's last use, by its admin port (as the traffic history). */
+export const keyActivityFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `keys-${adminPort}.json`);
 /** The traffic history of the server whose admin port is `adminPort`: one file per server, so several share a data directory. */
 export const trafficHistoryFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `traffic-${adminPort}.bin`);
 
@@ -59,5 +61,9 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
   {
     path: 'history/traffic-<admin port>.bin',
     what: "The console's traffic history: a day of 10-second samples in a ring file of fixed size (346 KB), kept across restarts. None is kept for an ADMIN_PORT of 0.",
+  },
+  {
+    path: 'history/keys-<admin port>.json',
+    what: 'Requests, 429s and other refusals per key and organisation over the last day (ten-minute spans), and each key’s last use and source address, as this server saw them; written every minute and at stop.',
   },
 ];

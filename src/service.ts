@@ -40,8 +40,10 @@ import { IndexFollower } from './replica/index-replica.js';
 import { ClusterBuildLock } from './publish/cluster-lock.js';
 import type { RouteTable } from './http/routes.js';
 import { OwedTable } from './accounting/owed-table.js';
-import { INDEX_FILE, buildDir, trafficHistoryFile } from './data-dir.js';
-import type { Clock } from './clock.js';
+import { INDEX_FILE, buildDir, keyActivityFile, trafficHistoryFile } from './data-dir.js';
+import { KeyActivity } from './control/key-activity.js';
+import type { KeyTally } from './control/auth.js';
+import { type Clock, every, systemClock } from './clock.js';
 
 export interface Service {
   readonly port: number;
@@ -93,6 +95,9 @@ function rebuildOlderFormat(dataDir: string, log: Logger): void {
     log.error('rebuild failed; lookups answer 500 until a build serves', { reason: e instanceof Error ? e.message : String(e) });
   }
 }
+
+/** How often the key activity log is written to its file (and once more at stop). */
+const ACTIVITY_SAVE_MS = 60_000;
 
 /** What a caller may give the service besides its settings. */
 export interface ServiceOptions {
@@ -155,11 +160,14 @@ export async function startService(config: Config, log: Logger, options: Service
   let front: FrontEnd | null = null;
   let threads: FrontEndThreads | null = null;
   let closeAdmin = (): void => {};
+  let stopActivity = (): void => {};
   const stopAll = async (): Promise<void> => {
     closeAdmin();
     for (const l of listeners) l.close();
     await front?.close();
     await threads?.close();
+    // After the front ends, whose last counts it takes.
+    stopActivity();
     await follower?.stop();
     holder.close();
     await pool?.close();
@@ -200,7 +208,23 @@ export async function startService(config: Config, log: Logger, options: Service
     // What the front ends owe the accounting store while it refuses writes, seen by every thread
     // and by the operator's usage on the admin port.
     const owed = new OwedTable();
-    const setup = { config, holder, pool, log, schedulerState: scheduler?.state ?? null, owed: owed.shared };
+    // Who is served and refused, and each key's last use, from every front end's callers.
+    const activity = new KeyActivity(config.adminPort === 0 ? null : keyActivityFile(config.dataDir, config.adminPort), log);
+    const clock = options.clock ?? systemClock;
+    const savingActivity = every(clock, ACTIVITY_SAVE_MS, () => activity.save());
+    stopActivity = () => {
+      savingActivity.cancel();
+      activity.save();
+    };
+    const setup = {
+      config,
+      holder,
+      pool,
+      log,
+      schedulerState: scheduler?.state ?? null,
+      owed: owed.shared,
+      activity: (tallies: KeyTally[]) => activity.add(tallies, clock.now()),
+    };
     if (threadCount === 1)
       front = await startFrontEnd({ ...setup, server: http.server, accounting, port: config.port, sharedPort: false, clock: options.clock });
     else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
@@ -238,6 +262,8 @@ export async function startService(config: Config, log: Logger, options: Service
       buildEveryS: !serving && (config.publishAt || sources.length) ? 86_400 : null,
       replicaPollMs: config.replicaPollMs,
       historyFile: config.adminPort === 0 ? null : trafficHistoryFile(config.dataDir, config.adminPort),
+      activity,
+      clock,
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

@@ -10,6 +10,8 @@ import { jsonLogger } from '../src/log.js';
 import type { Service } from '../src/service.js';
 import { parseNetwork } from '../src/net/network.js';
 import { AUTH_POLL_MS, bearerToken } from '../src/control/auth.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
+import { HARVEST_MS } from '../src/control/key-activity.js';
 import { get, openTestControlDb, plansFile, postBatch, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 import { parseList } from './structured-fields.js';
 import { TestClock, clockSkip } from './test-clock.js';
@@ -301,6 +303,57 @@ describe('keys, plans and accounting', () => {
     const log = logLines.join('');
     assert.ok(log.includes('api key created'));
     for (const s of Object.values(secrets)) assert.ok(!log.includes(s), 'a secret was logged');
+  });
+
+  test("a key's requests, refusals and last use reach the operator's activity when the front end hands them over", { skip: clockSkip() }, async () => {
+    const db = openTestControlDb(dataDir);
+    const org = createOrganisation(db, loadPlans(plansFile(tempDir(), PLANS)), 'Watched', 'max');
+    const watched = createKey(db, { orgId: org.id, name: 'watched' });
+    const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+    db.close();
+    const as = { Authorization: `Bearer ${watched.secret}`, 'X-Forwarded-For': '203.0.113.7' };
+    for (let i = 0; i < 3; i++) assert.equal((await get(svc.port, '/81.7.3.1', as)).status, 200);
+    assert.equal((await get(svc.port, '/not-an-address', as)).status, 400);
+    assert.equal((await get(svc.port, '/81.7.3.1', bearer('elsewhere'))).status, 403);
+    const activity = async (q: string): Promise<any> => (await get(svc.adminPort, `/admin/v1/activity?${q}`, { Authorization: `Bearer ${token}` })).json;
+    assert.equal(
+      (await activity('window=1h')).keys.find((k: { id: string }) => k.id === watched.key.id),
+      undefined,
+      'counted on the caller until handed over',
+    );
+    // The front end hands its counts over every HARVEST_MS.
+    clock.advance(HARVEST_MS);
+    await until(async () => (await activity('window=1h')).keys.some((k: { id: string }) => k.id === watched.key.id), 5_000, 'the counts handed over');
+    const top = await activity('window=1h');
+    const key = top.keys.find((k: { id: string }) => k.id === watched.key.id);
+    assert.deepEqual(
+      { ...key, last_used_at: typeof key.last_used_at },
+      {
+        id: watched.key.id,
+        name: 'watched',
+        org_id: org.id,
+        org_name: 'Watched',
+        requests: 4,
+        limited: 0,
+        refused: 1,
+        last_used_at: 'string',
+        last_used_from: '203.0.113.7',
+      },
+    );
+    const elsewhere = top.keys.find((k: { id: string }) => k.id === ids.elsewhere);
+    assert.ok(elsewhere.refused >= 1 && top.keys.indexOf(elsewhere) <= top.keys.indexOf(key), 'the most refused first');
+    // One organisation: each of its keys, used or not.
+    const one = await activity(`window=24h&org_id=${org.id}`);
+    assert.deepEqual(
+      one.organizations.map((o: { name: string; requests: number; refused: number }) => [o.name, o.requests, o.refused]),
+      [['Watched', 4, 1]],
+    );
+    assert.deepEqual(
+      one.keys.map((k: { name: string; last_used_from: string }) => [k.name, k.last_used_from]),
+      [['watched', '203.0.113.7']],
+    );
+    for (const q of ['window=7d', 'window=1h&top=5'])
+      assert.equal((await get(svc.adminPort, `/admin/v1/activity?${q}`, { Authorization: `Bearer ${token}` })).status, 400, q);
   });
 
   test('setting the overage limit takes effect: none lets usage pass the quota', async () => {

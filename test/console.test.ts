@@ -15,6 +15,8 @@ import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { CONSOLE_CSP } from '../src/api/console.js';
+import { HARVEST_MS } from '../src/control/key-activity.js';
+import { TestClock } from './test-clock.js';
 import type { Service } from '../src/service.js';
 import { get, openTestControlDb, PROJECT_ROOT, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 
@@ -34,13 +36,15 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
   let firstBuild: string;
   let secondBuild: string;
   let base: string;
+  /** The server's clock: moved to have the front end hand its key counts over. */
+  const clock = new TestClock();
 
   before(async () => {
     const dataDir = tempDir();
     importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
     firstBuild = runBuild({ dataDir }).id;
     secondBuild = runBuild({ dataDir }).id;
-    svc = await startTestService({ dataDir });
+    svc = await startTestService({ dataDir }, undefined, { clock });
     base = `http://127.0.0.1:${svc.adminPort}`;
     const db = openTestControlDb(dataDir);
     try {
@@ -183,6 +187,24 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       10_000,
       'the usage chart shows the 5 lookups',
     );
+    // Who used the key, from where: handed over by the front end, shown on the key's row and
+    // among who is refused on the overview.
+    clock.advance(HARVEST_MS);
+    await until(
+      async () => {
+        await page.reload();
+        await page.waitForSelector('[data-test=keys] td:has-text("prod")');
+        return (await page.locator('[data-test=keys] [data-test=last-used]').count()) === 1;
+      },
+      10_000,
+      "the key's last use shown",
+    );
+    assert.match((await page.textContent('[data-test=keys] [data-test=last-used]'))!, /from 127\.0\.0\.1$/);
+    assert.match((await page.textContent('[data-test=keys] tbody tr'))!, /5 \/ 0 \/ 0/);
+    await page.click('nav a[data-route=overview]');
+    await page.waitForSelector('table[data-test=refused-keys] td:has-text("prod")');
+    await page.goto(orgUrl);
+    await page.waitForSelector('[data-test=keys] td:has-text("prod")');
     // Made a minute ago: its pace counts from its creation, not from the month's first day.
     const made: string = (await get(svc.adminPort, `/admin/v1/organizations/${orgId}`, { Authorization: `Bearer ${write}` })).json.created_at;
     assert.match(

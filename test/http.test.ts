@@ -16,6 +16,7 @@ import { MetricsHistory, quantileMs } from '../src/http/metrics-history.js';
 import { parseNetwork } from '../src/net/network.js';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { PROJECT_ROOT, get, postBatch, request, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { stoppedAt } from './test-clock.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
 81.7.3.0/24,vpn,ExampleVPN,high,server_list,2026-11-01
@@ -608,7 +609,7 @@ describe('metrics (admin port)', () => {
 
     // Restarted a minute later: the day comes back from the file, nothing newer than now.
     const again = new MetricsHistory(() => svc.metrics, { file });
-    const stop = again.start(() => t0 + 8646 * 10_000);
+    const stop = again.start(stoppedAt(t0 + 8646 * 10_000));
     try {
       const kept = again.samples();
       assert.equal(kept.length, 8640 - 6, 'the day before now, read back');
@@ -630,7 +631,7 @@ describe('metrics (admin port)', () => {
     }
     // A file of another shape (another period) is started afresh, not misread.
     const other = new MetricsHistory(() => svc.metrics, { file, periodMs: 60_000 });
-    other.start(() => t0 + 8646 * 10_000)();
+    other.start(stoppedAt(t0 + 8646 * 10_000))();
     assert.deepEqual(other.samples().length, 0);
   });
 });

@@ -299,6 +299,10 @@ describe('the OpenAPI document against the server', () => {
       await call('GET', p, p, { port: svc.adminPort });
     }
     for (const q of ['window=6h', 'window=24h', 'window=7d', 'window=1h&since=0']) await call('GET', '/admin/v1/overview', `/admin/v1/overview?${q}`, o);
+    const orgs = (await request(svc.adminPort, 'GET', '/admin/v1/organizations', undefined, bearer(reader))).json.organizations;
+    for (const q of ['', '?window=24h', `?window=6h&org_id=${orgs[0].id}`, '?org_id=00000000-0000-4000-8000-000000000000', '?window=2d', '?top=3'])
+      await call('GET', '/admin/v1/activity', `/admin/v1/activity${q}`, o);
+    await call('GET', '/admin/v1/activity', '/admin/v1/activity', { port: svc.adminPort });
     const build = svc.holder.current!.buildId;
     await call('GET', '/admin/v1/builds/{id}', `/admin/v1/builds/${build}`, o);
     await call('GET', '/admin/v1/builds/{id}', '/admin/v1/builds/20990101-1', o);

@@ -12,9 +12,14 @@ import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import type { Service } from '../src/service.js';
-import { get, openTestControlDb, plansFile, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
+import { freePort, get, openTestControlDb, plansFile, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
+import { TestClock, clockSkip } from './test-clock.js';
+import { createKey, createOrganisation } from '../src/control/accounts.js';
+import { loadPlans } from '../src/model/plans.js';
 import { cliInThread } from './cli-in-thread.js';
 import { healthProblems, type HealthInput } from '../src/api/health.js';
+import { HARVEST_MS, KeyActivity } from '../src/control/key-activity.js';
+import type { KeyTally } from '../src/control/auth.js';
 
 const FEED = `network,category,provider,confidence,method,last_seen
 81.7.3.16/28,tor,Tor Project,high,,2026-11-02
@@ -559,5 +564,106 @@ describe("the overview's health", () => {
     assert.deepEqual(kinds({ replica: { ...replica, checkedAt: new Date(NOW - 10 * 60_000) } }), ['replica_unchecked']);
     assert.deepEqual(kinds({ replica: { ...replica, error: 'the store refused: 403' } }), ['replica_unchecked']);
     assert.deepEqual(kinds({ replica: { published: null, checkedAt: null, error: null } }), ['replica_unchecked']);
+  });
+});
+
+describe('the key activity log', () => {
+  const T0 = Date.UTC(2026, 10, 27, 12);
+  const tally = (keyId: string, orgId: string, requests: number, limited: number, refused: number, usedAtMs: number, usedFrom = '198.51.100.1'): KeyTally => ({
+    keyId,
+    orgId,
+    requests,
+    limited,
+    refused,
+    usedAtMs,
+    usedFrom,
+  });
+
+  test('adds the front ends’ counts by key and organisation, most refused first, over whole ten-minute spans of the last day', () => {
+    const log = new KeyActivity();
+    log.add([tally('k1', 'o1', 100, 0, 0, T0), tally('k2', 'o1', 10, 8, 1, T0), tally('k3', 'o2', 5, 0, 3, T0)], T0);
+    log.add([tally('k1', 'o1', 50, 2, 0, T0 + 5_000, '198.51.100.9')], T0 + 5_000);
+    const hour = log.top(3_600_000, T0 + 60_000);
+    assert.deepEqual(
+      hour.keys.map((k) => [k.id, k.requests, k.limited, k.refused]),
+      [
+        ['k2', 10, 8, 1],
+        ['k3', 5, 0, 3],
+        ['k1', 150, 2, 0],
+      ],
+    );
+    assert.deepEqual(
+      hour.organizations.map((o) => [o.id, o.requests, o.limited + o.refused]),
+      [
+        ['o1', 160, 11],
+        ['o2', 5, 3],
+      ],
+    );
+    assert.deepEqual(log.lastUseOf('k1'), { atMs: T0 + 5_000, from: '198.51.100.9' });
+    // A day later the counts are out of the hour's window and past the day's; the last use stays.
+    assert.deepEqual(log.top(3_600_000, T0 + 2 * 3_600_000).keys, []);
+    log.add([tally('k4', 'o3', 1, 0, 0, T0 + 25 * 3_600_000)], T0 + 25 * 3_600_000);
+    assert.deepEqual(
+      log.top(24 * 3_600_000, T0 + 25 * 3_600_000).keys.map((k) => k.id),
+      ['k4'],
+    );
+    assert.equal(log.lastUseOf('k2')?.atMs, T0);
+  });
+
+  test('outlives a restart in its file', () => {
+    const file = path.join(tempDir(), 'history', 'keys-test.json');
+    const first = new KeyActivity(file);
+    first.add([tally('k1', 'o1', 7, 1, 2, T0)], T0);
+    first.save();
+    const again = new KeyActivity(file);
+    assert.deepEqual(again.top(3_600_000, T0).keys, [{ id: 'k1', org_id: 'o1', requests: 7, limited: 1, refused: 2 }]);
+    assert.deepEqual(again.lastUseOf('k1'), { atMs: T0, from: '198.51.100.1' });
+    fs.writeFileSync(file, '{not json');
+    assert.deepEqual(new KeyActivity(file).top(3_600_000, T0).keys, [], 'a damaged file is started afresh');
+  });
+});
+
+describe('what the console shows, across a restart of the service', { skip: clockSkip() }, () => {
+  test('the traffic history and the key activity come back from the data directory', async () => {
+    const dataDir = tempDir();
+    importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', FEED) });
+    runBuild({ dataDir });
+    const plans = plansFile(tempDir());
+    const db = openTestControlDb(dataDir);
+    const org = createOrganisation(db, loadPlans(plans), 'Restarted', 'scale');
+    const key = createKey(db, { orgId: org.id, name: 'kept' });
+    const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+    db.close();
+    // The files are named by the admin port: the second start takes the first's.
+    const adminPort = await freePort();
+    const read = async (svc: Service, p: string): Promise<any> => (await get(svc.adminPort, p, { Authorization: `Bearer ${token}` })).json;
+
+    const clock = new TestClock(true);
+    const first = await startTestService({ dataDir, plansFile: plans, adminPort }, undefined, { clock });
+    try {
+      for (let i = 0; i < 5; i++) assert.equal((await get(first.port, '/81.7.3.17', { Authorization: `Bearer ${key.secret}` })).status, 200);
+      // One period on: a traffic sample is taken and the front end hands its counts over.
+      clock.advance(Math.max(HARVEST_MS, 10_000));
+    } finally {
+      await first.close();
+    }
+
+    const later = new TestClock(true);
+    later.advance(Math.max(HARVEST_MS, 10_000) + 60_000); // restarted a minute after the last sample
+    const second = await startTestService({ dataDir, plansFile: plans, adminPort }, undefined, { clock: later });
+    try {
+      const traffic = (await read(second, '/admin/v1/overview?window=1h')).traffic.samples as { requests_per_s: number }[];
+      assert.ok(
+        traffic.some((s) => s.requests_per_s === 0.5),
+        `the period of 5 lookups in 10 s read back: ${JSON.stringify(traffic.map((s) => s.requests_per_s))}`,
+      );
+      const activity = await read(second, `/admin/v1/activity?window=1h&org_id=${org.id}`);
+      assert.deepEqual(
+        activity.keys.map((k: { name: string; requests: number; last_used_at: string | null }) => [k.name, k.requests, k.last_used_at !== null]),
+        [['kept', 5, true]],
+      );
+    } finally {
+      await second.close();
+    }
   });
 });

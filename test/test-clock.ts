@@ -60,3 +60,8 @@ export class TestClock implements Clock {
 export function clockSkip(): string | false {
   return (process.env.FRONTEND_THREADS ?? '1') === '1' ? false : "a test's clock reaches the main thread's front end only";
 }
+
+/** A clock stopped at `ms`, whose timers never fire: for a component read at one instant. */
+export function stoppedAt(ms: number): Clock {
+  return { now: () => ms, after: () => ({ cancel() {} }) };
+}

@@ -93,6 +93,7 @@ try {
     shared: { metrics: data.metrics, bodyMemory: data.bodyMemory, bodyMemorySlot: data.thread },
     port: data.port,
     sharedPort: true,
+    activity: (tallies) => send({ type: 'activity', tallies }),
   });
   send({ type: 'listening', port: front.port });
 } catch (e) {

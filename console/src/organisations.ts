@@ -20,6 +20,26 @@ interface Org {
 
 const SCOPES = ['db.download', 'apikeys.manage'];
 
+/** A key's line of GET /admin/v1/activity (the console is compiled apart: the wire shape, stated here). */
+export interface KeyUse {
+  id: string;
+  name: string | null;
+  org_id: string;
+  org_name: string | null;
+  requests: number;
+  limited: number;
+  refused: number;
+  last_used_at: string | null;
+  last_used_from: string | null;
+}
+
+/** When and from where a key was last used, as this server saw it. */
+export const lastUsed = (u: KeyUse | undefined): HTMLElement | string =>
+  u?.last_used_at ? h('span', { 'data-test': 'last-used' }, `${ago(u.last_used_at)} from ${u.last_used_from}`) : 'not in the last day';
+
+export const counts = (u: { requests: number; limited: number; refused: number } | undefined): string =>
+  u ? `${count(u.requests)} / ${count(u.limited)} / ${count(u.refused)}` : '0 / 0 / 0';
+
 async function plans(ctx: Context): Promise<{ plans: { plan: string }[]; license_bases: string[] }> {
   return ctx.api.get('/admin/v1/plans');
 }
@@ -173,11 +193,15 @@ export const organisation: Page = (ctx, root, [id]) => {
     );
   };
   const drawKeys = async (): Promise<void> => {
-    const { apikeys, next } = await ctx.api.get(`${path}/keys?limit=200`);
+    const [{ apikeys, next }, activity] = await Promise.all([
+      ctx.api.get(`${path}/keys?limit=200`),
+      ctx.api.get(`/admin/v1/activity?window=24h&org_id=${seg(id)}`),
+    ]);
+    const use = new Map<string, KeyUse>(activity.keys.map((k: KeyUse) => [k.id, k]));
     fill(
       keys,
       table(
-        ['Name', 'Prefix', 'Scopes', 'Allowed networks', 'Created', 'State', ''],
+        ['Name', 'Prefix', 'Scopes', 'Allowed networks', 'Created', 'State', 'Last used', 'Last day: requests / 429 / other 4xx', ''],
         apikeys.map((k: any) => [
           k.name,
           h('code', {}, k.key_prefix),
@@ -185,6 +209,8 @@ export const organisation: Page = (ctx, root, [id]) => {
           k.allowed_cidrs.join(', ') || 'any',
           ago(k.created_at),
           k.revoked_at ? `revoked ${ago(k.revoked_at)}` : k.expires ? `expires ${when(k.expires)}` : 'live',
+          lastUsed(use.get(k.id)),
+          counts(use.get(k.id)),
           ctx.canWrite && !k.revoked_at
             ? h(
                 'span',

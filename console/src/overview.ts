@@ -5,6 +5,7 @@
 import { lineChart } from './chart.js';
 import type { Page } from './context.js';
 import { ago, bytes, count, duration, facts, fill, h, section, table, when } from './dom.js';
+import { counts, lastUsed, type KeyUse } from './organisations.js';
 
 /** A point of GET /admin/v1/overview (TrafficSample in the OpenAPI document; the console is compiled apart from the server, so it states the wire shape itself). */
 interface Sample {
@@ -53,6 +54,37 @@ function healthBanner(problems: readonly Problem[], sources: readonly { name: st
   ];
   if (lines.length === 0) return '';
   return h('div', { class: 'banner bad', role: 'alert', 'data-test': 'health-banner' }, h('ul', {}, ...lines));
+}
+
+/**
+ * Who is refused: the organisations and keys this server turned away most over the window
+ * (429s, then other 4xx), with each key's last use.
+ */
+function refusedSection(
+  a: { organizations: { id: string; name: string | null; requests: number; limited: number; refused: number }[]; keys: KeyUse[] },
+  words: string,
+): HTMLElement {
+  const orgLink = (id: string, name: string | null): HTMLElement => h('a', { href: `#/orgs/${id}` }, name ?? id);
+  return section(
+    `Who is refused, the last ${words}`,
+    a.organizations.length === 0
+      ? h('p', { class: 'hint' }, 'No request with a key in this window.')
+      : h(
+          'div',
+          {},
+          table(
+            ['Organisation', 'Requests / 429 / other 4xx'],
+            a.organizations.map((o) => [orgLink(o.id, o.name), counts(o)]),
+            { 'data-test': 'refused-orgs' },
+          ),
+          table(
+            ['Key', 'Organisation', 'Requests / 429 / other 4xx', 'Last used'],
+            a.keys.map((k) => [k.name ?? k.id, orgLink(k.org_id, k.org_name), counts(k), lastUsed(k)]),
+            { 'data-test': 'refused-keys' },
+          ),
+        ),
+    h('p', { class: 'hint' }, 'Most refused first, then by requests; counted by this server in ten-minute spans, kept across restarts.'),
+  );
 }
 
 /** The process part of GET /admin/v1/overview, as the wire has it. */
@@ -117,7 +149,7 @@ export const overview: Page = (ctx, root) => {
       ),
     );
   const draw = async (): Promise<void> => {
-    const o = await ctx.api.get(`/admin/v1/overview?window=${shown}`);
+    const [o, activity] = await Promise.all([ctx.api.get(`/admin/v1/overview?window=${shown}`), ctx.api.get(`/admin/v1/activity?window=${shown}`)]);
     const sources: { name: string; state: string }[] = (await ctx.api.get('/admin/v1/sources')).sources;
     const samples: Sample[] = o.traffic.samples;
     const labels = samples.map((x) => time(x.at));
@@ -156,6 +188,7 @@ export const overview: Page = (ctx, root) => {
           `One point every ${duration(o.traffic.period_s)}, from the counters the server keeps for /metrics; the last day is kept across restarts.`,
         ),
       ),
+      refusedSection(activity, WINDOWS.find(([w]) => w === shown)?.[1] ?? 'hour'),
       processSection(o.process),
       section(
         'Front-end threads',

@@ -30,7 +30,9 @@ import { SettingsApi } from './settings.js';
 import { ProcessReadings } from './process-view.js';
 import { ActionsApi, type OperatorActions } from './actions.js';
 import type { Config } from '../config.js';
-import { systemClock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
+import type { KeyActivity } from '../control/key-activity.js';
+import { ActivityApi } from './activity.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -67,6 +69,10 @@ export interface AdminAppDeps {
   replicaPollMs?: number;
   /** The ring file that keeps the traffic history across restarts (null: memory only). */
   historyFile?: string | null;
+  /** Who the front ends served and refused, and each key's last use (null: not kept here). */
+  activity?: KeyActivity | null;
+  /** The time the admin port reads (the system's where not given): a test's, which it moves. */
+  clock?: Clock;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -92,7 +98,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const adminMetrics = new Metrics();
   const routes = new RouteTable(app, log, adminMetrics);
   // The admin port believes no forwarding header: its client is the TCP peer.
-  const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128), clock: systemClock };
+  const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128), clock: deps.clock ?? systemClock };
   new ExplainApi(holder, dataDir, operator?.db ?? null).register(routes, edge);
   routes.get('/healthz', (res) => writeJson(res, 200, { status: 'ok' }));
   new OpenApiRoute('/openapi.json').register(routes, edge);
@@ -127,7 +133,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     { compress: true },
   );
   const history = new MetricsHistory(metrics, { file: deps.historyFile ?? null, log });
-  const stopHistory = history.start();
+  const stopHistory = history.start(edge.clock);
   if (operator) {
     const processReadings = new ProcessReadings(pool, () => threads?.threadMetrics() ?? [metrics()]);
     new OperatorApi(operator).register(routes, edge);
@@ -145,11 +151,13 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       owed,
       replica,
       replicaPollMs: deps.replicaPollMs ?? 0,
+      now: edge.clock.now,
     }).register(routes, edge);
     new BuildsApi(operator.db, dataDir).register(routes, edge);
     new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
     if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
     new ActionsApi(operator.db, actions).register(routes, edge);
+    if (deps.activity) new ActivityApi(operator.db, deps.activity).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);

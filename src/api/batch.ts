@@ -101,6 +101,7 @@ export class BatchApi {
         this.lookUp(batch, MAX_BATCH_ADDRESSES, (frame) => this.charge(batch, frame));
       },
       tooLarge: (close) => {
+        if (a.caller !== null) a.caller.refused++;
         finish();
         late(res, p, () => sendError(res, ERRORS.bodyTooLarge, this.metrics, { close }));
       },

@@ -72,6 +72,21 @@ interface Party {
 }
 
 const MAX_SOURCES = 100_000;
+/** How often a key's last use (time and source) is noted on a thread: a second is close enough to read. */
+const USE_NOTED_EVERY_MS = 1000;
+
+/** A key's last use: out of the request path's way, once a second a key and thread. */
+function noteUse(c: Caller, client: Client, nowMs: number): void {
+  c.usedAtMs = nowMs;
+  c.usedFrom = client.text();
+}
+
+/** 403 for a source outside the key's ranges, counted among the key's refusals. */
+function outsideRanges(c: Caller): ApiError {
+  c.refused++;
+  c.requests++;
+  return ERRORS.sourceNotAllowed;
+}
 
 const AUTHORIZATION = nativeString('authorization');
 const X_API_KEY = nativeString('x-api-key');
@@ -219,7 +234,7 @@ export class Gate {
   caller(secret: string | null, client: Client, nowMs: number): Caller | ApiError | null {
     const c = this.key(secret, nowMs);
     if (c === null || !('key' in c)) return c;
-    return this.fromAllowedSource(c, client) ? c : ERRORS.sourceNotAllowed;
+    return this.fromAllowedSource(c, client) ? c : outsideRanges(c);
   }
 
   /** The key alone, its source ranges unchecked (null: none presented). */
@@ -262,10 +277,18 @@ export class Gate {
     const atEdge = c === null && this.edge !== null;
     const decision = atEdge ? this.edge!.take(party.bucket, rate, nowMs) : this.meter.take(party.bucket, rate, nowMs, defer);
     if (decision === PENDING_TOKENS) {
+      // Admitted again once the lease is refilled: counted then, once.
       this.pendingAtEdge = false;
       return PENDING_ADMISSION;
     }
-    if (!decision.ok) return { kind: 'refused', error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    if (c !== null) {
+      c.requests++;
+      if (nowMs - c.usedAtMs >= USE_NOTED_EVERY_MS) noteUse(c, client, nowMs);
+    }
+    if (!decision.ok) {
+      if (c !== null) c.limited++;
+      return { kind: 'refused', error: ERRORS.rateLimited, retryAfter: decision.retryAfter, decision, rate };
+    }
     // Keyless callers have a daily cap per source; keys, their organisation's monthly allowance.
     const window = c === null ? this.windows.day(nowMs) : this.windows.month(nowMs);
     if (party.windowId !== window.id) {
@@ -300,6 +323,7 @@ export class Gate {
     return party;
   }
 
+  /** The key's accounting identity. */
   private keyParty(c: Caller): Party {
     let party = this.keyParties.get(c);
     if (party === undefined) {

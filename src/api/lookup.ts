@@ -6,7 +6,8 @@
 // cork; status, then headers, then body; copy onData chunks; res never leaves this thread.
 
 import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
-import { ERRORS } from '../wire/errors.js';
+import { ERRORS, type ApiError } from '../wire/errors.js';
+import type { Caller } from '../control/auth.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { Gate, PENDING, type Admission } from './gate.js';
 import { JsonHead, sendRefusal } from './json-head.js';
@@ -88,15 +89,31 @@ class SingleLookup {
    * allowance (429), then the lookup (500).
    */
   answer(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
-    if (!this.parse(text, start, end)) return sendError(res, ERRORS.notAddress, this.metrics);
+    if (!this.parse(text, start, end)) return this.notAddress(res, a.caller);
     this.answerParsed(res, text, start, end, a, nowMs);
+  }
+
+  /** 429: the allowance is spent (counted against the caller's key among its refusals). */
+  allowanceSpent(res: HttpResponse, caller: Caller | null, refusal: ApiError): void {
+    if (caller !== null) caller.limited++;
+    sendError(res, refusal, this.metrics);
+  }
+
+  /**
+   * 400: the input is not an address (counted against the caller's key among its refusals).
+   * Given the caller, not the admission: an admission passed on to a call that is not inlined
+   * must be made as an object, which cost every lookup 117 instructions (the budget's count).
+   */
+  notAddress(res: HttpResponse, caller: Caller | null): void {
+    if (caller !== null) caller.refused++;
+    sendError(res, ERRORS.notAddress, this.metrics);
   }
 
   /** answer() for text[start, end) that parse() has just accepted. */
   answerParsed(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
     const granted = this.gate.spend(a, 1, nowMs);
-    if (granted === 0) return sendError(res, a.refusal, this.metrics);
+    if (granted === 0) return this.allowanceSpent(res, a.caller, a.refusal);
     if (granted === PENDING) {
       const address = text.slice(start, end);
       return this.waitThen(res, (later) => this.answer(later, address, 0, address.length, a, this.routes.nowMs()));
@@ -168,12 +185,12 @@ export class LookupApi {
       }
       if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
       if (parsed) return single.answerParsed(res, url, 1, url.length, a, now);
-      if (url.indexOf('%') < 0) return sendError(res, ERRORS.notAddress, metrics);
+      if (url.indexOf('%') < 0) return single.notAddress(res, a.caller);
       let decoded: string;
       try {
         decoded = decodeURIComponent(url.slice(1));
       } catch {
-        return sendError(res, ERRORS.notAddress, metrics);
+        return single.notAddress(res, a.caller);
       }
       single.answer(res, decoded, 0, decoded.length, a, now);
     };

@@ -46,6 +46,17 @@ function op(operationId: string, summary: string, write: boolean, responses: Rec
   return { operationId, summary, security: [{ operator: [] }], ...extra, responses: { ...responses, ...refusals(write) } };
 }
 
+/** Requests presenting an organisation's or key's credential, and how many were refused. */
+const activityCounts = {
+  requests: { type: 'integer', minimum: 0 },
+  limited: { type: 'integer', minimum: 0, description: 'Refused 429: rate limit or allowance.' },
+  refused: {
+    type: 'integer',
+    minimum: 0,
+    description: 'Refused with another 4xx: a source outside the key’s ranges, an input that is not an address, a body too large.',
+  },
+};
+
 export function operatorSchemas(): Record<string, Schema> {
   const organisation = {
     id: { type: 'string', format: 'uuid' },
@@ -381,6 +392,57 @@ export function operatorPaths(): Record<string, Schema> {
           'The settings.',
         ),
       }),
+    }),
+    '/admin/v1/activity': admin({
+      get: op(
+        'adminActivity',
+        "Who this server served and refused over the window, most refused first (429s, then other 4xx), and each key's last use and source; with org_id, every key of that organisation",
+        false,
+        {
+          '200': json(
+            object({
+              window: { enum: ['1h', '6h', '24h'] },
+              organizations: {
+                type: 'array',
+                description: 'Ten at most (the one asked for, with org_id).',
+                items: object({ id: { type: 'string' }, name: { type: ['string', 'null'] }, ...activityCounts }),
+              },
+              keys: {
+                type: 'array',
+                description: 'Ten at most; with org_id, every key of the organisation.',
+                items: object({
+                  id: { type: 'string' },
+                  name: { type: ['string', 'null'] },
+                  org_id: { type: 'string' },
+                  org_name: { type: ['string', 'null'] },
+                  ...activityCounts,
+                  last_used_at: {
+                    type: ['string', 'null'],
+                    format: 'date-time',
+                    description: 'As this server saw it, to the second; null: not in the last day’s record.',
+                  },
+                  last_used_from: { type: ['string', 'null'], description: 'The source address of that use.' },
+                }),
+              },
+            }),
+            'The activity.',
+          ),
+          '400': rc('BAD_REQUEST', 'A window other than 1h, 6h or 24h, or another parameter.'),
+          '404': notFound,
+        },
+        {
+          parameters: [
+            {
+              name: 'window',
+              in: 'query',
+              required: false,
+              description: '1h (the default), 6h or 24h, in ten-minute spans.',
+              schema: { enum: ['1h', '6h', '24h'] },
+            },
+            { name: 'org_id', in: 'query', required: false, description: "One organisation's keys, each, used or not.", schema: { type: 'string' } },
+          ],
+        },
+      ),
     }),
     '/admin/v1/overview': admin({
       get: op(

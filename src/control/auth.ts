@@ -44,9 +44,41 @@ export interface Caller {
   readonly expiresMs: number;
   /** Set when the credential is a short-lived token (tokens.ts): its id; `key` then holds the token's scopes. */
   readonly tokenId: string | undefined;
+  /**
+   * What this thread saw of the caller since its counts were last harvested (KeyCache.harvest):
+   * requests presenting it, those refused 429 and those refused with another 4xx; and when it
+   * was last used, and from where (noted once a second at most). Plain fields on the object
+   * the request already holds: a count costs an add.
+   */
+  requests: number;
+  limited: number;
+  refused: number;
+  usedAtMs: number;
+  usedFrom: string;
+}
+
+/** A caller's counts as harvested from a thread's cache: what the key activity log adds up. */
+export interface KeyTally {
+  keyId: string;
+  orgId: string;
+  requests: number;
+  limited: number;
+  refused: number;
+  /** The last use seen (0: none since the last harvest) and its source address. */
+  usedAtMs: number;
+  usedFrom: string;
 }
 
 type Resolved = Caller | ApiError;
+
+/** Moves a caller's counts into `out` when it was used since the last harvest, and resets them. */
+function takeTally(c: Caller, out: KeyTally[]): void {
+  if (c.requests === 0) return;
+  out.push({ keyId: c.key.id, orgId: c.org.id, requests: c.requests, limited: c.limited, refused: c.refused, usedAtMs: c.usedAtMs, usedFrom: c.usedFrom });
+  c.requests = 0;
+  c.limited = 0;
+  c.refused = 0;
+}
 
 /** JavaScript's \s (what the Bearer pattern allowed around the credential). */
 function isSpace(c: number): boolean {
@@ -121,6 +153,8 @@ export function presentedKey(authorization: string, xApiKey: string, queryKey: s
 
 export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
+  /** Counts of callers dropped from the cache since the last harvest. */
+  private dropped: KeyTally[] = [];
   private version: number;
   /** When the change poll last reached the database. */
   private reachedMs: number;
@@ -146,7 +180,7 @@ export class KeyCache {
     this.poller = every(clock, AUTH_POLL_MS, () => this.poll());
     this.peers = dataDir === undefined ? null : new BroadcastChannel(`ipsift-keys:${dataDir}`);
     if (this.peers) {
-      this.peers.onmessage = () => this.cache.clear();
+      this.peers.onmessage = () => this.drop();
       (this.peers as { unref?(): void }).unref?.();
     }
   }
@@ -157,13 +191,13 @@ export class KeyCache {
       v = dataVersion(this.db);
     } catch {
       // Unreachable: what is cached is served until the grace period ends, nothing after it.
-      if (this.clock.now() - this.reachedMs > this.graceMs) this.cache.clear();
+      if (this.clock.now() - this.reachedMs > this.graceMs) this.drop();
       return;
     }
     this.reachedMs = this.clock.now();
     if (v !== this.version) {
       this.version = v;
-      this.cache.clear();
+      this.drop();
     }
   }
 
@@ -174,7 +208,7 @@ export class KeyCache {
 
   /** Forget everything now, on every thread (this process changed the database itself). */
   invalidate(): void {
-    this.cache.clear();
+    this.drop();
     this.peers?.postMessage(0);
   }
 
@@ -187,7 +221,7 @@ export class KeyCache {
     if (r === undefined) {
       if (this.lookupBudget !== null) this.spendLookup(nowMs);
       r = this.load(secret);
-      if (this.cache.size >= MAX_CACHED) this.cache.clear(); // key-guessing floods
+      if (this.cache.size >= MAX_CACHED) this.drop(); // key-guessing floods
       this.cache.set(secret, r);
     }
     if ('key' in r && nowMs >= r.expiresMs) return ERRORS.keyExpired;
@@ -228,7 +262,32 @@ export class KeyCache {
       networks: networksOf(key.allowedCidrs),
       expiresMs: Math.min(key.expires ? Date.parse(key.expires) : Infinity, tokenExpiresMs),
       tokenId,
+      requests: 0,
+      limited: 0,
+      refused: 0,
+      usedAtMs: 0,
+      usedFrom: '',
     };
+  }
+
+  /**
+   * The counts of every caller used since the last harvest, taken and reset (the front end
+   * harvests every few seconds; callers dropped from the cache meanwhile are included).
+   */
+  harvest(): KeyTally[] {
+    const out = this.dropped;
+    this.dropped = [];
+    for (const r of this.cache.values()) if ('key' in r) takeTally(r, out);
+    return out;
+  }
+
+  /**
+   * Empties the cache, keeping what its callers counted for the next harvest (up to a cache's
+   * worth: a thread nobody harvests, or one emptied by a key-guessing flood, stays bounded).
+   */
+  private drop(): void {
+    if (this.dropped.length < MAX_CACHED) for (const r of this.cache.values()) if ('key' in r) takeTally(r, this.dropped);
+    this.cache.clear();
   }
 
   private key(): Buffer | null {

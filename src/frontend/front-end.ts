@@ -3,10 +3,11 @@
 // the main thread when FRONTEND_THREADS is 1, and once on each front-end thread otherwise
 // (threads.ts), every one reading the same index and accounting store.
 
-import { KeyCache } from '../control/auth.js';
+import { KeyCache, type KeyTally } from '../control/auth.js';
+import { HARVEST_MS } from '../control/key-activity.js';
 import { openControlDb } from '../control/control-db.js';
 import { loadPlans } from '../model/plans.js';
-import { openMeter } from '../accounting/meter.js';
+import { type Meter, openMeter } from '../accounting/meter.js';
 import type { AccountingStore } from '../accounting/accounting-store.js';
 import { openAccountingStore } from '../accounting/open-accounting-store.js';
 import type { BatchRunner } from '../batch/runner.js';
@@ -29,7 +30,7 @@ import type { Logger } from '../log.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import type { RouteTable } from '../http/routes.js';
 import { OwedTable } from '../accounting/owed-table.js';
-import type { Clock } from '../clock.js';
+import { every, systemClock, type Clock } from '../clock.js';
 
 export interface FrontEndSetup {
   config: Config;
@@ -49,6 +50,8 @@ export interface FrontEndSetup {
   sharedPort: boolean;
   /** The time the front end reads (the system's where not given): a test's, on the main thread only. */
   clock?: Clock;
+  /** Where what the callers counted goes every HARVEST_MS, and once more at the end (the key activity log). */
+  activity?: (tallies: KeyTally[]) => void;
 }
 
 export interface FrontEnd {
@@ -69,11 +72,17 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   const catalogue = loadCatalogue(config.catalogueFile);
   const control = openControlDb(config.dataDir, config.controlDb);
   const store = s.accounting ?? openAccountingStore(config.accounting, config.dataDir);
-  const meter = openMeter(store, { graceMs: config.accountingGraceMs, log, table: new OwedTable(s.owed) });
+  // The meter reads the requests' clock: a lease's expiry, set when its refill lands, is compared
+  // with each request's time (a moved test clock against the system's left a request refilling
+  // forever).
+  const meter = openMeter(store, { graceMs: config.accountingGraceMs, log, table: new OwedTable(s.owed), now: s.clock?.now });
   const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs, s.clock);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {
     keys.close();
+    // A refill still on its way lands in a lease that close() has given back: its units would
+    // stay counted, never used. Waited for as long as the store may take to answer.
+    if (config.accounting.kind === 'redis') await answered(meter, config.accounting.timeoutMs);
     meter.close();
     if (!s.accounting) await store.close();
     control.close();
@@ -90,6 +99,11 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     if (files) new GeoipUpdateApi(databases, files, gate).register(routes, edge);
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
     const unwatch = metrics.watchEventLoop();
+    const handOver = (): void => {
+      const tallies = keys.harvest();
+      if (tallies.length > 0) s.activity?.(tallies);
+    };
+    const harvesting = s.activity ? every(s.clock ?? systemClock, HARVEST_MS, handOver) : null;
     return {
       port: listener.port,
       metrics,
@@ -101,6 +115,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
       },
       async close() {
         unwatch();
+        if (harvesting) harvesting.cancel(), handOver();
         listener.close();
         await closeStores();
       },
@@ -109,4 +124,10 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
     await closeStores();
     throw e;
   }
+}
+
+/** Resolves once the meter has no call to its store unanswered, or after timeoutMs. */
+async function answered(meter: Meter, timeoutMs: number): Promise<void> {
+  const until = systemClock.now() + timeoutMs;
+  while (meter.unanswered > 0 && systemClock.now() < until) await new Promise<void>((r) => systemClock.after(2, r));
 }

@@ -3,6 +3,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { LogFields } from '../log.js';
+import type { KeyTally } from '../control/auth.js';
 
 /** A serving index as it crosses threads: the memory is shared, nothing is copied. */
 export interface IndexMessage {
@@ -41,4 +42,5 @@ export type FromThread =
   | { type: 'adopted'; generation: number }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; msg: string; fields?: LogFields }
   | { type: 'drained'; clean: boolean }
+  | { type: 'activity'; tallies: KeyTally[] }
   | { type: 'closed' };

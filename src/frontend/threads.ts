@@ -15,6 +15,7 @@ import type { ThreadState, ThreadsView } from '../api/admin-state.js';
 import { Metrics } from '../http/metrics.js';
 import type { IndexHolder, ServingIndex } from '../index/loader.js';
 import type { Logger } from '../log.js';
+import type { KeyTally } from '../control/auth.js';
 import { freePort } from '../startup.js';
 import type { FrontEndThreadData, FromThread, IndexMessage, ToThread } from './protocol.js';
 
@@ -35,6 +36,8 @@ export interface ThreadsSetup {
   /** What the threads owe the accounting store while it refuses writes (OwedTable). */
   owed: SharedArrayBuffer;
   log: Logger;
+  /** What the threads' callers counted, handed over every HARVEST_MS (the key activity log). */
+  activity?: (tallies: KeyTally[]) => void;
 }
 
 const indexMessage = (s: ServingIndex | null): IndexMessage | null =>
@@ -179,6 +182,7 @@ export class FrontEndThreads implements ThreadsView {
     slot.adopted = 0;
     worker.on('message', (m: FromThread) => {
       if (m.type === 'log') return log[m.level](m.msg, { thread: slot.n, ...m.fields });
+      if (m.type === 'activity') return this.s.activity?.(m.tallies);
       if (m.type === 'adopted') slot.adopted = m.generation;
       if (m.type === 'listening') slot.listening = true;
       const waiter = slot.waiters.get(m.type === 'failed' ? 'listening' : m.type);

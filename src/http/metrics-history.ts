@@ -7,6 +7,7 @@
 // to the slot its time names, so the file never grows and needs no index. The console asks for
 // a window (1 h, 6 h, 24 h) and gets at most WINDOW_POINTS points, periods merged to fit.
 
+import { type Clock, every, systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { HistoryFile, type TrafficSample } from './history-file.js';
 import { FAMILIES, LATENCY_BOUNDS, type Metrics } from './metrics.js';
@@ -133,7 +134,8 @@ export class MetricsHistory {
   }
 
   /** Takes up what the ring file kept, then samples every period from now on, until the returned function is called. */
-  start(now: () => number = Date.now): () => void {
+  start(clock: Clock = systemClock): () => void {
+    const now = clock.now;
     if (this.file) {
       const nowMs = now();
       for (const k of this.file.read()) if (k.atMs < nowMs) this.kept.push(k);
@@ -141,10 +143,9 @@ export class MetricsHistory {
       this.prune(nowMs);
     }
     this.sample(now());
-    const timer = setInterval(() => this.sample(now()), this.periodMs);
-    timer.unref();
+    const timer = every(clock, this.periodMs, () => this.sample(now()));
     return () => {
-      clearInterval(timer);
+      timer.cancel();
       this.file?.close();
     };
   }
