@@ -1,19 +1,20 @@
 // One suite per boundary, run against every store behind it: the suites that exercise the
 // control plane and the accounting through the server (keys, plans, quotas and their headers,
-// tokens, the operator's API, downloads and their history, geoipupdate, OpenAPI, fuzzing
-// every route) run here again on a cluster node's stores: the control database in
-// PostgreSQL (a fresh database per data directory) and the counters in Redis (a redis-server
-// of this file's own, a key prefix per data directory); see helpers.testControlDb and
-// testAccounting. The hardening suite is not among them: its faults are the HTTP server's and
-// the files', and it is the longest (36 s a runtime).
+// tokens, the operator's API, downloads and their history, geoipupdate, OpenAPI) run here
+// again on a cluster node's stores: the control database in PostgreSQL (a fresh database per
+// data directory) and the counters in Redis (a redis-server of this file's own, a key prefix
+// per data directory); see helpers.testControlDb and testAccounting. Not the hardening suite
+// and the fuzzing: their faults are the HTTP server's and the files' (test/again.ts).
 
 import assert from 'node:assert/strict';
 import { createClient } from '@redis/client';
 import { after, test } from 'node:test';
 import { databasesMade, dropDatabases } from './postgres-server.js';
 import { REDIS_SERVER, startRedis, type TestRedis } from './redis-server.js';
+import { runningAgainOn } from './again.js';
 
 process.env.IPSIFT_TEST_CONTROL = 'postgres';
+runningAgainOn('stores');
 let redis: TestRedis | null = null;
 if (REDIS_SERVER !== null) {
   redis = await startRedis();
@@ -27,7 +28,6 @@ await import('./operator-api.test.js');
 await import('./database.test.js');
 await import('./geoipupdate.test.js');
 await import('./openapi.test.js');
-await import('./fuzz.test.js');
 
 test('the suites above ran on the cluster stores: databases of their own in PostgreSQL, counters in Redis', async () => {
   assert.ok(databasesMade() >= 6, `${databasesMade()} PostgreSQL databases made`);

@@ -130,6 +130,7 @@ describe('links from configuration', () => {
       svc.port,
       `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/account/me HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${d.key}\r\n\r\nGET /api/v1/iam/apikeys HTTP/1.1\r\nHost: t\r\n\r\n`,
       1000,
+      [false, false, false],
     );
     assert.deepEqual(
       responses(stream).map((r) => r.head.split('\r\n')[0]),

@@ -45,6 +45,7 @@ import {
   utcDaysSince,
   writeFile,
 } from './helpers.js';
+import { againOn } from './again.js';
 import { accountingDir, buildsDir, controlDbFile, storeLinkSecretFile } from '../src/data-dir.js';
 
 const run = promisify(execFile);
@@ -68,7 +69,8 @@ function failingStore(real: LmdbAccountingStore): { store: LmdbAccountingStore; 
   return { store, fail: (on) => void (failing = on) };
 }
 
-describe('hostile requests', () => {
+// Parsing and limits: the HTTP server's, again on node:http.
+describe('hostile requests', againOn('server'), () => {
   let svc: Service;
   let dataDir: string;
   const keys: Record<string, string> = {};
@@ -144,6 +146,7 @@ describe('hostile requests', () => {
       svc.port,
       'HEAD /no/such HTTP/1.1\r\nHost: t\r\n\r\nHEAD /batch HTTP/1.1\r\nHost: t\r\n\r\nHEAD /api/v1/account/me HTTP/1.1\r\nHost: t\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n',
       1000,
+      [true, true, true, false],
     );
     const [a, b, c, d] = responses(stream, [true, true, true, false]);
     assert.equal(a.status, 404);
@@ -170,7 +173,7 @@ describe('hostile requests', () => {
     for (const [p, key] of paths) {
       const req = (method: string): string => `${method} ${p} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${key}\r\n\r\n`;
       // HEAD, then GET on one connection: the GET's answer must follow the HEAD's head directly.
-      const [head, got] = responses(await raw(svc.port, req('HEAD') + req('GET'), 1000), [true, false]);
+      const [head, got] = responses(await raw(svc.port, req('HEAD') + req('GET'), 1000, [true, false]), [true, false]);
       assert.equal(head.status, got.status, p);
       assert.ok(got.status < 400, `${p}: ${got.status} ${got.body}`);
       const lengthOf = (r: { head: string }): string | undefined => /content-length: *(\d+)/i.exec(r.head)?.[1];
@@ -297,6 +300,7 @@ describe('hostile requests', () => {
       svc.port,
       `GET /api/v1/database/list HTTP/1.1\r\nHost: t\r\nX-Api-Key: ${keys.download}\r\n\r\nGET /81.7.3.9 HTTP/1.1\r\nHost: t\r\n\r\n`,
       1000,
+      [false, false],
     );
     const [list, lookup] = responses(stream);
     assert.equal(list?.status, 200);
@@ -440,7 +444,8 @@ describe('hostile requests', () => {
   });
 });
 
-describe('stores and workers at fault', () => {
+// The stores', the files' and the batch pool's: once.
+describe('stores and workers at fault', againOn(), () => {
   test('unknown keys are cached only up to their length bound: a 60 KB key is refused and never cached', () => {
     const dataDir = tempDir();
     const db = openTestControlDb(dataDir);

@@ -28,6 +28,7 @@ import { MAX_ADDRESS_LENGTH, NOT_ADDRESS, ParsedAddress, normalisedText, parseAd
 import { startService, type Service, type ServiceOptions } from '../src/service.js';
 import { untilListening } from '../scripts/listening.js';
 import { INDEX_FILE } from '../src/data-dir.js';
+import { systemClock } from '../src/clock.js';
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED_REAL = path.resolve(PROJECT_ROOT, '../shared/data/real');
@@ -228,24 +229,46 @@ export interface RawReply {
   body: string;
 }
 
-/** Sends raw bytes on one connection and reads every answer until the server closes or `ms` pass. */
-export function raw(port: number, bytes: string | Buffer, ms = 2000): Promise<string> {
+/**
+ * Sends raw bytes on one connection and reads every answer until the server closes or `ms`
+ * pass; given `answers` (whether each expected answer is a HEAD's), until that many have come
+ * whole, where a connection kept alive would otherwise be waited on for `ms`.
+ */
+export function raw(port: number, bytes: string | Buffer, ms = 2000, answers?: readonly boolean[]): Promise<string> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     let got = '';
     const done = (): void => {
+      timer.cancel();
       socket.destroy();
       resolve(got);
     };
-    const timer = setTimeout(done, ms);
-    socket.on('data', (c) => (got += c.toString('latin1')));
+    const timer = systemClock.after(ms, done);
+    socket.on('data', (c) => {
+      got += c.toString('latin1');
+      if (answers !== undefined && wholeAnswers(got, answers) >= answers.length) done();
+    });
     socket.on('close', () => {
-      clearTimeout(timer);
+      timer.cancel();
       resolve(got);
     });
     socket.on('error', () => undefined);
     socket.write(bytes);
   });
+}
+
+/** How many answers of a raw HTTP/1.1 byte stream have come whole (Content-Length framed). */
+function wholeAnswers(stream: string, heads: readonly boolean[]): number {
+  let n = 0;
+  let at = 0;
+  for (;;) {
+    const end = stream.indexOf('\r\n\r\n', at);
+    if (end < 0) return n;
+    const m = /content-length: *(\d+)/i.exec(stream.slice(at, end));
+    at = end + 4 + (m && !heads[n] ? Number(m[1]) : 0);
+    if (at > stream.length) return n;
+    n++;
+  }
 }
 
 /** The responses in a raw HTTP/1.1 byte stream (Content-Length framed). */

@@ -6,9 +6,11 @@
 
 import { test } from 'node:test';
 import { openServer } from '../src/http/server/open.js';
+import { runningAgainOn } from './again.js';
 
 if ((await openServer('auto', { keepAliveTimeoutMs: 1000 })).server.kind !== 'node') {
   process.env.HTTP_SERVER = 'node';
+  runningAgainOn('server');
   await import('./http.test.js');
   await import('./hardening.test.js');
   await import('./fuzz.test.js');

@@ -12,6 +12,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { BatchPool } from '../src/batch/pool.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import { PROJECT_ROOT, get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { againOn } from './again.js';
 import { INDEX_FILE } from '../src/data-dir.js';
 
 const run = promisify(execFile);
@@ -30,7 +31,8 @@ async function waitForWorkers(pool: BatchPool, n: number): Promise<void> {
 }
 
 describe('resilience', () => {
-  test('workers that die while starting up are replaced too, and the pool gets back to its size', async () => {
+  // The batch pool's, whatever serves the requests: once.
+  test('workers that die while starting up are replaced too, and the pool gets back to its size', againOn(), async () => {
     const pool = new BatchPool({ workers: 2, maxQueue: 8 });
     try {
       await waitForWorkers(pool, 2);
@@ -58,7 +60,7 @@ describe('resilience', () => {
     }
   });
 
-  test('a batch worker killed mid-batch is replaced; every batch is still answered correctly', async () => {
+  test('a batch worker killed mid-batch is replaced; every batch is still answered correctly', againOn(), async () => {
     const dataDir = tempDir();
     importFeed({ dataDir, file: writeFile(dataDir, 'f.csv', feed('Alpha')) });
     runBuild({ dataDir });
@@ -177,7 +179,8 @@ describe('resilience', () => {
   });
 });
 
-describe('upgrades', () => {
+// The index file's format: once.
+describe('upgrades', againOn(), () => {
   test('a current build in an older index format is rebuilt from the imported feeds at start, and served', async () => {
     const dataDir = tempDir();
     writeFile(dataDir, 'f.csv', 'network,category,provider\n81.7.3.0/24,vpn,Alpha\n');

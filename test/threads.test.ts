@@ -13,6 +13,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
 import { get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { runningAgainOn } from './again.js';
 
 /** Builds from one feed of `provider` and makes the build the serving one. */
 function buildAndServe(dataDir: string, provider: string): void {
@@ -179,11 +180,11 @@ describe('the batch pool across threads', () => {
 
 // The HTTP suites again, on two front-end threads: services started in this process
 // (helpers.startTestService) and `ipsift serve` children both take FRONTEND_THREADS from the
-// environment.
+// environment. Not the hostile requests and the fuzzing (the parser's, again on node:http),
+// nor the stores' faults (test/again.ts).
 process.env.FRONTEND_THREADS = '2';
+runningAgainOn('threads');
 await import('./http.test.js');
-await import('./hardening.test.js');
-await import('./fuzz.test.js');
 await import('./database.test.js');
 await import('./accounts.test.js');
 await import('./deploy.test.js');
