@@ -36,6 +36,7 @@ import {
   writeFile,
   type Reply,
 } from './helpers.js';
+import { againOn } from './again.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -139,7 +140,8 @@ describe('links from configuration', () => {
   });
 });
 
-describe('one owner per port, configuration before work', () => {
+// The configuration's checks, and a port held: again on node:http only.
+describe('one owner per port, configuration before work', againOn('server'), () => {
   test('serve refuses a port another process holds, with one line', async () => {
     const holder = net.createServer();
     await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
@@ -203,7 +205,8 @@ describe('one owner per port, configuration before work', () => {
   });
 });
 
-describe('one daily build per data directory', () => {
+// A lock file's: once.
+describe('one daily build per data directory', againOn(), () => {
   test('the build lock is held by one live process; a dead holder’s lock is taken over', () => {
     const dir = tempDir();
     assert.equal(takeBuildLock(dir), true);
@@ -234,7 +237,7 @@ describe('one daily build per data directory', () => {
   });
 });
 
-describe('one daily build per cluster (builder nodes sharing a Redis)', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
+describe('one daily build per cluster (builder nodes sharing a Redis)', REDIS_SERVER === null ? { skip: 'redis-server is not installed' } : againOn(), () => {
   test('two builders with data directories of their own, run at once: one builds and publishes, the other skips, and skips again later that day', async () => {
     const redis = await startRedis();
     try {

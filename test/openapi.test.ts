@@ -11,6 +11,7 @@ import { createAdminToken } from '../src/control/admin-tokens.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import type { Service } from '../src/service.js';
 import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, until, type Reply } from './helpers.js';
+import { againOn } from './again.js';
 
 const require = createRequire(import.meta.url);
 const { default: Ajv2020 } = require('ajv/dist/2020') as typeof import('ajv/dist/2020.js');
@@ -38,7 +39,8 @@ function asPath(pattern: string): string {
   return pattern.replace(/:([a-z]+)/g, '{$1}');
 }
 
-describe('the OpenAPI document', () => {
+// The document itself: once (its walk against the server runs again on each boundary).
+describe('the OpenAPI document', againOn(), () => {
   test('is OpenAPI 3.1 with unique operation ids, declared path parameters and schemas that compile', () => {
     assert.equal(doc.openapi, '3.1.0');
     const ids = new Set<string>();
