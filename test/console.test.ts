@@ -203,6 +203,7 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     assert.match((await page.textContent('[data-test=keys] tbody tr'))!, /5 \/ 0 \/ 0/);
     await page.click('nav a[data-route=overview]');
     await page.waitForSelector('table[data-test=refused-keys] td:has-text("prod")');
+    await shot(page, 'overview-activity');
     await page.goto(orgUrl);
     await page.waitForSelector('[data-test=keys] td:has-text("prod")');
     // Made a minute ago: its pace counts from its creation, not from the month's first day.
