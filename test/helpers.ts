@@ -46,10 +46,10 @@ process.once('exit', () => {
 });
 
 /** The UTC day (YYYY-MM-DD) at `at`. */
-export const utcDay = (at = Date.now()): string => new Date(at).toISOString().slice(0, 10);
+export const utcDay = (at = systemClock.now()): string => new Date(at).toISOString().slice(0, 10);
 
 /**
- * The UTC days from `since` (a Date.now() taken earlier) to now: one, or two where midnight
+ * The UTC days from `since` (a time read earlier) to now: one, or two where midnight
  * passed in between, so that a test about today holds at whatever hour it runs.
  */
 export function utcDaysSince(since: number): string[] {
@@ -356,7 +356,7 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
     grantLicence(db, { orgId: org.id, base: 'vpn', licenceType: 'evaluation', starts: '2026-01-01', expires: '2099-01-01' }, ['vpn']);
     const store = new LocalStore(dataDir);
     await publishExports(db, store, dataDir, build.id);
-    const link = store.signedUrl(`vpn_v1/${build.id}/vpn_v1.csv.gz`, Date.now() + 3_600_000, 'vpn_v1.csv.gz', '');
+    const link = store.signedUrl(`vpn_v1/${build.id}/vpn_v1.csv.gz`, systemClock.now() + 3_600_000, 'vpn_v1.csv.gz', '');
     return { dataDir, plans, keys: secrets, link };
   } finally {
     db.close();
@@ -369,9 +369,9 @@ export async function publishedDataDir(keys: readonly { scopes: string[]; allowe
  * pools): a deadline, never a fixed sleep that a loaded machine may outlast.
  */
 export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string)): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = systemClock.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new assert.AssertionError({ message: `not within ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}` });
-    await new Promise((r) => setTimeout(r, 5));
+    if (systemClock.now() > deadline) throw new assert.AssertionError({ message: `not within ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}` });
+    await new Promise((r) => setTimeout(r, 5)); // a poll, kept alive: the process waits for it
   }
 }
