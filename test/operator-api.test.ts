@@ -16,6 +16,7 @@ import { freePort, get, openTestControlDb, plansFile, request, startTestService,
 import { TestClock, clockSkip } from './test-clock.js';
 import { createKey, createOrganisation } from '../src/control/accounts.js';
 import { loadPlans } from '../src/model/plans.js';
+import { silentLogger, type Logger } from '../src/log.js';
 import { cliInThread } from './cli-in-thread.js';
 import { healthProblems, type HealthInput } from '../src/api/health.js';
 import { HARVEST_MS, KeyActivity } from '../src/control/key-activity.js';
@@ -620,6 +621,22 @@ describe('the key activity log', () => {
     assert.deepEqual(again.lastUseOf('k1'), { atMs: T0, from: '198.51.100.1' });
     fs.writeFileSync(file, '{not json');
     assert.deepEqual(new KeyActivity(file).top(3_600_000, T0).keys, [], 'a damaged file is started afresh');
+    // JSON of another shape: checked whole against the file's schema, never half read.
+    const warned: string[] = [];
+    const log = { ...silentLogger, warn: (msg: string, fields?: Record<string, unknown>) => void warned.push(`${msg}: ${String(fields?.reason)}`) };
+    for (const [doc, reason] of [
+      [{ spans: 5, last_use: [] }, 'spans must be an array'],
+      [
+        { spans: [{ start: T0, keys: [{ id: 'k1', org_id: 'o1', requests: -1, limited: 0, refused: 0 }] }], last_use: [] },
+        'spans[0].keys[0].requests must be an integer',
+      ],
+      [{ spans: [], last_use: [{ id: 'k1', at_ms: T0, from: '198.51.100.1', extra: 1 }] }, 'unknown field "last_use[0].extra"'],
+    ] as const) {
+      fs.writeFileSync(file, JSON.stringify(doc));
+      const read = new KeyActivity(file, log as Logger);
+      assert.deepEqual([read.top(3_600_000, T0).keys, read.lastUseOf('k1')], [[], null]);
+      assert.ok(warned.at(-1)?.startsWith(`key activity not read back: starting afresh: ${reason}`), warned.at(-1));
+    }
   });
 });
 

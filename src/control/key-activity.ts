@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { KeyTally } from './auth.js';
+import { type BodySchema, bodyProblem, closed } from '../wire/body-schema.js';
 
 /** How often a front end hands over what its callers counted. */
 export const HARVEST_MS = 10_000;
@@ -19,6 +20,44 @@ const KEEP_SPANS = 24 * 6 + 1;
 const MAX_KEYS_PER_SPAN = 20_000;
 /** Keys whose last use is kept at most (the least recently used are forgotten first). */
 const MAX_LAST_USES = 100_000;
+/** Key counts kept over all spans at most: the memory and the file stay bounded whoever makes keys. */
+const MAX_ENTRIES = 200_000;
+
+const COUNT: BodySchema = { type: 'integer', minimum: 0 };
+/** The file, checked whole when read back: anything else is started afresh, never half read. */
+const FILE_SCHEMA = closed(
+  {
+    spans: {
+      type: 'array',
+      items: closed(
+        {
+          start: { type: 'integer', minimum: 0 },
+          keys: {
+            type: 'array',
+            items: closed({ id: { type: 'string' }, org_id: { type: 'string' }, requests: COUNT, limited: COUNT, refused: COUNT }, [
+              'id',
+              'org_id',
+              'requests',
+              'limited',
+              'refused',
+            ]),
+          },
+        },
+        ['start', 'keys'],
+      ),
+    },
+    last_use: {
+      type: 'array',
+      items: closed({ id: { type: 'string' }, at_ms: COUNT, from: { type: 'string' } }, ['id', 'at_ms', 'from']),
+    },
+  },
+  ['spans', 'last_use'],
+);
+
+interface ActivityFile {
+  spans: { start: number; keys: { id: string; org_id: string; requests: number; limited: number; refused: number }[] }[];
+  last_use: { id: string; at_ms: number; from: string }[];
+}
 
 interface Counts {
   requests: number;
@@ -40,6 +79,8 @@ export class KeyActivity {
   /** Per span (its start), per key: its organisation and counts. */
   private readonly spans = new Map<number, Map<string, Counts & { orgId: string }>>();
   private readonly lastUse = new Map<string, LastUse>();
+  /** Key counts over all spans. */
+  private entries = 0;
 
   constructor(
     /** The file it is kept in across restarts (null: memory only). */
@@ -56,14 +97,19 @@ export class KeyActivity {
     if (span === undefined) {
       span = new Map();
       this.spans.set(start, span);
-      for (const s of this.spans.keys()) if (s <= start - KEEP_SPANS * SPAN_MS) this.spans.delete(s);
+      for (const [s, old] of this.spans) {
+        if (s > start - KEEP_SPANS * SPAN_MS) continue;
+        this.entries -= old.size;
+        this.spans.delete(s);
+      }
     }
     for (const t of tallies) {
       let c = span.get(t.keyId);
       if (c === undefined) {
-        if (span.size >= MAX_KEYS_PER_SPAN) continue;
+        if (span.size >= MAX_KEYS_PER_SPAN || this.entries >= MAX_ENTRIES) continue;
         c = { orgId: t.orgId, requests: 0, limited: 0, refused: 0 };
         span.set(t.keyId, c);
+        this.entries++;
       }
       c.requests += t.requests;
       c.limited += t.limited;
@@ -113,7 +159,13 @@ export class KeyActivity {
   /** Writes the file (a new one renamed over the old: never half written). */
   save(): void {
     if (!this.file) return;
-    const doc = { spans: [...this.spans].map(([start, m]) => [start, [...m]]), last_use: [...this.lastUse] };
+    const doc: ActivityFile = {
+      spans: [...this.spans].map(([start, m]) => ({
+        start,
+        keys: [...m].map(([id, c]) => ({ id, org_id: c.orgId, requests: c.requests, limited: c.limited, refused: c.refused })),
+      })),
+      last_use: [...this.lastUse].map(([id, u]) => ({ id, at_ms: u.atMs, from: u.from })),
+    };
     try {
       fs.mkdirSync(path.dirname(this.file), { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
@@ -125,15 +177,29 @@ export class KeyActivity {
   }
 
   private load(file: string): void {
-    let doc: { spans?: [number, [string, Counts & { orgId: string }][]][]; last_use?: [string, LastUse][] };
+    let doc: unknown;
     try {
       doc = JSON.parse(fs.readFileSync(file, 'utf8'));
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') this.log?.warn('key activity not read back: starting afresh', { file, reason: reasonOf(e) });
       return;
     }
-    for (const [start, entries] of doc.spans ?? []) this.spans.set(start, new Map(entries));
-    for (const [keyId, use] of doc.last_use ?? []) this.lastUse.set(keyId, use);
+    const problem = bodyProblem(FILE_SCHEMA, doc);
+    if (problem !== null) {
+      this.log?.warn('key activity not read back: starting afresh', { file, reason: problem });
+      return;
+    }
+    const { spans, last_use } = doc as ActivityFile;
+    for (const { start, keys } of spans) {
+      const span = new Map<string, Counts & { orgId: string }>();
+      for (const k of keys) {
+        if (this.entries >= MAX_ENTRIES) break;
+        span.set(k.id, { orgId: k.org_id, requests: k.requests, limited: k.limited, refused: k.refused });
+        this.entries++;
+      }
+      this.spans.set(start, span);
+    }
+    for (const u of last_use.slice(-MAX_LAST_USES)) this.lastUse.set(u.id, { atMs: u.at_ms, from: u.from });
   }
 }
 

@@ -21,6 +21,14 @@ export interface BodySchema {
   description?: string;
 }
 
+/** A closed object; `required` lists the fields that must be present. */
+export const closed = (properties: Record<string, BodySchema>, required: readonly string[] = []): BodySchema => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+});
+
 /** The first own field of `value` that the schema does not name, or null. */
 export function unknownField(schema: BodySchema, value: object): string | null {
   const known = schema.properties ?? {};
@@ -114,8 +122,13 @@ export function bodyProblem(schema: BodySchema, value: unknown, path = ''): stri
     if (schema.minItems !== undefined && value.length < schema.minItems) return `${path} must hold at least ${schema.minItems}`;
     if (schema.maxItems !== undefined && value.length > schema.maxItems) return `${path} must hold at most ${schema.maxItems}`;
     if (schema.items) {
+      // Items that are objects or arrays themselves are checked whole, field by field.
+      const nested = schema.items.properties !== undefined || schema.items.items !== undefined;
       for (let i = 0; i < value.length; i++) {
-        if (!fits(schema.items, value[i]))
+        if (nested) {
+          const problem = bodyProblem(schema.items, value[i], `${path}[${i}]`);
+          if (problem !== null) return problem;
+        } else if (!fits(schema.items, value[i]))
           return `${path}[${i}] must be ${describeSchema(schema.items)}, not ${(JSON.stringify(value[i]) ?? String(value[i])).slice(0, 40)}`;
       }
     }

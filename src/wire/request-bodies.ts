@@ -2,15 +2,7 @@
 // (body-schema.ts) and the OpenAPI document publishes them, so the two cannot drift. Each is
 // closed (additionalProperties: false): a field not named here is refused by name.
 
-import type { BodySchema } from './body-schema.js';
-
-/** A closed object; `required` lists the fields that must be present. */
-const closed = (properties: Record<string, BodySchema>, required: readonly string[] = []): BodySchema => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
+import { type BodySchema, closed } from './body-schema.js';
 
 export const SCOPE_LIST: BodySchema = { type: 'array', items: { enum: ['db.download', 'apikeys.manage'] } };
 export const CIDR_LIST: BodySchema = { type: 'array', items: { type: 'string' } };
