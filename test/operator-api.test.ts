@@ -670,9 +670,12 @@ describe('what the console shows, across a restart of the service', { skip: cloc
     const second = await startTestService({ dataDir, plansFile: plans, adminPort }, undefined, { clock: later });
     try {
       const traffic = (await read(second, '/admin/v1/overview?window=1h')).traffic.samples as { requests_per_s: number }[];
+      // 5 lookups over the period: 10 s moved, plus the real time the test took (a loaded
+      // machine stretches it), so at most 0.5 a second. A server that lost its history has no
+      // period with a lookup in it.
       assert.ok(
-        traffic.some((s) => s.requests_per_s === 0.5),
-        `the period of 5 lookups in 10 s read back: ${JSON.stringify(traffic.map((s) => s.requests_per_s))}`,
+        traffic.some((s) => s.requests_per_s > 0.25 && s.requests_per_s <= 0.5),
+        `the period of 5 lookups read back: ${JSON.stringify(traffic.map((s) => s.requests_per_s))}`,
       );
       const activity = await read(second, `/admin/v1/activity?window=1h&org_id=${org.id}`);
       assert.deepEqual(
