@@ -90,6 +90,7 @@ try {
     log,
     schedulerState: data.schedulerState,
     owed: data.owed,
+    keysEpoch: data.keysEpoch,
     shared: { metrics: data.metrics, bodyMemory: data.bodyMemory, bodyMemorySlot: data.thread },
     port: data.port,
     sharedPort: true,

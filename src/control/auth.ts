@@ -153,6 +153,8 @@ export function presentedKey(authorization: string, xApiKey: string, queryKey: s
 
 export class KeyCache {
   private readonly cache = new Map<string, Resolved>();
+  /** The key-change count this thread's cache is current with. */
+  private epochSeen = 0;
   /** Counts of callers dropped from the cache since the last harvest. */
   private dropped: KeyTally[] = [];
   private version: number;
@@ -173,6 +175,12 @@ export class KeyCache {
     private readonly graceMs = DEFAULTS.controlGraceS * 1000,
     /** Times the polls and the grace period (a test's clock runs a poll when it moves). */
     private readonly clock: Clock = systemClock,
+    /**
+     * The process's front-end threads' key-change count (null: one front end). A message to
+     * the other threads lands when their loop gets to it, after a request that came meanwhile
+     * (seen on Bun); the count is read before each request's key.
+     */
+    private readonly epoch: Int32Array | null = null,
   ) {
     this.version = dataVersion(db);
     this.lookupBudget = db.driver === 'postgres' ? { left: POSTGRES_LOOKUPS_PER_S, atMs: Date.now() } : null;
@@ -206,9 +214,18 @@ export class KeyCache {
     return this.cache.size;
   }
 
+  /** Drops the cache when another thread has changed keys since this one last looked. */
+  private catchUp(epoch: Int32Array): void {
+    const now = Atomics.load(epoch, 0);
+    if (now === this.epochSeen) return;
+    this.epochSeen = now;
+    this.drop();
+  }
+
   /** Forget everything now, on every thread (this process changed the database itself). */
   invalidate(): void {
     this.drop();
+    if (this.epoch !== null) this.epochSeen = Atomics.add(this.epoch, 0, 1) + 1;
     this.peers?.postMessage(0);
   }
 
@@ -217,6 +234,7 @@ export class KeyCache {
     // Nothing that long is a key of ours: refused without a lookup and never cached, so the
     // cache holds at most MAX_CACHED entries of at most MAX_KEY_LENGTH characters.
     if (secret.length > MAX_KEY_LENGTH) return ERRORS.keyInvalid;
+    if (this.epoch !== null) this.catchUp(this.epoch);
     let r = this.cache.get(secret);
     if (r === undefined) {
       if (this.lookupBudget !== null) this.spendLookup(nowMs);

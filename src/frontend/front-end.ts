@@ -50,6 +50,8 @@ export interface FrontEndSetup {
   sharedPort: boolean;
   /** The time the front end reads (the system's where not given): a test's, on the main thread only. */
   clock?: Clock;
+  /** Shared by the process's front-end threads: a key changed on one is dropped on all before their next request. */
+  keysEpoch?: Int32Array;
   /** Where what the callers counted goes every HARVEST_MS, and once more at the end (the key activity log). */
   activity?: (tallies: KeyTally[]) => void;
 }
@@ -76,7 +78,7 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   // with each request's time (a moved test clock against the system's left a request refilling
   // forever).
   const meter = openMeter(store, { graceMs: config.accountingGraceMs, log, table: new OwedTable(s.owed), now: s.clock?.now });
-  const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs, s.clock);
+  const keys = new KeyCache(control, plans, config.dataDir, config.controlGraceMs, s.clock, s.keysEpoch);
   const gate = new Gate(keys, meter, plans, config.keylessTier);
   const closeStores = async (): Promise<void> => {
     keys.close();

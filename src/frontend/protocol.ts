@@ -25,6 +25,8 @@ export interface FrontEndThreadData {
   schedulerState: Float64Array | null;
   /** The process's OwedTable: what each thread owes the accounting store while it refuses writes. */
   owed: SharedArrayBuffer;
+  /** The threads' key-change count (KeyCache): a thread that changed keys raises it. */
+  keysEpoch: Int32Array;
   batchPort: MessagePort;
   /** BatchShares: the pool's capacity and every thread's count of batches in flight. */
   batchCapacity: number;

@@ -83,6 +83,8 @@ export class FrontEndThreads implements ThreadsView {
   private readonly batchShares: BatchShares;
   /** The index generation the threads serve: raised once every thread has prepared it. */
   private readonly generation = new Int32Array(new SharedArrayBuffer(4));
+  /** Raised by a thread that changed keys: every thread's key cache starts afresh (KeyCache). */
+  private readonly keysEpoch = new Int32Array(new SharedArrayBuffer(4));
   private closing = false;
   port = 0;
 
@@ -175,6 +177,7 @@ export class FrontEndThreads implements ThreadsView {
       batchCounts: this.batchShares.counts.buffer as SharedArrayBuffer,
       index: indexMessage(holder.current),
       generation: this.generation,
+      keysEpoch: this.keysEpoch,
     };
     const worker = new Worker(ENTRY, { workerData: data, transferList: [batches.port2] });
     slot.worker = worker;
