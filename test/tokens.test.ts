@@ -44,7 +44,7 @@ describe('short-lived tokens', () => {
     assert.match(r.json.token, /^ist_[A-Za-z0-9_.-]+$/);
     assert.equal(r.json.token.length, 71);
     assert.deepEqual(r.json.scopes, ['db.download', 'apikeys.manage']);
-    const lifetime = Date.parse(r.json.expires) - Date.now();
+    const lifetime = Date.parse(r.json.expires) - clock.now();
     assert.ok(lifetime > 14 * 60_000 && lifetime <= 15 * 60_000, `default 15 minutes: ${lifetime} ms`);
     const [byKey, byToken] = [await lookup(both), await lookup(r.json.token)];
     assert.equal(byToken.status, 200);
@@ -110,11 +110,11 @@ describe('short-lived tokens', () => {
 
     const db = openTestControlDb(dataDir);
     const org = listOrganisations(db)[0];
-    const shortKey = createKey(db, { orgId: org.id, name: 'short', expires: new Date(Date.now() + 60_000).toISOString() }).secret;
+    const shortKey = createKey(db, { orgId: org.id, name: 'short', expires: new Date(clock.now() + 60_000).toISOString() }).secret;
     db.close();
     const capped = await exchange(shortKey, { lifetime_s: 3600 });
     assert.equal(capped.status, 201);
-    assert.ok(Date.parse(capped.json.expires) <= Date.now() + 60_000, 'not past the key');
+    assert.ok(Date.parse(capped.json.expires) <= clock.now() + 60_000, 'not past the key');
   });
 
   test('revocation: the token alone (DELETE with it), or every token of a revoked key', async () => {
@@ -164,9 +164,9 @@ describe('short-lived tokens', () => {
 
     // What one key can make the database hold: at most MAX_REVOKED_PER_KEY revocations.
     const db3 = openTestControlDb(dataDir);
-    const later = Date.now() + 3_600_000;
-    for (let i = 0; i < MAX_REVOKED_PER_KEY; i++) assert.equal(revokeToken(db3, { id: `t${i}`, keyId: made.key.id, expiresMs: later }, Date.now()), 'token');
-    assert.equal(revokeToken(db3, { id: 'one-more', keyId: made.key.id, expiresMs: later }, Date.now()), 'every token of the key');
+    const later = clock.now() + 3_600_000;
+    for (let i = 0; i < MAX_REVOKED_PER_KEY; i++) assert.equal(revokeToken(db3, { id: `t${i}`, keyId: made.key.id, expiresMs: later }, clock.now()), 'token');
+    assert.equal(revokeToken(db3, { id: 'one-more', keyId: made.key.id, expiresMs: later }, clock.now()), 'every token of the key');
     assert.equal((db3.prepare('SELECT COUNT(*) AS n FROM revoked_tokens WHERE key_id = ?').get(made.key.id) as { n: number }).n, 0);
     db3.close();
     await until(async () => (await lookup(after)).status !== 200, 5_000, 'the revocation of every token read');
@@ -180,7 +180,7 @@ describe('short-lived tokens', () => {
     const db = openTestControlDb(dataDir);
     const keyId = (db.prepare("SELECT id FROM api_keys WHERE allowed_cidrs LIKE '%10.0.0.0/8%'").get() as { id: string }).id;
     db.close();
-    const t = mintToken(tokenSigningKey(dataDir), { id: keyId, tokenEpoch: 0 }, ['db.download'], Date.now() + 60_000).token;
+    const t = mintToken(tokenSigningKey(dataDir), { id: keyId, tokenEpoch: 0 }, ['db.download'], clock.now() + 60_000).token;
     const r = await lookup(t);
     assert.equal(r.status, 403);
     assert.equal(r.json.error, 'source address not allowed for this API key');
@@ -194,7 +194,7 @@ describe('short-lived tokens', () => {
     const db = openTestControlDb(dataDir);
     const keyId = (db.prepare('SELECT id FROM api_keys WHERE key_prefix = ?').get(download.slice(0, 12)) as { id: string }).id;
     db.close();
-    const foreign = mintToken(Buffer.alloc(32, 7), { id: keyId, tokenEpoch: 0 }, ['db.download', 'apikeys.manage'], Date.now() + 60_000).token;
+    const foreign = mintToken(Buffer.alloc(32, 7), { id: keyId, tokenEpoch: 0 }, ['db.download', 'apikeys.manage'], clock.now() + 60_000).token;
     for (const bad of [widened, later, foreign, t.slice(0, -2), `${t}x`, 'ist_', 'ist_...', `ist_${'a'.repeat(120)}`, t.replace(parts[1], 'AAAA')]) {
       const r = await lookup(bad);
       assert.equal(r.status, 401, bad);
