@@ -111,9 +111,12 @@ function uintLength(v: number | bigint): number {
   return n;
 }
 
+/** 256^k for the bytes of a number (at most 7: 2^53), so no call to pow a byte. */
+const BYTE_SCALE = Float64Array.from({ length: 8 }, (_, k) => 256 ** k);
+
 function writeUint(out: Bytes, v: number | bigint, n: number): void {
   for (let k = n - 1; k >= 0; k--) {
-    out.byte(typeof v === 'bigint' ? Number((v >> BigInt(8 * k)) & 255n) : Math.floor(v / 2 ** (8 * k)) % 256);
+    out.byte(typeof v === 'bigint' ? Number((v >> BigInt(8 * k)) & 255n) : Math.floor(v / BYTE_SCALE[k]) % 256);
   }
 }
 

@@ -42,7 +42,6 @@ export class MmdbWriter {
   private readonly dataFile: string;
   private readonly dataFd: number;
   private networks = 0;
-  private v4Root = -1;
 
   constructor(
     private readonly file: string,
@@ -78,9 +77,7 @@ export class MmdbWriter {
 
   /** IPv4 network base/prefix (IPv4 lives in ::/96: 96 zero bits, then its own). */
   addV4(base: number, prefix: number, offset: number): void {
-    // Every IPv4 network shares the first 96 levels: start at the IPv4 root.
-    if (this.v4Root < 0) this.v4Root = this.pathNode(0n, 96);
-    this.insertFrom(this.v4Root, 96, 0, 0, 0, base, 96 + prefix, (DATA + offset) >>> 0);
+    this.insert(0, 0, 0, base, 96 + prefix, (DATA + offset) >>> 0);
   }
 
   addV6(w0: number, w1: number, w2: number, w3: number, prefix: number, offset: number): void {
@@ -93,14 +90,34 @@ export class MmdbWriter {
     if (chunk.length) writeFully(this.dataFd, chunk);
   }
 
+  /**
+   * The nodes on the path of the last network inserted (path[d]: the node at depth d, for d
+   * below lastLength) and its address. Networks mostly arrive in address order, so the next
+   * shares most of its path with the last: its walk starts where the two addresses part
+   * instead of at the root (an IPv6 walk from the root is up to 128 steps, for millions of networks).
+   */
+  private readonly path = new Uint32Array(128);
+  private lastLength = 0;
+  private last0 = 0;
+  private last1 = 0;
+  private last2 = 0;
+  private last3 = 0;
+
   /** Sets the slot of the network (the top `length` bits of w0..w3) to `slot`. */
   private insert(w0: number, w1: number, w2: number, w3: number, length: number, slot: number): void {
-    this.insertFrom(0, 0, w0, w1, w2, w3, length, slot);
-  }
-
-  /** insert(), starting at `node`, which sits at depth `from` on the network's path. */
-  private insertFrom(node: number, from: number, w0: number, w1: number, w2: number, w3: number, length: number, slot: number): void {
+    // The depth where this address parts from the last one's, and so the deepest node of the
+    // last path that is on this one too.
+    const x0 = (w0 ^ this.last0) >>> 0;
+    const x1 = (w1 ^ this.last1) >>> 0;
+    const x2 = (w2 ^ this.last2) >>> 0;
+    const x3 = (w3 ^ this.last3) >>> 0;
+    const common = x0 ? Math.clz32(x0) : x1 ? 32 + Math.clz32(x1) : x2 ? 64 + Math.clz32(x2) : x3 ? 96 + Math.clz32(x3) : 128;
+    const from = Math.max(0, Math.min(common, this.lastLength - 1, length - 1));
+    let node = this.path[from];
+    // Until this insert is done, no path is known (a throw below leaves none half-made).
+    this.lastLength = 0;
     for (let depth = from; depth < length; depth++) {
+      this.path[depth] = node;
       const word = depth < 32 ? w0 : depth < 64 ? w1 : depth < 96 ? w2 : w3;
       const bit = (word >>> (31 - (depth & 31))) & 1;
       const i = node * 2 + bit;
@@ -112,12 +129,17 @@ export class MmdbWriter {
       }
       if (child === 0) {
         const n = this.newNode();
-        this.kids[node * 2 + bit] = n;
+        this.kids[i] = n;
         node = n;
       } else if (child >= DATA) {
         throw new Error('overlapping networks given to the MMDB writer');
       } else node = child;
     }
+    this.lastLength = length;
+    this.last0 = w0;
+    this.last1 = w1;
+    this.last2 = w2;
+    this.last3 = w3;
     this.networks++;
   }
 
@@ -147,9 +169,9 @@ export class MmdbWriter {
 
   finish(): MmdbResult {
     // IPv4 root: the node after 96 zero bits, then the mapped and 6to4 aliases to it.
-    if (this.v4Root < 0) this.v4Root = this.pathNode(0n, 96);
-    this.alias(0xffffn << 32n, 96, this.v4Root);
-    this.alias(0x2002n << 112n, 16, this.v4Root);
+    const v4Root = this.pathNode(0n, 96);
+    this.alias(0xffffn << 32n, 96, v4Root);
+    this.alias(0x2002n << 112n, 16, v4Root);
     this.spill();
     fs.closeSync(this.dataFd);
     const dataSize = fs.statSync(this.dataFile).size;
