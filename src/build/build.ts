@@ -14,7 +14,7 @@ import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { nextBuildId, makeServing } from '../index/builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
-import { writeExports, type ExportsManifest } from '../exports/exporter.js';
+import { v6WordsOf, writeExports, type ExportsManifest } from '../exports/exporter.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
@@ -267,7 +267,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
           {
             v4Starts: iv4.start as number[],
             v4Records: iv4.record,
-            v6Starts: iv6.start as bigint[],
+            v6Words: v6WordsOf(iv6.start as bigint[]),
             v6Records: iv6.record,
             recordCount: records.count,
             recordDetailIds: records.details,

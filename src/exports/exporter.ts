@@ -37,13 +37,21 @@ const SAMPLE_ROWS_SHOWN = 5;
 export interface ExportInput {
   v4Starts: readonly number[];
   v4Records: readonly number[];
-  v6Starts: readonly bigint[];
+  /** IPv6 interval starts, four big-endian 32-bit words each (v6WordsOf): no bigint in the export loop. */
+  v6Words: Uint32Array<ArrayBufferLike>;
   v6Records: readonly number[];
   recordCount: number;
   /** Flat: record r's detail id in category k at r * CATEGORIES.length + k (0: not in it). */
   recordDetailIds: readonly number[];
   /** The parsed detail object of category k's detail id. */
   detail(k: number, id: number): Readonly<Record<string, string | number>>;
+}
+
+/** IPv6 starts as ExportInput's words, in `into` (a shared buffer's view) or a new array. */
+export function v6WordsOf(starts: readonly bigint[], into: Uint32Array<ArrayBufferLike> = new Uint32Array(starts.length * 4)): Uint32Array<ArrayBufferLike> {
+  const w = new Uint32Array(4);
+  for (let i = 0; i < starts.length; i++) into.set(wordsOf(starts[i], w), i * 4);
+  return into;
 }
 
 function detailsOf(input: ExportInput, r: number): RecordDetails {
@@ -149,7 +157,7 @@ interface Spans {
 
 function spansOf(input: ExportInput, identity: Int32Array): Spans {
   const v4n = input.v4Starts.length;
-  const v6n = input.v6Starts.length;
+  const v6n = input.v6Records.length;
   const record = new Int32Array(v4n + v6n);
   const v4Bounds = new Uint32Array(2 * v4n);
   const v6Bounds = new Uint32Array(8 * v6n);
@@ -170,19 +178,31 @@ function spansOf(input: ExportInput, identity: Int32Array): Spans {
     }
   }
   const v4 = count;
-  const words = new Uint32Array(4);
-  const setWords = (at: number, v: bigint): void => v6Bounds.set(wordsOf(v, words), at);
+  const w = input.v6Words;
+  /** The span's last address at `at`: the next interval's start less one, or the top of the space. */
+  const setEnd = (at: number, i: number): void => {
+    if (i + 1 === v6n) {
+      v6Bounds.fill(0xffffffff, at, at + 4);
+      return;
+    }
+    let borrow = true;
+    for (let k = 3; k >= 0; k--) {
+      const x = w[4 * (i + 1) + k];
+      v6Bounds[at + k] = borrow ? (x - 1) >>> 0 : x;
+      if (x !== 0) borrow = false;
+    }
+  };
   open = -2;
   for (let i = 0; i < v6n; i++) {
     const r = input.v6Records[i];
     const id = identity[r];
-    const end = i + 1 < v6n ? input.v6Starts[i + 1] - 1n : (1n << 128n) - 1n;
     if (id === -1) open = -2;
-    else if (id === open) setWords(8 * (count - v4) - 4, end);
+    else if (id === open) setEnd(8 * (count - v4) - 4, i);
     else {
       record[count] = r;
-      setWords(8 * (count - v4), input.v6Starts[i]);
-      setWords(8 * (count - v4) + 4, end);
+      const at = 8 * (count - v4);
+      for (let k = 0; k < 4; k++) v6Bounds[at + k] = w[4 * i + k];
+      setEnd(at + 4, i);
       count++;
       open = id;
     }

@@ -8,8 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DATABASES, type DatabaseDef } from './databases.js';
-import { writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
-import { wordsOf } from './cidr.js';
+import { v6WordsOf, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
 import { makeDirectory } from '../files.js';
 import { EXPORTS_DIR } from '../data-dir.js';
 
@@ -65,9 +64,7 @@ export function shareExportInput(
   recordDetailIds: readonly number[],
   detailTexts: string[][],
 ): SharedExportInput {
-  const v6Words = new Uint32Array(new SharedArrayBuffer(v6Starts.length * 16));
-  const w = new Uint32Array(4);
-  for (const [i, v] of v6Starts.entries()) v6Words.set(wordsOf(v, w), i * 4);
+  const v6Words = v6WordsOf(v6Starts, new Uint32Array(new SharedArrayBuffer(v6Starts.length * 16)));
   return {
     v4Starts: shared(Float64Array, v4Starts),
     v4Records: shared(Uint32Array, v4Records),
@@ -82,15 +79,10 @@ export function shareExportInput(
 /** The exporter's input view of shared input (in any thread). */
 export function exportInputOf(s: SharedExportInput): ExportInput {
   const parsed = s.detailTexts.map((texts) => new Array<Readonly<Record<string, string | number>> | undefined>(texts.length));
-  const v6Starts: bigint[] = new Array(s.v6Records.length);
-  const w = s.v6Words;
-  for (let i = 0; i < v6Starts.length; i++) {
-    v6Starts[i] = (BigInt(w[4 * i]) << 96n) | (BigInt(w[4 * i + 1]) << 64n) | (BigInt(w[4 * i + 2]) << 32n) | BigInt(w[4 * i + 3]);
-  }
   return {
     v4Starts: s.v4Starts as unknown as number[],
     v4Records: s.v4Records as unknown as number[],
-    v6Starts,
+    v6Words: s.v6Words,
     v6Records: s.v6Records as unknown as number[],
     recordCount: s.recordCount,
     recordDetailIds: s.recordDetailIds as unknown as number[],
