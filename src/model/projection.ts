@@ -106,11 +106,19 @@ export function flagsText(tier: number, mask: number): string {
  */
 export function detailsText(detailJson: readonly (string | undefined)[]): { text: string; ends: number[] } {
   let text = '';
-  const endAfter: number[] = [];
-  CATEGORIES.forEach((cat, k) => {
-    text += `,"${cat}":${detailJson[k] ?? '{}'}`;
-    endAfter.push(Buffer.byteLength(text));
-  });
+  let bytes = 0;
+  const endAfter = DETAIL_ENDS;
+  for (let k = 0; k < CATEGORIES.length; k++) {
+    const json = detailJson[k] ?? '{}';
+    text += DETAIL_KEYS[k] + json;
+    // Piece by piece: the byte length of the text so far would flatten it at every category.
+    bytes += DETAIL_KEYS[k].length + Buffer.byteLength(json);
+    endAfter[k] = bytes;
+  }
   const ends = TIER_FIELDS.map((f) => (f.details.length === 0 ? 0 : endAfter[f.details.length - 1]));
   return { text, ends };
 }
+/** `,"<cat>":` for each category (ASCII: its length is its byte length). */
+const DETAIL_KEYS = CATEGORIES.map((cat) => `,"${cat}":`);
+/** Scratch for detailsText: where each category's piece ends. */
+const DETAIL_ENDS = new Array<number>(CATEGORIES.length).fill(0);
