@@ -22,6 +22,7 @@ import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { answerOf, tempDir } from './helpers.js';
 import { gzippedPath, LocalStore } from '../src/objects/local-store.js';
+import { gzipMmdbs } from '../src/exports/mmdb-gzip.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';
 
 type Answer = Record<string, unknown>;
@@ -275,6 +276,28 @@ test('exports written on threads are byte for byte those written on the build’
   for (const gz of sidecars) assert.ok(zlib.gunzipSync(fs.readFileSync(path.join(dir, gz))).equals(fs.readFileSync(path.join(dir, gz.slice(0, -3)))), gz);
   for (const gz of sidecars) threaded.delete(gz);
   assert.deepEqual(threaded, inline);
+});
+
+test('an MMDB and its edition share the compression of their tree and data; files that are not twins are compressed apart', async () => {
+  const dataDir = tempDir();
+  const feed = path.join(dataDir, 'synthetic.csv');
+  writeFeedCsv(feed, { ranges: 500, seed: 34 });
+  importFeed({ dataDir, file: feed, name: 'synthetic' });
+  const dir = path.join(runBuild({ dataDir, exports: true, threadedExports: false }).dir, EXPORTS_DIR);
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, EXPORTS_MANIFEST), 'utf8')) as ExportsManifest;
+  const pair = {
+    databases: { geoip2_anonymous_v1: manifest.databases.geoip2_anonymous_v1, geoip2_anonymous_plus_v1: manifest.databases.geoip2_anonymous_plus_v1 },
+  };
+  const files = ['geoip2_anonymous_v1.mmdb', 'geoip2_anonymous_plus_v1.mmdb'].map((f) => path.join(dir, f));
+  const inflated = (f: string): Buffer => zlib.gunzipSync(fs.readFileSync(gzippedPath(f)));
+  assert.equal(await gzipMmdbs(dir, pair), 4, 'full and sample, each with its edition');
+  for (const f of files) assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
+  // One byte of the edition's tree changed: no longer twins, each compressed on its own.
+  const changed = fs.readFileSync(files[1]);
+  changed[100] ^= 1;
+  fs.writeFileSync(files[1], changed);
+  await gzipMmdbs(dir, pair);
+  for (const f of files) assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
 });
 
 test('publishing to the local store links an MMDB’s gzip form where the build wrote one, and compresses one where it did not', async () => {

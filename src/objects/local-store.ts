@@ -40,16 +40,14 @@ const GZIP_LEVEL = 1;
  * and 3.10 → 2.54 MB. Any gzip reader reads a smaller window.
  */
 const GZIP_WINDOW_BITS = 10;
+/** How every gzip form is compressed (exports/mmdb-gzip.ts writes twins' forms with the same). */
+export const GZIP_OPTIONS: zlib.ZlibOptions = { level: GZIP_LEVEL, windowBits: GZIP_WINDOW_BITS };
 
 export async function writeGzipped(file: string, target: string): Promise<void> {
   // Threads of one process may write the same form at once: a name of their own each.
   const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
   try {
-    await pipeline(
-      fs.createReadStream(file, { highWaterMark: 1 << 20 }),
-      zlib.createGzip({ level: GZIP_LEVEL, windowBits: GZIP_WINDOW_BITS }),
-      fs.createWriteStream(tmp),
-    );
+    await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), zlib.createGzip(GZIP_OPTIONS), fs.createWriteStream(tmp));
     fs.renameSync(tmp, target);
   } catch (e) {
     fs.rmSync(tmp, { force: true });
