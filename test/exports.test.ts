@@ -290,14 +290,27 @@ test('an MMDB and its edition share the compression of their tree and data; file
   };
   const files = ['geoip2_anonymous_v1.mmdb', 'geoip2_anonymous_plus_v1.mmdb'].map((f) => path.join(dir, f));
   const inflated = (f: string): Buffer => zlib.gunzipSync(fs.readFileSync(gzippedPath(f)));
+  // The shared stream ends in a full flush, an empty stored block (00 00 ff ff), just before
+  // each file's own end: a form compressed apart has none there.
+  const flushedNearEnd = (f: string): boolean =>
+    fs
+      .readFileSync(gzippedPath(f))
+      .subarray(-512)
+      .includes(Buffer.from([0, 0, 0xff, 0xff]));
   assert.equal(await gzipMmdbs(dir, pair), 4, 'full and sample, each with its edition');
-  for (const f of files) assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
+  for (const f of files) {
+    assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
+    assert.ok(flushedNearEnd(f), `${f}: its tree and data compressed once for both`);
+  }
   // One byte of the edition's tree changed: no longer twins, each compressed on its own.
   const changed = fs.readFileSync(files[1]);
   changed[100] ^= 1;
   fs.writeFileSync(files[1], changed);
   await gzipMmdbs(dir, pair);
-  for (const f of files) assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
+  for (const f of files) {
+    assert.ok(inflated(f).equals(fs.readFileSync(f)), f);
+    assert.ok(!flushedNearEnd(f), `${f}: compressed on its own`);
+  }
 });
 
 test('publishing to the local store links an MMDB’s gzip form where the build wrote one, and compresses one where it did not', async () => {

@@ -195,6 +195,9 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const serve = options.serve ?? true;
   let manifest: BuildManifest | null = null;
   try {
+    // IPv6 starts as 32-bit words, once, for the index and the exports alike; in shared memory,
+    // which the export threads read without a copy.
+    const v6Words = v6WordsOf(iv6.start as bigint[], new Uint32Array(new SharedArrayBuffer(iv6.start.length * 16)));
     // Large builds export on other threads while this one writes the index (below).
     const exportsWanted = options.exports ?? true;
     waitForExports =
@@ -204,7 +207,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
             shareExportInput(
               iv4.start as number[],
               iv4.record,
-              iv6.start as bigint[],
+              v6Words,
               iv6.record,
               records.count,
               records.details,
@@ -233,7 +236,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     const { bytes, stats } = encodeIndex({
       v4Starts: iv4.start,
       v4Records: iv4.record,
-      v6Starts: iv6.start,
+      v6Words,
       v6Records: iv6.record,
       masks,
       details: texts,
@@ -267,7 +270,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
           {
             v4Starts: iv4.start as number[],
             v4Records: iv4.record,
-            v6Words: v6WordsOf(iv6.start as bigint[]),
+            v6Words,
             v6Records: iv6.record,
             recordCount: records.count,
             recordDetailIds: records.details,

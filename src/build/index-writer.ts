@@ -6,7 +6,8 @@ import { TIER_COUNT } from '../model/projection.js';
 export interface IndexInput {
   v4Starts: readonly number[];
   v4Records: readonly number[];
-  v6Starts: readonly bigint[];
+  /** IPv6 interval starts, four big-endian 32-bit words each. */
+  v6Words: Uint32Array<ArrayBufferLike>;
   v6Records: readonly number[];
   /** Per record: flag mask, details text, and per tier the byte length of its prefix shown. */
   masks: readonly number[];
@@ -37,7 +38,7 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
   const counts: IndexCounts = {
     tiers: TIER_COUNT,
     v4: input.v4Starts.length,
-    v6: input.v6Starts.length,
+    v6: input.v6Records.length,
     records,
     blobBytes,
   };
@@ -56,16 +57,11 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
 
   const v6Keys = u32(l.v6Keys, counts.v6 * V6_KEY_ROW);
   const v6Starts = u32(l.v6Starts, counts.v6 * 4);
-  input.v6Starts.forEach((v, i) => {
-    const w0 = Number(v >> 96n);
-    const w1 = Number((v >> 64n) & 0xffffffffn);
-    v6Starts[i * 4] = w0;
-    v6Starts[i * 4 + 1] = w1;
-    v6Starts[i * 4 + 2] = Number((v >> 32n) & 0xffffffffn);
-    v6Starts[i * 4 + 3] = Number(v & 0xffffffffn);
-    v6Keys[i * V6_KEY_ROW] = v6Key(w0, w1);
+  v6Starts.set(input.v6Words.subarray(0, counts.v6 * 4));
+  for (let i = 0; i < counts.v6; i++) {
+    v6Keys[i * V6_KEY_ROW] = v6Key(v6Starts[i * 4], v6Starts[i * 4 + 1]);
     v6Keys[i * V6_KEY_ROW + 1] = input.v6Records[i];
-  });
+  }
   u32(l.v6Bucket, BUCKETS + 1).set(bucketTable(counts.v6, (i, h) => v6Starts[i * 4] < h * span));
 
   const stride = recordRow(TIER_COUNT);

@@ -18,6 +18,7 @@ import { GZIP_OPTIONS, gzippedPath, writeGzipped } from '../objects/local-store.
 import { writeFully } from './artifact-file.js';
 import { DATABASES } from './databases.js';
 import type { ExportsManifest } from './exporter.js';
+import { METADATA_MARKER } from './mmdb-writer.js';
 
 /** The gzip forms of every MMDB in the manifest's databases (full and sample), all at once. */
 export async function gzipMmdbs(dir: string, manifest: Pick<ExportsManifest, 'databases'>): Promise<number> {
@@ -41,11 +42,11 @@ export async function gzipMmdbs(dir: string, manifest: Pick<ExportsManifest, 'da
   return groups.reduce((n, g) => n + g.length, 0);
 }
 
-/** MaxMind DB's metadata marker: a reader takes the last one in the file's last 128 KiB. */
-const METADATA_MARKER = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
+/** How far from a file's end its metadata marker can be (MaxMind DB 2.0). */
 const METADATA_MAX = 128 * 1024;
 const CHUNK = 1 << 20;
-
+/** ID1 ID2, deflate, no flags, no time, no extra flags, Unix (as zlib writes it). */
+const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
 /** The file's bytes from `from` to its end. */
 function readFrom(file: string, from: number): Buffer {
   const fd = fs.openSync(file, 'r');
@@ -89,10 +90,11 @@ function samePrefix(files: readonly string[], length: number): boolean {
 
 /** The gzip forms of files that are the same up to their metadata, the shared part compressed once. */
 async function writeGzippedTwins(files: readonly string[]): Promise<void> {
-  const shared = markerAt(files[0]);
+  const markers = files.map(markerAt);
+  const shared = markers[0];
   // Twins by construction (one writer, one pass); checked, since a wrong guess here would
   // serve one file's bytes under another's name.
-  if (files.some((f) => markerAt(f) !== shared) || !samePrefix(files, shared)) {
+  if (markers.some((m) => m !== shared) || !samePrefix(files, shared)) {
     await Promise.all(files.map((f) => writeGzipped(f, gzippedPath(f))));
     return;
   }
@@ -116,7 +118,6 @@ async function writeGzippedTwins(files: readonly string[]): Promise<void> {
     try {
       const fd = fs.openSync(tmp, 'w');
       try {
-        // ID1 ID2, deflate, no flags, no time, no extra flags, Unix (as zlib writes it).
         for (const part of [GZIP_HEADER, ...body, zlib.deflateRawSync(end, GZIP_OPTIONS), trailer]) writeFully(fd, part);
       } finally {
         fs.closeSync(fd);
@@ -128,5 +129,3 @@ async function writeGzippedTwins(files: readonly string[]): Promise<void> {
     }
   }
 }
-
-const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);

@@ -10,7 +10,8 @@ import type { Checksums } from './checksums.js';
 import { forEachV4Cidr, forEachV6Cidr, wordsOf } from './cidr.js';
 import { MmdbEncoder, Uint, encodeStandalone, type MmdbValue } from './mmdb-data.js';
 
-const METADATA_MARKER = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
+/** What precedes the metadata map; a reader takes the last one in the file's last 128 KiB. */
+export const METADATA_MARKER = Buffer.from([0xab, 0xcd, 0xef, ...Buffer.from('MaxMind.com')]);
 /** Child slot values: 0 empty, DATA bit set = data offset, else a node index. */
 const DATA = 0x80000000;
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DATABASES, type DatabaseDef } from './databases.js';
-import { v6WordsOf, writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
+import { writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
 import { makeDirectory } from '../files.js';
 import { EXPORTS_DIR } from '../data-dir.js';
 
@@ -58,13 +58,13 @@ function shared<T extends Float64Array | Uint32Array>(Kind: { new (b: SharedArra
 export function shareExportInput(
   v4Starts: readonly number[],
   v4Records: readonly number[],
-  v6Starts: readonly bigint[],
+  /** In shared memory (v6WordsOf into a SharedArrayBuffer's view): the threads read it as it is. */
+  v6Words: Uint32Array<ArrayBufferLike>,
   v6Records: readonly number[],
   recordCount: number,
   recordDetailIds: readonly number[],
   detailTexts: string[][],
 ): SharedExportInput {
-  const v6Words = v6WordsOf(v6Starts, new Uint32Array(new SharedArrayBuffer(v6Starts.length * 16)));
   return {
     v4Starts: shared(Float64Array, v4Starts),
     v4Records: shared(Uint32Array, v4Records),

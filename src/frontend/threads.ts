@@ -113,7 +113,7 @@ export class FrontEndThreads implements ThreadsView {
     for (let attempt = 1; ; attempt++) {
       try {
         t.port = s.config.port === 0 ? await (s.freePort ?? freePort)(s.config.host) : s.config.port;
-        await Promise.all(t.slots.map((slot) => t.spawn(slot, t.port)));
+        await Promise.all(t.slots.map((slot) => t.startThread(slot, t.port)));
         t.started = true;
         return t;
       } catch (e) {
@@ -176,7 +176,7 @@ export class FrontEndThreads implements ThreadsView {
     if (this.s.holder.current === serving) Atomics.store(this.generation, 0, serving.generation);
   }
 
-  private spawn(slot: Slot, port: number): Promise<number> {
+  private startThread(slot: Slot, port: number): Promise<number> {
     const { config, holder, pool, schedulerState, log, owed } = this.s;
     const batches = new MessageChannel();
     serveBatches(pool, batches.port1);
@@ -225,7 +225,7 @@ export class FrontEndThreads implements ThreadsView {
       slot.respawnMs = Math.min(slot.respawnMs * 2, RESPAWN_MAX_MS);
       setTimeout(() => {
         if (!this.closing)
-          this.spawn(slot, this.port).then(
+          this.startThread(slot, this.port).then(
             () => (slot.respawnMs = RESPAWN_FIRST_MS),
             (e: Error) => log.error('front-end thread did not start', { thread: slot.n, reason: e.message }),
           );
