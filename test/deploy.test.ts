@@ -290,7 +290,7 @@ describe('graceful shutdown', () => {
         if (body >= 1_000_000 && body - c.length < 1_000_000) socket.pause();
       });
       socket.on('end', () => resolve(body));
-      socket.on('error', reject);
+      socket.on('error', (e) => reject(new Error(`the download cut at ${body} bytes: ${e.message}`)));
     });
     await until(() => body >= 1_000_000, 30_000, `the first megabyte read (${body} bytes)`);
     server.child.kill('SIGTERM');

@@ -14,7 +14,7 @@ import { FEED_FORMATS } from '../feeds/formats.js';
 import { listFeeds, removeFeed } from '../feeds/feed-store.js';
 import { jsonLogger, structuredWarnings } from '../log.js';
 import type { DetailField } from '../model/categories.js';
-import { startService } from '../service.js';
+import { startService, type Service } from '../service.js';
 import { UsageError, parse, print, terminalSafe } from './common.js';
 import { IpsiftError } from '../errors.js';
 import { accountCommand } from './accounts.js';
@@ -50,25 +50,34 @@ async function serve(args: string[]): Promise<void> {
   for (const [option, name] of Object.entries(SERVE_OPTIONS)) if (typeof values[option] === 'string') process.env[name] = values[option] as string;
   const config = loadConfig(process.env);
   const log = jsonLogger(undefined, config.logLevel);
-  const service = await startService(config, log);
-  process.on('SIGHUP', () => void service.holder.reload());
+  // The signals are taken before the service starts: its threads answer as soon as they listen,
+  // before this thread has logged that it listens, so a SIGTERM sent on the first answer found
+  // no handler and killed the process undrained (seen under load). One that comes while the
+  // service starts is acted on once it has.
   // First signal: drain and exit 0. A second one: exit at once.
+  let service: Service | null = null;
   let stopping = false;
+  const drain = (s: Service): void =>
+    void s.drain(config.shutdownGraceMs).then((clean) => {
+      log.info('stopped', { clean });
+      process.exit(0);
+    });
   const stop = (signal: string): void => {
     if (stopping) {
       log.warn('second signal: exiting at once', { signal });
+      if (service === null) process.exit(1);
       void service.closeThreads().finally(() => process.exit(1));
       return;
     }
     stopping = true;
     log.info('stopping: draining requests in flight', { signal, grace_s: config.shutdownGraceMs / 1000 });
-    void service.drain(config.shutdownGraceMs).then((clean) => {
-      log.info('stopped', { clean });
-      process.exit(0);
-    });
+    if (service !== null) drain(service);
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  service = await startService(config, log);
+  process.on('SIGHUP', () => void service?.holder.reload());
+  if (stopping) drain(service);
 }
 
 function feedImport(args: string[]): void {
