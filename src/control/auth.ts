@@ -1,7 +1,8 @@
 // Who is asking: the key a request presents, resolved against the control database through
 // a per-thread cache. The cache is dropped whenever the database changes (PRAGMA
 // data_version, polled every AUTH_POLL_MS), so revocations, rotations and plan changes made
-// by any process reach every server within that bound; expiry is checked on every request.
+// by any process reach every server within that bound (the first of a process's threads to see
+// a change drops every thread's cache); expiry is checked on every request.
 // While the database cannot be reached (PostgreSQL), keys already resolved keep working for
 // the grace period (CONTROL_GRACE_S), then the cache is dropped; a key not in the cache meets
 // the database's failure, answered 503 by the route's error path. On PostgreSQL, lookups of
@@ -205,7 +206,10 @@ export class KeyCache {
     this.reachedMs = this.clock.now();
     if (v !== this.version) {
       this.version = v;
+      // Every thread of the process at once, not each at its own next poll: a thread whose
+      // timer runs late (a busy loop) went on serving a revoked key after another refused it.
       this.drop();
+      if (this.epoch !== null) this.epochSeen = Atomics.add(this.epoch, 0, 1) + 1;
     }
   }
 

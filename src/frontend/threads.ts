@@ -138,6 +138,11 @@ export class FrontEndThreads implements ThreadsView {
     return this.threadStates().filter((t) => !t.serving).length;
   }
 
+  /** Key changes the threads have seen, made through the API or found by a poll (each empties every thread's key cache). */
+  get keyChanges(): number {
+    return Atomics.load(this.keysEpoch, 0);
+  }
+
   /** Batches, downloads and answers under way on every thread (for the drain's log). */
   get inFlight(): number {
     return this.slots.reduce((n, s) => n + s.metrics.inFlight, 0);
