@@ -3,7 +3,7 @@
 // loadtest/instructions.ts, and per keyed lookup on the whole server (served.ts: instructions,
 // and estimated cycles, which see cache misses and mispredicted branches), against the
 // committed counts in loadtest/instruction-budget.json. The test (instruction-budget.test)
-// fails when one grows by more than BUDGET_SLACK, so that every cost is a decision made in the
+// fails when one grows by more than its slack (slackOf), so that every cost is a decision made in the
 // commit that updates the file:
 //
 //   npm run budget            measure, and show each against the budget
@@ -42,8 +42,22 @@ export type Budgeted = (typeof BUDGETED)[number];
  */
 const V8_FLAGS = ['--single-threaded', '--predictable', '--predictable-gc-schedule', '--no-flush-bytecode', '--random-seed=1', '--hash-seed=1'];
 
-/** How far a count may grow past its budget before the test fails. */
+/** How far a count may grow past its budget before the test fails (a workload's own `slack` aside). */
 export const BUDGET_SLACK = 0.02;
+
+/**
+ * A build's count moves with the machine it runs on, the code alike: 757.8 M here against
+ * 771.4 M on CI's machine (+1.8 %, the same commit, 697df4d), and exports 1.9 % apart between
+ * two checkouts once (bb6f911); what moves it is not found. Their guard is wider than that
+ * spread, so that it fails on a cost and not on the machine; the lookups' counts agree to the
+ * instruction across machines and keep BUDGET_SLACK.
+ */
+const BUILD_SLACK = 0.04;
+
+/** How far the workload's count may grow past its budget. */
+export function slackOf(w: Budgeted): number {
+  return PLAN[w].slack ?? BUDGET_SLACK;
+}
 
 /**
  * Warm-up and measured units of each workload, what a unit is, and how many stretches of n
@@ -52,14 +66,25 @@ export const BUDGET_SLACK = 0.02;
  * it does in some runs was not found. A build's compilations are a small part of it, so one
  * stretch does.
  */
-export const PLAN: Record<Budgeted, { warmup: number; n: number; stretches: number; per: number; unit: string; what: string; counts?: string }> = {
+export const PLAN: Record<
+  Budgeted,
+  { warmup: number; n: number; stretches: number; per: number; unit: string; what: string; counts?: string; slack?: number }
+> = {
   // 25 000 warm-up requests: 2.5 s of the harness's clock (see instructions.ts).
   keyed: { warmup: 25_000, n: 2000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} with a max-plan key' },
   keyless: { warmup: 25_000, n: 2000, stretches: 3, per: 1, unit: 'request', what: 'GET /{ip} without a key (16 clients)' },
   batch: { warmup: 60, n: 10, stretches: 3, per: 1, unit: 'batch', what: 'POST /batch of 1 000 addresses, max-plan key' },
   // Per build, not per range: at this size a build's fixed costs (files, hashes, the manifest) weigh.
-  build: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges` },
-  exports: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export` },
+  build: { warmup: 1, n: 1, stretches: 1, per: 1, unit: 'build', what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges`, slack: BUILD_SLACK },
+  exports: {
+    warmup: 1,
+    n: 1,
+    stretches: 1,
+    per: 1,
+    unit: 'build',
+    what: `the index of ${BUILD_RANGES.toLocaleString('en')} ranges and every database export`,
+    slack: BUILD_SLACK,
+  },
   // Least of three as for keyed: one of three stretches reads 5–10 % high (compiling, collecting).
   served: {
     warmup: 20_000,
