@@ -107,6 +107,8 @@ export interface ServiceOptions {
    * system's.
    */
   clock?: Clock;
+  /** Finds the port front-end threads bind when PORT is 0 (a test makes it hand out a taken one). */
+  freePort?: (host: string) => Promise<number>;
 }
 
 export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
@@ -227,7 +229,7 @@ export async function startService(config: Config, log: Logger, options: Service
     };
     if (threadCount === 1)
       front = await startFrontEnd({ ...setup, server: http.server, accounting, port: config.port, sharedPort: false, clock: options.clock });
-    else threads = await FrontEndThreads.start({ ...setup, threads: threadCount });
+    else threads = await FrontEndThreads.start({ ...setup, threads: threadCount, freePort: options.freePort });
     const port = front?.port ?? threads!.port;
     const metrics = (): Metrics => front?.metrics ?? threads!.metrics();
     const life: Lifecycle = { draining: false };

@@ -4,6 +4,7 @@
 // again on two threads (the one-thread runs are in their own files).
 
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { MessageChannel } from 'node:worker_threads';
 import { after, before, describe, test } from 'node:test';
 import { BatchPool, QueueFullError } from '../src/batch/pool.js';
@@ -12,7 +13,7 @@ import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { TIER_MAX } from '../src/model/projection.js';
 import type { Service } from '../src/service.js';
-import { get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
+import { freePort, get, postBatch, startTestService, tempDir, until, writeFile } from './helpers.js';
 import { runningAgainOn } from './again.js';
 
 /** Builds from one feed of `provider` and makes the build the serving one. */
@@ -128,6 +129,33 @@ describe('front-end threads', () => {
     const replies = await Promise.all(Array.from({ length: 50 }, () => get(svc.port, '/81.7.0.1')));
     assert.ok(replies.every((r) => r.status === 200));
   });
+});
+
+test('threads on PORT=0 whose free port another process takes first start again on another', async () => {
+  const dir = tempDir();
+  buildAndServe(dir, 'B0');
+  // The port found free is taken before the threads bind it: what a busy machine can do
+  // between the two steps, here on purpose.
+  const holder = net.createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  const taken = (holder.address() as net.AddressInfo).port;
+  const handedOut: number[] = [];
+  const freePorts = async (): Promise<number> => {
+    const port = handedOut.length === 0 ? taken : await freePort();
+    handedOut.push(port);
+    return port;
+  };
+  let s: Service | undefined;
+  try {
+    s = await startTestService({ dataDir: dir, frontendThreads: 2, keylessTier: TIER_MAX }, undefined, { freePort: freePorts });
+    assert.equal(handedOut.length, 2, 'one port more after the taken one');
+    assert.equal(s.port, handedOut[1]);
+    assert.equal((await get(s.port, '/81.7.0.1')).status, 200);
+    assert.equal(s.threads!.notReady(), 0);
+  } finally {
+    await s?.close();
+    holder.close();
+  }
 });
 
 describe('the batch pool across threads', () => {

@@ -38,6 +38,8 @@ export interface ThreadsSetup {
   log: Logger;
   /** What the threads' callers counted, handed over every HARVEST_MS (the key activity log). */
   activity?: (tallies: KeyTally[]) => void;
+  /** Finds a free port when config.port is 0 (startup.ts's freePort unless given). */
+  freePort?: (host: string) => Promise<number>;
 }
 
 const indexMessage = (s: ServingIndex | null): IndexMessage | null =>
@@ -77,6 +79,9 @@ class Slot {
   }
 }
 
+/** Free ports tried when another process takes the one found before the threads bind it. */
+const FREE_PORT_TRIES = 3;
+
 export class FrontEndThreads implements ThreadsView {
   private readonly slots: Slot[];
   private readonly bodyMemory: BodyMemory;
@@ -86,6 +91,8 @@ export class FrontEndThreads implements ThreadsView {
   /** Raised by a thread that changed keys: every thread's key cache starts afresh (KeyCache). */
   private readonly keysEpoch = new Int32Array(new SharedArrayBuffer(4));
   private closing = false;
+  /** Every thread listened once: from then on, one that exits is replaced (while starting, its exit is the start's failure). */
+  private started = false;
   port = 0;
 
   private constructor(private readonly s: ThreadsSetup) {
@@ -96,17 +103,27 @@ export class FrontEndThreads implements ThreadsView {
     s.holder.onSwap((serving) => void this.swap(serving));
   }
 
-  /** Starts every thread (on a free port when config.port is 0). Throws the first failure. */
+  /**
+   * Starts every thread (on a free port when config.port is 0). Throws the first failure. A
+   * free port is found before the threads bind it, so another process can take it in between:
+   * then the threads stop and start again on another, up to FREE_PORT_TRIES times.
+   */
   static async start(s: ThreadsSetup): Promise<FrontEndThreads> {
     const t = new FrontEndThreads(s);
-    try {
-      t.port = s.config.port === 0 ? await freePort(s.config.host) : s.config.port;
-      await Promise.all(t.slots.map((slot) => t.startThread(slot, t.port)));
-    } catch (e) {
-      await t.close();
-      throw e;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        t.port = s.config.port === 0 ? await (s.freePort ?? freePort)(s.config.host) : s.config.port;
+        await Promise.all(t.slots.map((slot) => t.startThread(slot, t.port)));
+        t.started = true;
+        return t;
+      } catch (e) {
+        await t.close();
+        const taken = s.config.port === 0 && e instanceof Error && e.message.startsWith('cannot listen');
+        if (!taken || attempt === FREE_PORT_TRIES) throw e;
+        s.log.warn('the free port was taken before the front-end threads bound it; trying another', { port: t.port });
+        t.closing = false;
+      }
     }
-    return t;
   }
 
   /** Every thread's counters, added up; the batch-body memory is the process's. */
@@ -207,7 +224,7 @@ export class FrontEndThreads implements ThreadsView {
       slot.metrics.inFlight = 0;
       this.bodyMemory.clearSlot(slot.n);
       this.batchShares.clear(slot.n);
-      if (this.closing) return;
+      if (this.closing || !this.started) return;
       log.error('front-end thread exited; starting another', { thread: slot.n, code, in_ms: slot.respawnMs });
       const wait = slot.respawnMs;
       slot.respawnMs = Math.min(slot.respawnMs * 2, RESPAWN_MAX_MS);
