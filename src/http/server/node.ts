@@ -312,9 +312,12 @@ export function nodeServer(o: ServerOptions): HttpServer {
           if (c?.closing) return void socket.destroy();
           clientError(socket, parserRefusal(err.code));
         });
-        server.once('error', reject);
+        // In the words of the other servers (uws.ts, bun.ts): the front-end threads start again
+        // on another port when a free one is taken before they bind it.
+        const refused = (e: Error): void => reject(new Error(`cannot listen on ${host}:${port}: ${e.message}`, { cause: e }));
+        server.once('error', refused);
         server.listen({ host, port, ...(shared ? { reusePort: true } : {}) }, () => {
-          server.off('error', reject);
+          server.off('error', refused);
           const address = server.address();
           resolve({
             port: typeof address === 'object' && address ? address.port : port,
