@@ -36,6 +36,7 @@ import { textOf } from '../src/http/server/bytes.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { valueSymbol } from 'piscina';
 import answerBatchTask from '../workers/batch.js';
+import { tuneV8 } from '../src/cli/v8-tuning.js';
 
 export const WORKLOADS = ['keyed', 'keyless', 'batch', 'build', 'exports'] as const;
 export type Workload = (typeof WORKLOADS)[number];
@@ -374,6 +375,8 @@ async function main(): Promise<void> {
     process.stderr.write(`usage: instructions.js prepare DIR | run DIR ${WORKLOADS.join('|')} WARMUP N [STRETCHES]\n`);
     process.exit(2);
   }
+  // The lookups under the V8 settings `ipsift serve` runs with; the builds as `ipsift build` runs.
+  if (workload !== 'build' && workload !== 'exports') tuneV8();
   const go = await requests(dir, workload as Workload);
   await go(Number(warmup), true);
   for (let s = 0; s < Number(stretches); s++) {

@@ -15,6 +15,7 @@ import { listFeeds, removeFeed } from '../feeds/feed-store.js';
 import { jsonLogger, structuredWarnings } from '../log.js';
 import type { DetailField } from '../model/categories.js';
 import { startService, type Service } from '../service.js';
+import { tuneV8 } from './v8-tuning.js';
 import { UsageError, parse, print, terminalSafe } from './common.js';
 import { IpsiftError } from '../errors.js';
 import { accountCommand } from './accounts.js';
@@ -50,6 +51,8 @@ async function serve(args: string[]): Promise<void> {
   for (const [option, name] of Object.entries(SERVE_OPTIONS)) if (typeof values[option] === 'string') process.env[name] = values[option] as string;
   const config = loadConfig(process.env);
   const log = jsonLogger(undefined, config.logLevel);
+  // Before the request paths compile: they run under ipsift's V8 settings.
+  tuneV8();
   // The signals are taken before the service starts: its threads answer as soon as they listen,
   // before this thread has logged that it listens, so a SIGTERM sent on the first answer found
   // no handler and killed the process undrained (seen under load). One that comes while the
