@@ -9,12 +9,11 @@
 // member of its own with its own CRC-32 and length (RFC 1952). What pigz does to compress a
 // file in parallel pieces, here to compress the shared piece once.
 
-import crypto from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { GZIP_OPTIONS, gzippedPath, writeGzipped } from '../objects/local-store.js';
+import { GZIP_OPTIONS, gzippedPath, temporaryFor, writeGzipped } from '../objects/local-store.js';
 import { writeFully } from './artifact-file.js';
 import { DATABASES } from './databases.js';
 import type { ExportsManifest } from './exporter.js';
@@ -114,7 +113,7 @@ async function writeGzippedTwins(files: readonly string[]): Promise<void> {
     trailer.writeUInt32LE(zlib.crc32(end, crc), 0);
     trailer.writeUInt32LE((shared + end.length) % 2 ** 32, 4);
     const target = gzippedPath(file);
-    const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+    const tmp = temporaryFor(target);
     try {
       const fd = fs.openSync(tmp, 'w');
       try {

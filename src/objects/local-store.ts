@@ -43,9 +43,13 @@ const GZIP_WINDOW_BITS = 10;
 /** How every gzip form is compressed (exports/mmdb-gzip.ts writes twins' forms with the same). */
 export const GZIP_OPTIONS: zlib.ZlibOptions = { level: GZIP_LEVEL, windowBits: GZIP_WINDOW_BITS };
 
+/** Where to write `target` before renaming it into place: threads of one process may write the same file at once, each under a name of its own. */
+export function temporaryFor(target: string): string {
+  return `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+}
+
 export async function writeGzipped(file: string, target: string): Promise<void> {
-  // Threads of one process may write the same form at once: a name of their own each.
-  const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+  const tmp = temporaryFor(target);
   try {
     await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), zlib.createGzip(GZIP_OPTIONS), fs.createWriteStream(tmp));
     fs.renameSync(tmp, target);
@@ -57,7 +61,7 @@ export async function writeGzipped(file: string, target: string): Promise<void> 
 
 /** A hard link of file at target (a copy where links cannot be made), replacing it whole. */
 function linkInto(file: string, target: string): void {
-  const tmp = `${target}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+  const tmp = temporaryFor(target);
   try {
     fs.linkSync(file, tmp); // builds are immutable: a hard link costs no copy
   } catch {
