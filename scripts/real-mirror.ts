@@ -36,6 +36,8 @@ export interface RealMirror {
   readonly maxInFlight: number;
   /** Answers a source's URL with this instead (null: the file again). */
   override(sourceUrl: string, answer: MirrorAnswer | null): void;
+  /** Moves the replay's clock (ms). */
+  replayAt(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -98,12 +100,22 @@ const key = (url: string): string => {
 export interface MirrorOptions {
   /** Each answer waits this long first, as a distant host would (0: at once). */
   delayMs?: number;
+  /**
+   * Replays the upstreams as they stood at this time (ms), with their real dates (the data
+   * README's commits): GitHub's raw host sends no Last-Modified, GitHub's commits API answers
+   * each path's and repository's last commit up to then, and a file whose last commit is later
+   * is answered by a stand-in for the version before it (its last line dropped). Move it with
+   * `replayAt`.
+   */
+  replayAt?: number;
   /** Hosts whose paths are answered by a dropped connection, as an unreachable host would be. */
   unreachable?: (host: string) => boolean;
 }
 
 export async function startRealMirror(sources: readonly Source[], options: MirrorOptions = {}): Promise<RealMirror> {
   const { delayMs = 0, unreachable } = options;
+  let replayAt = options.replayAt;
+  const dates = replayAt === undefined ? null : upstreamDates();
   const byPath = new Map<string, string>();
   for (const s of sources) {
     const file = s.url ? (copyOf(s) ?? sampleOf(s)) : null;
@@ -136,6 +148,7 @@ export async function startRealMirror(sources: readonly Source[], options: Mirro
       req.socket.destroy();
       return;
     }
+    if (dates && p.startsWith('/api.github.com/')) return answerCommits(p, dates, replayAt!, answer);
     const o = overrides.get(p);
     let body: Buffer;
     let modified: Date;
@@ -150,6 +163,8 @@ export async function startRealMirror(sources: readonly Source[], options: Mirro
       if (!file) return answer(404, { 'content-type': 'text/html' }, '<html><body>404 Not Found</body></html>');
       body = fs.readFileSync(file);
       modified = fs.statSync(file).mtime;
+      const at = dates?.paths.get(githubPathOfMirrored(p) ?? '');
+      if (at !== undefined && at > replayAt!) body = body.subarray(0, body.lastIndexOf(10, body.length - 2) + 1);
       if (file.endsWith('.json')) type = 'application/json';
       else if (file.endsWith('.html')) type = 'text/html';
       else if (file.endsWith('.xml')) type = 'application/xml';
@@ -161,7 +176,9 @@ export async function startRealMirror(sources: readonly Source[], options: Mirro
     if (inm !== undefined ? inm === etag : ims !== undefined && Date.parse(ims) >= Date.parse(lastModified)) {
       return answer(304, { etag, 'last-modified': lastModified });
     }
-    answer(200, { 'content-type': type, etag, 'last-modified': lastModified, 'content-length': String(body.length) }, body);
+    // GitHub's raw host sends an ETag and no Last-Modified; the replay answers as it does.
+    const github = dates !== null && p.startsWith('/raw.githubusercontent.com/');
+    answer(200, { 'content-type': type, etag, ...(github ? {} : { 'last-modified': lastModified }), 'content-length': String(body.length) }, body);
   };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
@@ -170,6 +187,9 @@ export async function startRealMirror(sources: readonly Source[], options: Mirro
     requests,
     get maxInFlight() {
       return maxInFlight;
+    },
+    replayAt(ms) {
+      replayAt = ms;
     },
     override(sourceUrl, a) {
       if (a === null) overrides.delete(key(sourceUrl));
@@ -181,4 +201,59 @@ export async function startRealMirror(sources: readonly Source[], options: Mirro
         server.close(() => resolve());
       }),
   };
+}
+
+/** The real dates of the upstreams, from the data README: each path's last commit, each repository's head. */
+export interface UpstreamDates {
+  /** owner/repo/path → its last commit (ms). */
+  paths: Map<string, number>;
+  /** owner/repo → its head commit at the snapshot (ms). */
+  heads: Map<string, number>;
+}
+
+export function upstreamDates(): UpstreamDates {
+  const text = fs.readFileSync(path.join(REAL, 'README.md'), 'utf8');
+  const paths = new Map<string, number>();
+  const heads = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    // | category | `file` | lines | records | repo | `path` | `commit` | date | licence | format |
+    if (cells.length >= 11 && /^[\w.-]+\/[\w.-]+$/.test(cells[5]) && /^\d{4}-\d\d-\d\d$/.test(cells[8])) {
+      paths.set(`${cells[5]}/${cells[6].replaceAll('`', '')}`, Date.parse(`${cells[8]}T00:00:00Z`));
+    }
+    // | repo | `head` | date | licence |
+    if (cells.length === 6 && /^[\w.-]+\/[\w.-]+$/.test(cells[1]) && /^\d{4}-\d\d-\d\d$/.test(cells[3]))
+      heads.set(cells[1], Date.parse(`${cells[3]}T00:00:00Z`));
+  }
+  return { paths, heads };
+}
+
+/** owner/repo/path of a mirrored raw.githubusercontent.com path (its ref dropped), or null. */
+function githubPathOfMirrored(p: string): string | null {
+  const m = /^\/raw\.githubusercontent\.com\/([^/]+)\/([^/]+)\/[^/]+\/([^?]+)/.exec(p);
+  return m ? `${m[1]}/${m[2]}/${decodeURIComponent(m[3])}` : null;
+}
+
+/**
+ * GitHub's commits API as it would have answered at `at`: a path's last commit up to then (a
+ * file whose last commit is later has an earlier version whose date the data does not hold:
+ * none is given), a repository's latest commit the data knows up to then.
+ */
+function answerCommits(p: string, dates: UpstreamDates, at: number, answer: (status: number, headers: Record<string, string>, body?: string) => void): void {
+  const u = new URL(p, 'http://mirror');
+  const m = /^\/api\.github\.com\/repos\/([^/]+\/[^/]+)\/commits$/.exec(u.pathname);
+  if (!m) return answer(404, { 'content-type': 'application/json' }, '{"message":"Not Found"}');
+  const repo = m[1];
+  const file = u.searchParams.get('path');
+  let date: number | undefined;
+  if (file !== null) {
+    const d = dates.paths.get(`${repo}/${file}`);
+    date = d !== undefined && d <= at ? d : undefined;
+  } else {
+    const known = [dates.heads.get(repo), ...[...dates.paths].filter(([k]) => k.startsWith(`${repo}/`)).map(([, d]) => d)];
+    date = Math.max(...known.filter((d): d is number => d !== undefined && d <= at));
+    if (!Number.isFinite(date)) date = undefined;
+  }
+  const body = JSON.stringify(date === undefined ? [] : [{ sha: '0'.repeat(40), commit: { committer: { date: new Date(date).toISOString() } } }]);
+  answer(200, { 'content-type': 'application/json', etag: `"${crypto.createHash('sha1').update(body).digest('hex')}"`, 'x-ratelimit-remaining': '59' }, body);
 }

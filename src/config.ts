@@ -8,7 +8,7 @@ import { TIERS, tierIndex } from './model/projection.js';
 import { DEFAULT_PLANS_FILE } from './model/plans.js';
 import { fileURLToPath } from 'node:url';
 import { IpsiftError } from './errors.js';
-import { LOG_LEVELS, type LogLevel } from './log.js';
+import { LOG_LEVELS, type LogLevel, redactUrl } from './log.js';
 
 /** The catalogue shipped with ipsift (config/catalogue.json), used where CATALOGUE_FILE is not set. */
 export const DEFAULT_CATALOGUE_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../config/catalogue.json');
@@ -25,7 +25,7 @@ export interface GivenSetting {
 }
 
 /** Credentials read from the environment by the libraries ipsift uses (the S3 client), never shown. */
-export const CREDENTIAL_VARIABLES = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN'] as const;
+export const CREDENTIAL_VARIABLES = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'GITHUB_TOKEN'] as const;
 
 export interface Config {
   /** Every setting as given and where from; CONFIG_FILE's path (null: none). */
@@ -263,7 +263,7 @@ function publicUrl(text: string): string {
     );
   }
   if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.search || u.hash || u.username || u.password) {
-    throw new ConfigError(`PUBLIC_URL must be http(s)://host[:port][/path] with no query, fragment or credentials, got ${JSON.stringify(text)}`);
+    throw new ConfigError(`PUBLIC_URL must be http(s)://host[:port][/path] with no query, fragment or credentials, got ${JSON.stringify(redactUrl(text))}`);
   }
   return `${u.origin}${u.pathname.replace(/\/+$/, '')}`;
 }
@@ -309,9 +309,9 @@ function mirrorBase(text: string): string {
   try {
     u = new URL(text);
   } catch {
-    throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(text)}`);
+    throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(redactUrl(text))}`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(text)}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`SOURCES_MIRROR must be an http(s) URL, got ${JSON.stringify(redactUrl(text))}`);
   return text.replace(/\/+$/, '');
 }
 

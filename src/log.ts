@@ -48,12 +48,22 @@ export function structuredWarnings(log: Logger): void {
   });
 }
 
-/** A server URL without its password, for messages and logs. */
+/** Query parameters that carry a secret in the URLs operators give (tokens, keys, signatures). */
+const SECRET_PARAM =
+  /^(.*[-_])?(token|key|apikey|api[-_]?key|secret|password|passwd|pass|pwd|auth|authorization|sig|signature|credential|session|access[-_]?token|x-amz-(signature|credential|security-token))$/i;
+
+/**
+ * A URL without its secrets, for messages, logs, pages and answers: userinfo (a user name may be
+ * a token) and the values of query parameters named like secrets are masked. Used wherever a
+ * configured URL is shown.
+ */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
-    return u.toString();
+    if (u.username && u.password === '') u.username = '***';
+    for (const name of [...u.searchParams.keys()]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, '***');
+    return u.toString().replaceAll('%2A%2A%2A', '***');
   } catch {
     return '(an unparsable URL)';
   }

@@ -129,7 +129,7 @@ describe('keys, plans and accounting', () => {
     assert.deepEqual([myip.json.ip, myip.json.resproxy], ['81.7.4.9', { provider: 'ResiNet', last_seen: '2026-11-01' }]);
     const starter = await request(svc.port, 'POST', '/batch', JSON.stringify({ ips: ['81.7.3.20', '81.7.4.9'] }), bearer('scale'));
     assert.equal(starter.json.results['81.7.3.20'].is_tor, true);
-    assert.deepEqual(starter.json.results['81.7.3.20'].tor, { provider: 'Tor Project', last_seen: '2026-11-02' });
+    assert.deepEqual(starter.json.results['81.7.3.20'].tor, { provider: 'Tor Project', confidence: 'medium', last_seen: '2026-11-02' });
     assert.equal(starter.json.results['81.7.4.9'].is_resproxy, true);
     assert.ok(!('resproxy' in starter.json.results['81.7.4.9']));
     assert.match(String(starter.headers['x-allowance-used']), /^\d+$/);

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { explainAddress } from '../src/build/explain.js';
 import { FeedImportError, importFeed } from '../src/feeds/import.js';
 import { listFeeds } from '../src/feeds/feed-store.js';
-import { PROJECT_ROOT, answerOf, buildIndex, get, openTestControlDb, raw, startTestService, tempDir, writeFile } from './helpers.js';
+import { PROJECT_ROOT, TODAY, answerOf, buildIndex, get, openTestControlDb, raw, startTestService, tempDir, writeFile } from './helpers.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import { runBuild } from '../src/build/build.js';
 
@@ -26,13 +26,13 @@ describe('evidence kinds', () => {
     const index = await buildIndex(d);
     const inOwner = answerOf(index, '45.10.7.9');
     assert.equal(inOwner.is_vpn, false);
-    assert.deepEqual(inOwner.hosting, { provider: 'ExampleCloud' });
+    assert.deepEqual(inOwner.hosting, { provider: 'ExampleCloud', confidence: 'high', last_seen: TODAY });
     const outside = answerOf(index, '45.10.9.9');
     assert.equal(outside.is_vpn, true);
-    assert.deepEqual(outside.vpn, { confidence: 'low', method: 'asn' });
+    assert.deepEqual(outside.vpn, { confidence: 'low', method: 'asn', last_seen: TODAY });
     // What an aggregate claims is hosting too, without a provider (it does not say whose).
     assert.equal(outside.is_hosting, true);
-    assert.deepEqual(outside.hosting, { confidence: 'low' });
+    assert.deepEqual(outside.hosting, { confidence: 'low', last_seen: TODAY });
   });
 
   test("a provider's server list inside owner space and inside an aggregate stands, with method server_list", async () => {
@@ -46,11 +46,11 @@ describe('evidence kinds', () => {
       const a = answerOf(index, ip);
       assert.equal(a.is_vpn, true, ip);
       // The server list wins over a higher-priority ASN derivation: bands come before priority.
-      assert.deepEqual(a.vpn, { provider: 'Private Internet Access', confidence: 'high', method: 'server_list' }, ip);
+      assert.deepEqual(a.vpn, { provider: 'Private Internet Access', confidence: 'high', method: 'server_list', last_seen: TODAY }, ip);
     }
     assert.equal(answerOf(index, '45.10.7.21').is_vpn, false);
-    assert.deepEqual(answerOf(index, '45.10.1.2').vpn, { provider: 'ProtonVPN', confidence: 'medium', method: 'asn' });
-    assert.deepEqual(answerOf(index, '45.10.200.1').vpn, { provider: 'Mixed', confidence: 'low', method: 'asn' });
+    assert.deepEqual(answerOf(index, '45.10.1.2').vpn, { provider: 'ProtonVPN', confidence: 'medium', method: 'asn', last_seen: TODAY });
+    assert.deepEqual(answerOf(index, '45.10.200.1').vpn, { provider: 'Mixed', confidence: 'low', method: 'asn', last_seen: TODAY });
   });
 
   test("an owner's file outranks a third party's relabel of the same space, whatever the names", async () => {
@@ -59,7 +59,7 @@ describe('evidence kinds', () => {
     feed(d, 'relabel', '8.8.8.0/24\n', { category: 'hosting', details: { provider: 'Vercel Aws' } });
     feed(d, 'goog', '8.8.8.0/24\n', { category: 'hosting', evidence: 'owner', details: { provider: 'Google' } });
     const index = await buildIndex(d);
-    assert.deepEqual(answerOf(index, '8.8.8.8').hosting, { provider: 'Google' });
+    assert.deepEqual(answerOf(index, '8.8.8.8').hosting, { provider: 'Google', confidence: 'high', last_seen: TODAY });
   });
 
   test('a row that states its method and confidence keeps them; the kind is kept with the feed', async () => {
@@ -71,8 +71,8 @@ describe('evidence kinds', () => {
       [['probe', 'exit_probe', 0]],
     );
     const index = await buildIndex(d);
-    assert.deepEqual(answerOf(index, '45.11.0.1').vpn, { provider: 'Seen', confidence: 'low', method: 'traffic' });
-    assert.deepEqual(answerOf(index, '45.11.0.2').vpn, { provider: 'Seen', confidence: 'high', method: 'exit_probe' });
+    assert.deepEqual(answerOf(index, '45.11.0.1').vpn, { provider: 'Seen', confidence: 'low', method: 'traffic', last_seen: TODAY });
+    assert.deepEqual(answerOf(index, '45.11.0.2').vpn, { provider: 'Seen', confidence: 'high', method: 'exit_probe', last_seen: TODAY });
   });
 
   test('an unknown kind is refused with the kinds', () => {
@@ -131,10 +131,10 @@ describe('ipsift explain', () => {
     assert.deepEqual(
       e.categories.vpn!.claims.map((c) => [c.feed, c.evidence, c.network, c.detail]),
       [
-        ['pia', 'server_list', '45.10.7.20/32', { provider: 'Private Internet Access', confidence: 'high', method: 'server_list' }],
+        ['pia', 'server_list', '45.10.7.20/32', { provider: 'Private Internet Access', confidence: 'high', method: 'server_list', last_seen: TODAY }],
         ['cloud', 'owner', '45.10.7.0/24', null],
-        ['proton-asn', 'asn', '45.10.0.0/20', { provider: 'ProtonVPN', confidence: 'medium', method: 'asn' }],
-        ['misp-vpn', 'aggregate', '45.10.0.0/16', { confidence: 'low', method: 'asn' }],
+        ['proton-asn', 'asn', '45.10.0.0/20', { provider: 'ProtonVPN', confidence: 'medium', method: 'asn', last_seen: TODAY }],
+        ['misp-vpn', 'aggregate', '45.10.0.0/16', { confidence: 'low', method: 'asn', last_seen: TODAY }],
       ],
     );
     assert.equal(e.categories.vpn!.rule, 'pia (server_list) claims 45.10.7.20/32: server_list evidence outranks owner over cloud (owner, 45.10.7.0/24)');
@@ -168,10 +168,10 @@ describe('ipsift explain', () => {
         '45.10.7.1',
         '  vpn: not vpn — b (owner) says 45.10.7.0/24 is not vpn: owner evidence outranks aggregate over a (aggregate, 45.10.0.0/16)',
         '      b\towner\tpriority 0\t45.10.7.0/24\tnot vpn',
-        '      a\taggregate\tpriority 0\t45.10.0.0/16\t{"confidence":"low","method":"asn"}',
-        '  hosting: is_hosting {"provider":"Amazon Web Services"} — b (owner) claims 45.10.7.0/24: owner evidence outranks aggregate over a (aggregate, 45.10.0.0/16)',
-        '      b\towner\tpriority 0\t45.10.7.0/24\t{"provider":"Amazon Web Services"}',
-        '      a\taggregate\tpriority 0\t45.10.0.0/16\t{"confidence":"low"}',
+        `      a\taggregate\tpriority 0\t45.10.0.0/16\t{"last_seen":"${TODAY}","confidence":"low","method":"asn"}`,
+        `  hosting: is_hosting {"provider":"Amazon Web Services","confidence":"high","last_seen":"${TODAY}"} — b (owner) claims 45.10.7.0/24: owner evidence outranks aggregate over a (aggregate, 45.10.0.0/16)`,
+        `      b\towner\tpriority 0\t45.10.7.0/24\t{"provider":"Amazon Web Services","confidence":"high","last_seen":"${TODAY}"}`,
+        `      a\taggregate\tpriority 0\t45.10.0.0/16\t{"confidence":"low","last_seen":"${TODAY}"}`,
         '',
       ].join('\n'),
     );
@@ -206,7 +206,10 @@ describe('ipsift explain', () => {
       assert.equal(r.json.categories.vpn.answer, null);
       assert.equal(r.json.categories.vpn.claims.length, 2);
       const served = r.json.serving.answer;
-      assert.deepEqual([served.ip, served.is_vpn, served.is_hosting, served.hosting], ['45.10.7.1', false, true, { provider: 'Amazon Web Services' }]);
+      assert.deepEqual(
+        [served.ip, served.is_vpn, served.is_hosting, served.hosting],
+        ['45.10.7.1', false, true, { provider: 'Amazon Web Services', confidence: 'high', last_seen: TODAY }],
+      );
       assert.equal((await get(svc.adminPort, '/explain/2001:db8::1', read)).json.bogon, true);
       assert.deepEqual((await get(svc.adminPort, '/explain/nope', read)).json, { error: 'not a valid IP address' });
       // Lookups are not on the public port.

@@ -20,7 +20,7 @@ import { CATEGORIES } from '../src/model/categories.js';
 import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
-import { answerOf, tempDir } from './helpers.js';
+import { TODAY, answerOf, tempDir } from './helpers.js';
 import { gzippedPath, LocalStore } from '../src/objects/local-store.js';
 import { gzipMmdbs } from '../src/exports/mmdb-gzip.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';
@@ -211,9 +211,9 @@ describe('database exports', () => {
     const build = runBuild({ dataDir });
     const reader = await maxmind.open<Record<string, unknown>>(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.mmdb'));
     assert.equal(reader.get('2a01:4f8::1')?.is_hosting, true);
-    assert.deepEqual(reader.get('2002:5107:0314::1')?.vpn, { provider: 'ExampleVPN' }); // 6to4 of 81.7.3.20
+    assert.deepEqual(reader.get('2002:5107:0314::1')?.vpn, { provider: 'ExampleVPN', confidence: 'medium', last_seen: TODAY }); // 6to4 of 81.7.3.20
     assert.equal(reader.get('2002:0101:0101::1'), null); // 6to4 of 1.1.1.1: no IPv4 data
-    assert.deepEqual(reader.get('::ffff:81.7.3.20')?.vpn, { provider: 'ExampleVPN' });
+    assert.deepEqual(reader.get('::ffff:81.7.3.20')?.vpn, { provider: 'ExampleVPN', confidence: 'medium', last_seen: TODAY });
     const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
     assert.match(csv, /^2000::\/3,/m); // the CSV keeps the network whole
   });

@@ -47,6 +47,8 @@ process.once('exit', () => {
 
 /** The UTC day (YYYY-MM-DD) at `at`. */
 export const utcDay = (at = systemClock.now()): string => new Date(at).toISOString().slice(0, 10);
+/** The day a test's feeds are imported and built: a detail's last_seen where its source gives none. */
+export const TODAY = utcDay();
 
 /**
  * The UTC days from `since` (a time read earlier) to now: one, or two where midnight

@@ -17,7 +17,7 @@ import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { formatAddress, type Family } from '../src/net/network.js';
 import { prng } from '../scripts/gen-feeds.js';
-import { answerText, tempDir, writeFile } from './helpers.js';
+import { TODAY, answerText, tempDir, writeFile } from './helpers.js';
 import { INDEX_FILE, buildDir } from '../src/data-dir.js';
 
 interface RefRange {
@@ -31,6 +31,22 @@ interface RefRange {
   priority?: number;
   /** The source says this network is not in the category. */
   not?: boolean;
+  /** The detail as the feed's row gives it (detail is it completed, as answered). */
+  raw?: Detail;
+}
+
+/**
+ * A row's detail as the build answers it: where the row is silent, a list's confidence
+ * (medium) and the day it was imported as last_seen; fields in the category's order.
+ */
+function completed(category: Category, raw: Detail): { detail: Detail; text: string } {
+  const fill: Detail = { confidence: 'medium', last_seen: TODAY };
+  const detail: Detail = {};
+  for (const f of DETAIL_FIELDS[category]) {
+    const v = raw[f] ?? fill[f];
+    if (v !== undefined) detail[f] = v;
+  }
+  return { detail, text: JSON.stringify(detail) };
 }
 
 const V4_WINDOW = 23n << 24n; // 23.0.0.0, a 2^20-address window of dense overlaps
@@ -60,11 +76,11 @@ function randomRanges(seed: number, count: number): RefRange[] {
   const out: RefRange[] = [];
   for (let i = 0; i < count; i++) {
     const category = CATEGORIES[(rnd() * CATEGORIES.length) | 0];
-    const detail = randomDetail(rnd, category, i);
-    const text = JSON.stringify(Object.fromEntries(DETAIL_FIELDS[category].filter((f) => f in detail).map((f) => [f, detail[f]])));
+    const raw = randomDetail(rnd, category, i);
+    const { detail, text } = completed(category, raw);
     if (i > 0 && rnd() < 0.1) {
       const same = out[(rnd() * out.length) | 0];
-      out.push({ ...same, category, detail, text }); // an equal network, another detail
+      out.push({ ...same, category, detail, text, raw }); // an equal network, another detail
       continue;
     }
     const family: Family = rnd() < 0.35 ? 6 : 4;
@@ -83,11 +99,11 @@ function randomRanges(seed: number, count: number): RefRange[] {
     }
     const start = base + (offset << unit);
     const end = start + (length << unit) - 1n;
-    out.push({ family, start, end, category, detail, text });
+    out.push({ family, start, end, category, detail, text, raw });
   }
   // Ranges reaching into bogon space: bogons must still answer as bogons.
-  out.push({ family: 4, start: (9n << 24n) + 0xffff00n, end: (10n << 24n) + 255n, category: 'vpn', detail: {}, text: '{}' });
-  out.push({ family: 6, start: 0xfbffn << 112n, end: (0xfc00n << 112n) + 5n, category: 'tor', detail: {}, text: '{}' });
+  out.push({ family: 4, start: (9n << 24n) + 0xffff00n, end: (10n << 24n) + 255n, category: 'vpn', ...completed('vpn', {}), raw: {} });
+  out.push({ family: 6, start: 0xfbffn << 112n, end: (0xfc00n << 112n) + 5n, category: 'tor', ...completed('tor', {}), raw: {} });
   return out;
 }
 
@@ -95,7 +111,7 @@ function toCsv(ranges: RefRange[]): string {
   const fields = ['provider', 'confidence', 'method', 'first_seen', 'last_seen', 'hits', 'hits_days_pct', 'providers_num'] as const;
   const lines = ['network,category,' + fields.join(',')];
   for (const r of ranges) {
-    const d = r.detail as Record<string, unknown>;
+    const d = (r.raw ?? r.detail) as Record<string, unknown>;
     lines.push(
       [
         `${formatAddress(r.family, r.start)}-${formatAddress(r.family, r.end)}`,

@@ -372,6 +372,7 @@ describe('operator API (admin port)', () => {
           ['AWS_ACCESS_KEY_ID', false],
           ['AWS_SECRET_ACCESS_KEY', true],
           ['AWS_SESSION_TOKEN', false],
+          ['GITHUB_TOKEN', false],
         ],
       );
       assert.equal((await request(other.adminPort, 'GET', '/admin/v1/settings')).status, 401);

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { PROVIDERS, providerNamed } from '../src/model/providers.js';
-import { answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
+import { TODAY, answerOf, buildIndex, tempDir, writeFile } from './helpers.js';
 
 describe('provider registry', () => {
   test('every spelling of a company answers its one display name', () => {
@@ -47,10 +47,10 @@ describe('provider registry', () => {
     const r = importFeed({ dataDir: d, file });
     assert.deepEqual(r.notes, ['1 provider name not in the registry, kept as written: "Vercel Aws"']);
     const index = await buildIndex(d);
-    assert.deepEqual(answerOf(index, '45.10.0.1').hosting, { provider: 'Amazon Web Services' });
-    assert.deepEqual(answerOf(index, '45.10.1.1').hosting, { provider: 'Amazon Web Services' });
-    assert.deepEqual(answerOf(index, '45.10.2.1').hosting, { provider: 'Vercel Aws' });
-    assert.deepEqual(answerOf(index, '45.10.3.1').cdn, { provider: 'bunny.net' });
+    assert.deepEqual(answerOf(index, '45.10.0.1').hosting, { provider: 'Amazon Web Services', confidence: 'medium', last_seen: TODAY });
+    assert.deepEqual(answerOf(index, '45.10.1.1').hosting, { provider: 'Amazon Web Services', confidence: 'medium', last_seen: TODAY });
+    assert.deepEqual(answerOf(index, '45.10.2.1').hosting, { provider: 'Vercel Aws', confidence: 'medium', last_seen: TODAY });
+    assert.deepEqual(answerOf(index, '45.10.3.1').cdn, { provider: 'bunny.net', confidence: 'medium', last_seen: TODAY });
     assert.deepEqual(runBuild({ dataDir: d, exports: false }).manifest.unknown_providers, ['Vercel Aws']);
   });
 });

@@ -166,7 +166,7 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       set.start.push(e.start);
       set.end.push(e.end);
       set.priority.push(standing.order);
-      set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(standing.detail(e.detail)));
+      set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(standing.detail(e.detail, e.category)));
     }
   }
   lap('read_feeds');

@@ -116,7 +116,7 @@ export function explainAddress(dataDir: string, ip: string, nowMs = Date.now()):
         evidence: feed.evidence,
         priority: feed.priority,
         network: networkText(family, start, end),
-        detail: r.detail === NOT_IN_CATEGORY ? null : (JSON.parse(standing.detail(r.detail)) as Record<string, unknown>),
+        detail: r.detail === NOT_IN_CATEGORY ? null : (JSON.parse(standing.detail(r.detail, r.category)) as Record<string, unknown>),
         source,
         size: end - start + 1n,
         order: standing.order,

@@ -72,13 +72,13 @@ export function statusTable(rows: readonly SourceStatus[]): string {
   const head = `${'name'.padEnd(width)}  state    entries  age     changed               reason`;
   const lines = rows.map(
     (r) =>
-      `${r.name.padEnd(width)}  ${r.state.padEnd(7)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? ''}`,
+      `${r.name.padEnd(width)}  ${r.state.padEnd(7)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? r.freshness_reason ?? ''}`,
   );
   const count = (state: string): number => rows.filter((r) => r.state === state).length;
   return [
     head,
     ...lines,
-    `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`,
+    `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('expired')} expired, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`,
   ].join('\n');
 }
 

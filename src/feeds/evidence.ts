@@ -25,6 +25,8 @@ export interface EvidenceRule {
   readonly band: number;
   /** The vpn detail where the row gives none (DESIGN.md §3's method and confidence values). */
   readonly vpn: Detail;
+  /** The confidence of its claims in any category where the row states none. */
+  readonly confidence: 'high' | 'medium' | 'low';
   /** Categories its networks are not in, whatever lower bands claim. */
   readonly rulesOut: readonly Category[];
   /** Categories its vpn claims are also in (without a provider: the list does not say whose). */
@@ -35,6 +37,7 @@ export interface EvidenceRule {
 export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   server_list: {
     band: 6,
+    confidence: 'high',
     vpn: { method: 'server_list', confidence: 'high' },
     rulesOut: [],
     vpnAlso: [],
@@ -42,17 +45,33 @@ export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   },
   exit_probe: {
     band: 5,
+    confidence: 'high',
     vpn: { method: 'exit_probe', confidence: 'high' },
     rulesOut: [],
     vpnAlso: [],
     summary: 'addresses seen as exits when connecting through the service',
   },
-  traffic: { band: 5, vpn: { method: 'traffic', confidence: 'medium' }, rulesOut: [], vpnAlso: [], summary: 'exits inferred from observed traffic' },
-  owner: { band: 4, vpn: {}, rulesOut: ['vpn'], vpnAlso: [], summary: "the owner's own published address space (cloud, CDN, resolvers)" },
-  list: { band: 3, vpn: {}, rulesOut: [], vpnAlso: [], summary: 'a third-party list of one category, method unknown' },
-  asn: { band: 2, vpn: { method: 'asn', confidence: 'medium' }, rulesOut: [], vpnAlso: [], summary: 'every prefix of an ASN that a VPN operator owns' },
+  traffic: {
+    band: 5,
+    confidence: 'medium',
+    vpn: { method: 'traffic', confidence: 'medium' },
+    rulesOut: [],
+    vpnAlso: [],
+    summary: 'exits inferred from observed traffic',
+  },
+  owner: { band: 4, confidence: 'high', vpn: {}, rulesOut: ['vpn'], vpnAlso: [], summary: "the owner's own published address space (cloud, CDN, resolvers)" },
+  list: { band: 3, confidence: 'medium', vpn: {}, rulesOut: [], vpnAlso: [], summary: 'a third-party list of one category, method unknown' },
+  asn: {
+    band: 2,
+    confidence: 'medium',
+    vpn: { method: 'asn', confidence: 'medium' },
+    rulesOut: [],
+    vpnAlso: [],
+    summary: 'every prefix of an ASN that a VPN operator owns',
+  },
   aggregate: {
     band: 1,
+    confidence: 'low',
     vpn: { method: 'asn', confidence: 'low' },
     rulesOut: [],
     vpnAlso: ['hosting'],

@@ -40,6 +40,8 @@ export interface FeedInfo {
   evidence: EvidenceKind;
   /** The absolute path it was imported from (null: a feed written before paths were kept). */
   source: string | null;
+  /** When it was imported (its file's modification time). */
+  importedMs: number;
 }
 
 /** The detail of a range the feed says is not in its category. */
@@ -100,7 +102,8 @@ export function writeFeed(
     fs.closeSync(fd);
   }
   fs.renameSync(tmp, file);
-  return { name, file, bytes: fs.statSync(file).size, priority, evidence, source: path.resolve(source) };
+  const stat = fs.statSync(file);
+  return { name, file, bytes: stat.size, importedMs: stat.mtimeMs, priority, evidence, source: path.resolve(source) };
 }
 
 /** Priority, evidence and source path from a feed's header (feeds written before them: 0, a list, null). */
@@ -122,7 +125,8 @@ function readHeader(file: string): { priority: number; evidence: EvidenceKind; s
 export function findFeed(dataDir: string, name: string): FeedInfo | null {
   const file = path.join(feedsDir(dataDir), `${name}.feed`);
   if (!fs.existsSync(file)) return null;
-  return { name, file, bytes: fs.statSync(file).size, ...readHeader(file) };
+  const stat = fs.statSync(file);
+  return { name, file, bytes: stat.size, importedMs: stat.mtimeMs, ...readHeader(file) };
 }
 
 /** Imported feeds in name order (the build reads them in this order). */
@@ -135,7 +139,8 @@ export function listFeeds(dataDir: string): FeedInfo[] {
     .sort()
     .map((f) => {
       const file = path.join(dir, f);
-      return { name: f.slice(0, -'.feed'.length), file, bytes: fs.statSync(file).size, ...readHeader(file) };
+      const stat = fs.statSync(file);
+      return { name: f.slice(0, -'.feed'.length), file, bytes: stat.size, importedMs: stat.mtimeMs, ...readHeader(file) };
     });
 }
 

@@ -9,8 +9,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { findFeed, removeFeed } from './feed-store.js';
-import { fetchSource, findLink, RefusedBody, type FetchOutcome } from './source-fetch.js';
+import { fetchSource, findLink, hopGuard, RefusedBody, type FetchOutcome } from './source-fetch.js';
 import { type Freshness, freshnessOf } from './freshness.js';
+import { datedLater, datesOfNewContent, type Evidence, noteActivity } from './content-dates.js';
+import { documentDate, linkDate } from './document-date.js';
+import { GithubDates, githubFileOf } from './github-dates.js';
+import { redactUrl } from '../log.js';
 import { readSourceStates, retryMs, writeSourceStates, type SourceState } from './source-state.js';
 import { DEFAULT_INTERVAL_MS, type Source } from './sources.js';
 import { mirroredUrl } from './registry.js';
@@ -37,6 +41,8 @@ export interface RefreshOptions {
   prune?: boolean;
   /** Ports no redirect may lead to on a loopback or private address (this server's admin port). */
   guardedPorts?: number[];
+  /** A GitHub token for the commits API (GITHUB_TOKEN): 5 000 requests an hour instead of 60. */
+  githubToken?: string;
 }
 
 export const REFRESH_DEFAULTS = { concurrency: 4, timeoutMs: 60_000, maxBytes: 64 << 20, growthLimit: 5, shrinkLimit: 0.5, maxEntries: 1_000_000 } as const;
@@ -92,11 +98,16 @@ async function limited<T>(n: number, tasks: (() => Promise<T>)[], each: (i: numb
 
 type Got = { outcome: FetchOutcome; foundUrl: string | null } | { refused: string } | { failed: string };
 
-/** When new content changed: the upstream's Last-Modified where it is believable (after the last change, not in the future), else now. */
-function changedAt(lastModified: string | null, previous: string | null | undefined, nowMs: number): string {
+/**
+ * The upstream's Last-Modified as evidence of the content's date, where it is a real one: a
+ * host that stamps every answer with the time it sent it (Last-Modified equal to Date) says
+ * nothing of the content.
+ */
+function lastModifiedEvidence(lastModified: string | null, date: string | null): Evidence | null {
   const lm = lastModified ? Date.parse(lastModified) : NaN;
-  const prev = previous ? Date.parse(previous) : -Infinity;
-  return Number.isFinite(lm) && lm <= nowMs && lm > prev ? new Date(lm).toISOString() : new Date(nowMs).toISOString();
+  if (!Number.isFinite(lm)) return null;
+  const sent = date ? Date.parse(date) : NaN;
+  return Number.isFinite(sent) && lm >= sent - 1000 ? null : { ms: lm, by: 'last-modified' };
 }
 
 export async function refreshSources(dataDir: string, sources: readonly Source[], options: RefreshOptions = {}): Promise<RefreshResult> {
@@ -132,9 +143,11 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     const haveGood = !!last?.sha256 && fs.existsSync(good) && !!findFeed(dataDir, s.name);
     const cap = Math.min(s.maxBytes ?? o.maxBytes, haveGood ? Math.max(o.growthLimit * last.bytes, GROWTH_FLOOR) : Infinity);
     const through = (url: string): string => (o.mirror ? mirroredUrl(url, o.mirror) : url);
+    // Every hop is checked: internal hosts only where the operator named them.
+    const guard = hopGuard(s.url!, { mirror: o.mirror, operatorsOwn: !s.registry, guardedPorts: o.guardedPorts });
     try {
       // A source with `find` names a page; the file is the link found on it.
-      const foundUrl = s.find ? await findLink(through(s.url!), s.find, o.timeoutMs, o.guardedPorts) : null;
+      const foundUrl = s.find ? await findLink(through(s.url!), s.find, o.timeoutMs, guard) : null;
       const sameFile = foundUrl === null || foundUrl === last?.found_url;
       const outcome = await fetchSource({
         url: through(foundUrl ?? s.url!),
@@ -143,7 +156,8 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         maxBytes: cap,
         etag: haveGood && sameFile ? last.etag : null,
         lastModified: haveGood && sameFile ? last.last_modified : null,
-        guardedPorts: o.guardedPorts,
+        // A found link is checked like a redirect: only the hosts the operator named may be internal.
+        guard,
       });
       return { outcome, foundUrl };
     } catch (e) {
@@ -155,11 +169,12 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
   await limited(o.concurrency, tasks, (i, r) => got.set(fetched[i].name, r));
 
   const dueNames = new Set(due.map((s) => s.name));
+  const newContent = new Set<string>();
   for (const s of sources) {
     if (!dueNames.has(s.name)) continue;
     const last = states[s.name];
     const good = path.join(dir, s.name);
-    const base = { url: s.url ?? s.path ?? null, attempted_at: now };
+    const base = { url: s.url ? redactUrl(s.url) : (s.path ?? null), attempted_at: now };
     const kept = (fetch: FetchResult, error: string): SourceReport => ({
       name: s.name,
       ok: !!last?.sha256,
@@ -177,6 +192,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     };
     let file: string;
     let validators = { etag: null as string | null, last_modified: null as string | null, found_url: null as string | null };
+    let sentAt: string | null = null;
     let digest: { sha256: string; bytes: number };
     if (s.url) {
       const r = got.get(s.name)!;
@@ -194,6 +210,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       }
       file = `${good}.download`;
       validators = { etag: r.outcome.etag, last_modified: r.outcome.lastModified, found_url: r.foundUrl };
+      sentAt = r.outcome.date;
       digest = { sha256: r.outcome.sha256, bytes: r.outcome.bytes };
     } else {
       file = s.path!;
@@ -241,19 +258,37 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
           return null;
         },
       });
+      // The publisher's own date of the content: inside the document, in the link it was
+      // found by, or a real Last-Modified (a GitHub path's commit is asked below).
+      const docMs = s.url ? (documentDate(r.format, file) ?? (validators.found_url ? linkDate(validators.found_url) : null)) : null;
+      const evidence: Evidence | null = docMs !== null ? { ms: docMs, by: 'document' } : lastModifiedEvidence(validators.last_modified, sentAt);
       if (s.url) fs.renameSync(file, good);
-      states[s.name] = {
+      // The same bytes imported again (`--all`) are no change of content.
+      const same = digest.sha256 === last?.sha256;
+      const dates = same
+        ? { changed_at: last.changed_at, dated_by: last.dated_by ?? null, first_good_at: last.first_good_at ?? last.good_at }
+        : datesOfNewContent(last, evidence, nowMs, !s.url);
+      const next: SourceState = {
         ...base,
         attempt: 'ok',
         reason: null,
         good_at: now,
-        // The same bytes imported again (`--all`) are no change of content.
-        changed_at: digest.sha256 === last?.sha256 && last.changed_at ? last.changed_at : changedAt(validators.last_modified, last?.changed_at, nowMs),
+        ...dates,
+        active_at: last?.active_at ?? null,
+        active_by: last?.active_by ?? null,
+        activity: last?.activity,
+        cadence_s: last?.cadence_s ?? null,
         ...validators,
         ...digest,
         entries: r.rows,
         freshness: last?.freshness,
       };
+      if (!same) {
+        newContent.add(s.name);
+        noteActivity(next, evidence, nowMs);
+        if (dates.dated_by === 'observed') noteActivity(next, { ms: nowMs, by: 'observed' }, nowMs);
+      }
+      states[s.name] = next;
       changed = true;
       reports.push({
         name: s.name,
@@ -275,6 +310,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       reports.push(last?.sha256 ? report : { ...report, error: named(e.message) });
     }
   }
+  await datePublishers(dataDir, sources, states, newContent, o, nowMs);
   // Freshness is of content, whether or not the source was due: each configured source's
   // allowed age is recorded, and a change of level (fresh → stale → expired) calls for a build.
   const freshness: RefreshResult['freshness'] = [];
@@ -292,6 +328,49 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
   }
   writeSourceStates(dataDir, states);
   return { reports, changed, removed, freshness };
+}
+
+/**
+ * GitHub-hosted sources dated by the commits API, whether or not they were due: a path's last
+ * commit dates new bytes and any copy nothing dates yet; its repository's last commit is a
+ * sign that the publisher is at work.
+ */
+async function datePublishers(
+  dataDir: string,
+  sources: readonly Source[],
+  states: Record<string, SourceState>,
+  newContent: ReadonlySet<string>,
+  o: RefreshOptions & { concurrency: number; timeoutMs: number },
+  nowMs: number,
+): Promise<void> {
+  const hosted = sources.flatMap((s) => {
+    const file = s.url ? githubFileOf(s.url) : null;
+    const st = states[s.name];
+    return file && st?.sha256 && st.url !== null ? [{ s, file, st }] : [];
+  });
+  if (hosted.length === 0) return;
+  const github = new GithubDates({
+    dataDir,
+    nowMs,
+    timeoutMs: Math.min(o.timeoutMs, 15_000),
+    mirror: o.mirror,
+    token: o.githubToken,
+    guard: hopGuard('https://api.github.com/', { mirror: o.mirror, guardedPorts: o.guardedPorts }),
+  });
+  await limited(
+    o.concurrency,
+    hosted.map(({ s, file, st }) => async () => {
+      const fresh = newContent.has(s.name);
+      const pathMs = await github.pathDate(file, fresh || st.changed_at === null);
+      const path: Evidence | null = pathMs === null ? null : { ms: pathMs, by: 'commit' };
+      if (fresh || st.changed_at === null || st.dated_by !== 'document') datedLater(st, path, nowMs);
+      noteActivity(st, path, nowMs);
+      const repoMs = await github.repoDate(file);
+      noteActivity(st, repoMs === null ? null : { ms: repoMs, by: 'repository' }, nowMs);
+    }),
+    () => {},
+  );
+  github.save();
 }
 
 function emptyState(): SourceState {

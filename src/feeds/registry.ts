@@ -9,7 +9,7 @@ import { isHostName, loadSources, SourcesError, type Source } from './sources.js
 export const PUBLIC_REGISTRY_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../config/sources/public.json');
 
 export function loadRegistry(file = PUBLIC_REGISTRY_FILE): Source[] {
-  return loadSources(file);
+  return loadSources(file).map((s) => ({ ...s, registry: true }));
 }
 
 /** The registry's sources a SOURCES value names, in registry order. */

@@ -8,6 +8,8 @@ import crypto from 'node:crypto';
 import dns from 'node:dns';
 import fs from 'node:fs';
 import net from 'node:net';
+import { redactUrl } from '../log.js';
+import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, parseAddress } from '../net/address.js';
 import { VERSION } from '../version.js';
 
 export const USER_AGENT = `ipsift/${VERSION} (+self-hosted IP classification; feed refresh)`;
@@ -22,11 +24,13 @@ export interface FetchRequest {
   lastModified?: string | null;
   /** Ports a redirect may never lead to on a loopback or private host (the admin port). */
   guardedPorts?: readonly number[];
+  /** What each hop is checked against (default: the URL's host named, the guarded ports). */
+  guard?: HopGuard;
 }
 
 export type FetchOutcome =
   | { kind: 'unchanged'; status: number }
-  | { kind: 'fetched'; status: number; bytes: number; sha256: string; etag: string | null; lastModified: string | null };
+  | { kind: 'fetched'; status: number; bytes: number; sha256: string; etag: string | null; lastModified: string | null; date: string | null };
 
 /** The upstream answered, but with something that must not be imported. */
 export class RefusedBody extends Error {}
@@ -98,47 +102,92 @@ export async function fetchSource(req: FetchRequest): Promise<FetchOutcome> {
     sha256: hash.digest('hex'),
     etag: res.headers.get('etag'),
     lastModified: res.headers.get('last-modified'),
+    date: res.headers.get('date'),
   };
 }
 
 const MAX_REDIRECTS = 5;
 
 /**
- * fetch with redirects followed by hand, each hop checked: a redirect may stay on the URL's
- * own origin or go to a public host, never to a loopback, private, link-local or unspecified
- * address of another origin (a public list must not make ipsift read its own admin port or a
- * neighbour's metadata service), and never to a guarded port on such an address.
+ * What every hop of a fetch is checked against. A host the operator named (any host of a
+ * source in the operator's own file, the mirror's host) may be internal; any other host that
+ * is, or resolves to, a loopback, private, link-local, CGNAT, multicast or unspecified address
+ * is refused, however it is spelt (the registry's sources name public hosts only). A guarded
+ * port (the admin port) on an internal address is refused whoever named it.
  */
-async function follow(
+export interface HopGuard {
+  /** Hosts (URL hostnames, as the URL parser writes them) that may be internal. */
+  named: ReadonlySet<string>;
+  guardedPorts: readonly number[];
+}
+
+/** The guard of a fetch of `url` for a source. */
+export function hopGuard(url: string, options: { mirror?: string; operatorsOwn?: boolean; guardedPorts?: readonly number[] }): HopGuard {
+  const named = new Set<string>();
+  if (options.operatorsOwn) named.add(new URL(url).hostname);
+  if (options.mirror) named.add(new URL(options.mirror).hostname);
+  return { named, guardedPorts: options.guardedPorts ?? [] };
+}
+
+/**
+ * A URL's credentials taken out: userinfo becomes an Authorization header (Basic), sent to
+ * that origin only; the URL fetched carries none (fetch refuses such a URL outright).
+ */
+export function withoutCredentials(url: string): { url: URL; authorization: string | null } {
+  const u = new URL(url);
+  if (!u.username && !u.password) return { url: u, authorization: null };
+  const pair = `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`;
+  u.username = '';
+  u.password = '';
+  return { url: u, authorization: `Basic ${Buffer.from(pair).toString('base64')}` };
+}
+
+/**
+ * fetch with redirects followed by hand, every hop checked against the guard (the first
+ * request included: a name may resolve to an internal address), credentials sent to their
+ * own origin only.
+ */
+export async function guardedFetch(
   url: string,
-  init: { headers: Record<string, string>; signal: AbortSignal },
-  req: Pick<FetchRequest, 'timeoutMs' | 'guardedPorts'>,
+  init: { headers: Record<string, string>; signal: AbortSignal; timeoutMs?: number },
+  guard: HopGuard,
 ): Promise<Response> {
-  let at = new URL(url);
+  const first = withoutCredentials(url);
+  let at = first.url;
+  const origin = at.origin;
   for (let hop = 0; ; hop++) {
+    if (at.protocol !== 'https:' && at.protocol !== 'http:') throw new RefusedBody(`redirected to ${at.protocol} URL ${redactUrl(at.href)}`);
+    const refusal = await hopRefusal(at, guard);
+    if (refusal) throw new RefusedBody(`${hop === 0 ? `${at.host}` : `redirected to ${at.host},`} refused: ${refusal}`);
+    const headers = first.authorization && at.origin === origin ? { ...init.headers, authorization: first.authorization } : init.headers;
     let res: Response;
     try {
-      res = await fetch(at, { ...init, redirect: 'manual' });
+      res = await fetch(at, { headers, signal: init.signal, redirect: 'manual' });
     } catch (e) {
-      throw new Error(init.signal.aborted ? `no answer within ${req.timeoutMs / 1000} s from ${at.host}` : `cannot fetch from ${at.host}: ${causeOf(e)}`);
+      const within = init.timeoutMs === undefined ? 'in time' : `within ${init.timeoutMs / 1000} s`;
+      throw new Error(init.signal.aborted ? `no answer ${within} from ${at.host}` : `cannot fetch from ${at.host}: ${causeOf(e)}`);
     }
     const location = res.status >= 300 && res.status < 400 && res.status !== 304 ? res.headers.get('location') : null;
     if (location === null) return res;
     await res.body?.cancel();
-    if (hop === MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects from ${url}`);
-    const next = new URL(location, at);
-    if (next.protocol !== 'https:' && next.protocol !== 'http:') throw new RefusedBody(`redirected to ${next.protocol} URL ${next.href}`);
-    const refusal = await redirectRefusal(at, next, req.guardedPorts ?? []);
-    if (refusal) throw new RefusedBody(`redirected to ${next.host}, refused: ${refusal}`);
-    at = next;
+    if (hop === MAX_REDIRECTS) throw new Error(`more than ${MAX_REDIRECTS} redirects from ${redactUrl(url)}`);
+    at = new URL(location, at);
   }
+}
+
+async function follow(
+  url: string,
+  init: { headers: Record<string, string>; signal: AbortSignal },
+  req: Pick<FetchRequest, 'timeoutMs' | 'guardedPorts' | 'guard'>,
+): Promise<Response> {
+  const guard = req.guard ?? hopGuard(url, { operatorsOwn: true, guardedPorts: req.guardedPorts });
+  return guardedFetch(url, { ...init, timeoutMs: req.timeoutMs }, guard);
 }
 
 const portOf = (u: URL): number => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
 
-/** Why a redirect from `from` to `to` must not be followed, or null. */
-async function redirectRefusal(from: URL, to: URL, guardedPorts: readonly number[]): Promise<string | null> {
-  const sameOrigin = from.protocol === to.protocol && from.hostname === to.hostname && portOf(from) === portOf(to);
+/** Why a hop to `to` must not be made, or null. */
+async function hopRefusal(to: URL, guard: HopGuard): Promise<string | null> {
   const host = to.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   if (net.isIP(host)) addresses = [host];
@@ -151,27 +200,46 @@ async function redirectRefusal(from: URL, to: URL, guardedPorts: readonly number
   }
   const inner = addresses.find(isInternalAddress);
   if (inner === undefined) return null;
-  if (guardedPorts.includes(portOf(to))) return `port ${portOf(to)} of ${inner} is this server's own admin port`;
-  return sameOrigin ? null : `${inner} is a loopback, private or link-local address the source does not name`;
+  if (guard.guardedPorts.includes(portOf(to))) return `port ${portOf(to)} of ${inner} is this server's own admin port`;
+  return guard.named.has(to.hostname) ? null : `${inner} is a loopback, private or link-local address the source does not name`;
 }
 
-/** Loopback, private (RFC 1918, ULA), link-local, CGNAT, unspecified: never where a public list redirects to. */
+const V4_MAPPED = 0xffffn << 32n;
+const NAT64 = 0x64ff9bn << 96n;
+
+/**
+ * Loopback, private (RFC 1918, ULA), link-local, CGNAT, unspecified, multicast and reserved:
+ * never where a public list leads. IPv6 forms that carry an IPv4 address (IPv4-mapped,
+ * IPv4-compatible, NAT64, 6to4) are judged by that address, whatever their spelling.
+ */
 export function isInternalAddress(ip: string): boolean {
-  if (net.isIPv4(ip)) {
-    const [a, b] = ip.split('.').map(Number);
-    return (
-      a === 0 ||
-      a === 10 ||
-      a === 127 ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
+  const p = new ParsedAddress();
+  const kind = parseAddress(ip, 0, ip.length, p);
+  if (kind === NOT_ADDRESS) return net.isIP(ip) !== 0; // an address this parser cannot read is not trusted
+  if (kind === IPV4 || kind === IPV4_MAPPED) return isInternalV4(p.v4);
+  const v = addressBigInt(p);
+  if (v >> 32n === 0n || v >> 32n === V4_MAPPED >> 32n || v >> 32n === NAT64 >> 32n) {
+    return v <= 1n || isInternalV4(Number(v & 0xffffffffn));
   }
-  const v = ip.toLowerCase();
-  if (v.startsWith('::ffff:')) return isInternalAddress(v.slice(7));
-  return v === '::' || v === '::1' || /^f[cd]/.test(v) || /^fe[89ab]/.test(v);
+  if (v >> 112n === 0x2002n) return isInternalV4(Number((v >> 80n) & 0xffffffffn));
+  const top = Number(v >> 112n);
+  return (top & 0xfe00) === 0xfc00 || (top & 0xffc0) === 0xfe80 || (top & 0xffc0) === 0xfec0 || (top & 0xff00) === 0xff00;
+}
+
+function isInternalV4(v4: number): boolean {
+  const a = v4 >>> 24;
+  const b = (v4 >>> 16) & 255;
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    a >= 224 ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) ||
+    (a === 192 && b === 168) ||
+    (a === 100 && b >= 64 && b <= 127) ||
+    (a === 198 && (b === 18 || b === 19))
+  );
 }
 
 /** The most of a page read for the link on it. */
@@ -181,9 +249,9 @@ const MAX_PAGE_BYTES = 4 << 20;
  * The current file's URL read from a page that links to it (Microsoft publishes its service
  * tags under a new URL every week, named on a download page): the first match of `pattern`.
  */
-export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: number, guardedPorts: readonly number[] = []): Promise<string> {
+export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: number, guard?: HopGuard): Promise<string> {
   const signal = AbortSignal.timeout(timeoutMs);
-  const res = await follow(pageUrl, { headers: { 'user-agent': USER_AGENT, accept: 'text/html, */*;q=0.5' }, signal }, { timeoutMs, guardedPorts });
+  const res = await follow(pageUrl, { headers: { 'user-agent': USER_AGENT, accept: 'text/html, */*;q=0.5' }, signal }, { timeoutMs, guard });
   if (!res.ok || !res.body) {
     await res.body?.cancel();
     throw new Error(`HTTP ${res.status} from ${new URL(pageUrl).host} (the page that links to the file)`);
@@ -201,7 +269,7 @@ export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: numb
     }
   }
   const m = pattern.exec(Buffer.concat(chunks).toString('utf8', 0, Math.min(bytes, MAX_PAGE_BYTES)));
-  if (!m) throw new RefusedBody(`the page ${pageUrl} links to no file matching ${pattern.source} in its first ${MAX_PAGE_BYTES >> 20} MiB`);
+  if (!m) throw new RefusedBody(`the page ${redactUrl(pageUrl)} links to no file matching ${pattern.source} in its first ${MAX_PAGE_BYTES >> 20} MiB`);
   return m[0].replaceAll('&amp;', '&');
 }
 

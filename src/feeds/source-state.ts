@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import { makeDirectory } from '../files.js';
 import { sourceStateFile, sourcesDir } from '../data-dir.js';
-import { type Freshness, freshnessOf } from './freshness.js';
+import { type DateEvidence, type Freshness, freshnessOf, freshnessReason } from './freshness.js';
+import { redactUrl } from '../log.js';
 
 /** How the last attempt went: ok (fetched, or unchanged), refused (bad data), failed (no answer). */
 export type Attempt = 'ok' | 'refused' | 'failed';
@@ -16,9 +17,20 @@ export interface SourceState {
   attempted_at: string;
   attempt: Attempt;
   reason: string | null;
-  /** The last good copy: when it was last confirmed (fetched or 304), when it last changed. */
+  /** The last good copy: when it was last confirmed (fetched or 304). */
   good_at: string | null;
+  /** When its content last changed, by the best evidence (freshness.ts); null: nothing dates it yet. */
   changed_at: string | null;
+  /** What dated it: the document, a Last-Modified, the path's last commit, or a change ipsift saw. */
+  dated_by?: DateEvidence | null;
+  /** The publisher's latest sign of activity, and what showed it. */
+  active_at?: string | null;
+  active_by?: DateEvidence | null;
+  /** The last few signs of activity, and the cadence learnt from them (seconds). */
+  activity?: string[];
+  cadence_s?: number | null;
+  /** When ipsift first had a good copy. */
+  first_good_at?: string | null;
   etag: string | null;
   last_modified: string | null;
   sha256: string | null;
@@ -77,6 +89,14 @@ export interface SourceStatus {
   max_age_s: number | null;
   /** The content's freshness: fresh, stale (claims a band lower), expired (claims not counted). */
   freshness: Freshness;
+  /** Why it is not fresh (null: it is). */
+  freshness_reason: string | null;
+  /** What dated the content (null: nothing yet), and the publisher's latest sign of activity. */
+  dated_by: DateEvidence | null;
+  active_at: string | null;
+  active_by: DateEvidence | null;
+  /** The publisher's learnt cadence (seconds; null: too few signs yet). */
+  cadence_s: number | null;
   interval_s: number;
   next_at: string | null;
 }
@@ -93,7 +113,8 @@ export function sourceStatuses(
     const interval = s.intervalMs ?? defaultIntervalMs;
     const goodMs = st?.good_at ? Date.parse(st.good_at) : null;
     const maxAgeS = s.maxAgeMs ? Math.round(s.maxAgeMs / 1000) : null;
-    const freshness = freshnessOf(st && { changed_at: st.changed_at, max_age_s: maxAgeS }, nowMs);
+    const dates = st && { ...st, max_age_s: maxAgeS };
+    const freshness = freshnessOf(dates, nowMs);
     let state: SourceHealth = 'never';
     if (st) {
       if (st.attempt !== 'ok') state = st.attempt;
@@ -103,7 +124,7 @@ export function sourceStatuses(
     const changedMs = st?.changed_at ? Date.parse(st.changed_at) : null;
     return {
       name: s.name,
-      url: s.url ?? s.path ?? null,
+      url: s.url ? redactUrl(s.url) : (s.path ?? null),
       state,
       reason: st?.reason ?? null,
       serving: !!st?.sha256,
@@ -116,6 +137,11 @@ export function sourceStatuses(
       content_age_s: changedMs === null ? null : Math.max(0, Math.round((nowMs - changedMs) / 1000)),
       max_age_s: maxAgeS,
       freshness,
+      freshness_reason: freshnessReason(dates, nowMs),
+      dated_by: st?.sha256 ? (st.dated_by ?? (st.changed_at ? 'observed' : null)) : null,
+      active_at: st?.active_at ?? st?.changed_at ?? null,
+      active_by: st?.active_by ?? null,
+      cadence_s: st?.cadence_s ?? null,
       interval_s: Math.round(interval / 1000),
       next_at: st ? new Date(Date.parse(st.attempted_at) + retryMs(st.attempt, interval)).toISOString() : null,
     };

@@ -41,6 +41,8 @@ export interface Source {
   maxAgeMs?: number;
   /** The URL is a page; the file to fetch is the first match of this pattern in it (a link that changes every week). */
   find?: RegExp;
+  /** From the registry shipped with ipsift (its hosts are public: none may resolve to an internal address). */
+  registry?: boolean;
 }
 
 /**

@@ -100,6 +100,8 @@ export function refreshOptions(config: Config): RefreshOptions {
     timeoutMs: REFRESH_DEFAULTS.timeoutMs,
     prune: true,
     guardedPorts: [config.adminPort],
+    // Read where it is used, like the S3 client's credentials: never a setting that is shown.
+    githubToken: process.env.GITHUB_TOKEN || undefined,
   };
 }
 

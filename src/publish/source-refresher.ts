@@ -46,7 +46,7 @@ export class SourceRefresher {
       if (isDue(st, s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs)) return 0;
       next = Math.min(next, Date.parse(st!.attempted_at) + retryMs(st!.attempt, s.intervalMs ?? DEFAULT_INTERVAL_MS) - nowMs);
       // A source going stale or expired calls for a build even when nothing is due.
-      const turns = nextFreshnessChange({ changed_at: st!.changed_at, max_age_s: s.maxAgeMs ? s.maxAgeMs / 1000 : null }, nowMs);
+      const turns = nextFreshnessChange({ ...st!, max_age_s: s.maxAgeMs ? s.maxAgeMs / 1000 : null }, nowMs);
       if (turns !== null) next = Math.min(next, turns - nowMs);
     }
     return Math.min(Math.max(next, 0), MAX_WAIT_MS);
