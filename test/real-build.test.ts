@@ -15,6 +15,11 @@ import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { REAL, importRealData, providerOf } from '../scripts/real-data.js';
 import { providerNamed } from '../src/model/providers.js';
 import { answerOf, buildIndex, tempDir } from './helpers.js';
+import maxmind from 'maxmind';
+import { runBuild } from '../src/build/build.js';
+import { EXPORTS_DIR } from '../src/data-dir.js';
+import { CATEGORIES } from '../src/model/categories.js';
+import { TIER_MAX } from '../src/model/projection.js';
 
 const present = fs.existsSync(REAL);
 
@@ -42,6 +47,39 @@ describe('a build of the real data', { skip: !present && `${REAL} is not present
     dataDir = tempDir();
     ({ sources, reports } = await importRealData(dataDir));
     index = await buildIndex(dataDir);
+  });
+
+  test('no answer has a true flag with an empty detail: every record as GET and batch copy it, and the extended MMDB', async () => {
+    const buf = new Uint8Array(1 << 16);
+    let flags = 0;
+    const empty: string[] = [];
+    for (let r = 0; r < index.counts.records; r++) {
+      const text = Buffer.from(buf.subarray(0, index.copyFragment(r, TIER_MAX, buf, 0))).toString('utf8');
+      for (const c of CATEGORIES) {
+        if (!text.includes(`"is_${c}":true`)) continue;
+        flags++;
+        if (text.includes(`"${c}":{}`) && empty.length < 5) empty.push(text);
+      }
+    }
+    assert.deepEqual(empty, []);
+    assert.ok(flags > 1000, `${flags} true flags over the distinct records`);
+    // The extended MMDB carries the same details: a sample of every server list's addresses.
+    const build = runBuild({ dataDir, threadedExports: false });
+    const reader = await maxmind.open<Record<string, unknown>>(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.mmdb'));
+    let compared = 0;
+    for (const s of sources.filter((x) => /\.txt$/.test(x.rel)).slice(0, 40)) {
+      for (const ip of addresses(s.rel).slice(0, 50)) {
+        const a = answer(ip);
+        const m = reader.get(ip) ?? {};
+        for (const c of CATEGORIES) {
+          if (a[`is_${c}`] !== true) continue;
+          compared++;
+          assert.ok(Object.keys(a[c] as object).length > 0, `${ip} ${c}`);
+          assert.deepEqual(m[c], a[c], `${ip} ${c}`);
+        }
+      }
+    }
+    assert.ok(compared > 1000, `${compared} compared`);
   });
 
   test('every file imports; the only rows refused are claims no provider can make, Vultr’s 2002::/16 among them', () => {

@@ -18,13 +18,15 @@ import { refreshSources } from '../src/feeds/refresh.js';
 import { loadRegistry, mirroredUrl } from '../src/feeds/registry.js';
 import { readSourceStates, sourceStatuses } from '../src/feeds/source-state.js';
 import { isInternalAddress } from '../src/feeds/source-fetch.js';
+import { cadenceOf } from '../src/feeds/content-dates.js';
+import { freshnessOf } from '../src/feeds/freshness.js';
 import { loadConfig } from '../src/config.js';
 import { loadSources, type Source, SourcesError } from '../src/feeds/sources.js';
 import type { LogFields, Logger } from '../src/log.js';
 import { REAL } from '../scripts/real-data.js';
 import { providerShare, REPLAY_AT, REPLAY_SINCE, realTruth, registryQuality } from '../scripts/registry-quality.js';
 import { checkSource } from '../scripts/check-registry.js';
-import { startRealMirror } from '../scripts/real-mirror.js';
+import { copyOf, startRealMirror } from '../scripts/real-mirror.js';
 import { answerOf, buildIndex, get, PROJECT_ROOT, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const DAY = 86_400_000;
@@ -435,5 +437,79 @@ describe('credentials in URLs: used, never shown', () => {
       () => loadConfig({ PUBLIC_URL: 'https://u:SECRET-FIVE@ip.example/?key=1' }),
       (e: Error) => !/SECRET/.test(e.message) && /PUBLIC_URL/.test(e.message),
     );
+  });
+});
+
+describe("freshness from the publisher's evidence", { skip: !fs.existsSync(REAL) && `${REAL} is not present` }, () => {
+  test('a new install dates GitHub files by their commits and documents by their own dates: a live list of a stable fleet fresh, frozen lists expired, with why', async () => {
+    const registry = loadRegistry();
+    const picked = ['vpn-ovpn', 'vpn-nordvpn-az0', 'tor-exits-doodad', 'aws'].map((n) => registry.find((s) => s.name === n)!);
+    const mirror = await startRealMirror(picked, { replayAt: REPLAY_AT });
+    const dataDir = tempDir();
+    try {
+      await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: REPLAY_AT });
+      const status = (at: number) => Object.fromEntries(sourceStatuses(picked, readSourceStates(dataDir), at, DAY).map((s) => [s.name, s]));
+      const s = status(REPLAY_AT);
+      assert.deepEqual(
+        [s['vpn-ovpn'].freshness, s['vpn-ovpn'].dated_by, s['vpn-ovpn'].changed_at, s['vpn-ovpn'].active_by, s['vpn-ovpn'].active_at],
+        ['fresh', 'commit', '2026-07-03T00:00:00.000Z', 'repository', '2026-08-22T00:00:00.000Z'],
+      );
+      assert.deepEqual([s['vpn-nordvpn-az0'].freshness, s['vpn-nordvpn-az0'].dated_by], ['expired', 'commit']);
+      assert.match(s['vpn-nordvpn-az0'].freshness_reason!, /^the content unchanged for 903 d \(stale past 90 d, expired past 180 d\)$/);
+      assert.match(s['tor-exits-doodad'].freshness_reason!, /^the publisher silent for 183 d \(stale past 6 h, expired past 12 h\)$/);
+      assert.deepEqual([s.aws.dated_by, s.aws.changed_at, s.aws.freshness], ['document', '2025-07-24T20:23:14.000Z', 'expired']);
+      // The build leaves the expired out and answers OVPN's servers with their provider, confidence high.
+      const ovpn = fs.readFileSync(copyOf(picked[0])!, 'utf8').trim().split('\n')[0];
+      const index = await buildIndex(dataDir, new Date(REPLAY_AT));
+      assert.deepEqual(answerOf(index, ovpn).vpn, { provider: 'OVPN', last_seen: '2026-08-22', confidence: 'high', method: 'server_list' });
+      const built = runBuild({ dataDir, exports: false, now: new Date(REPLAY_AT) });
+      assert.deepEqual(built.manifest.set_aside.map((a) => a.name).sort(), ['aws', 'tor-exits-doodad', 'vpn-nordvpn-az0']);
+      // Three weeks on without a commit in OVPN's repository: its publisher is silent past twice its max_age.
+      assert.equal(status(REPLAY_AT + 21 * DAY)['vpn-ovpn'].freshness, 'expired');
+      // A second refresh asks GitHub nothing new for an hour (the repository) and never again for a dated path.
+      const asked = mirror.requests.filter((r) => r.path.startsWith('/api.github.com/')).length;
+      await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: REPLAY_AT + 10 * 60_000 });
+      assert.equal(mirror.requests.filter((r) => r.path.startsWith('/api.github.com/')).length, asked);
+    } finally {
+      await mirror.close();
+    }
+  });
+
+  test('content nothing dates is stale until it changes; a Last-Modified that is only the time of sending dates nothing', async () => {
+    let body = '198.51.7.70\n';
+    const up = await upstream((_req, res) => {
+      const now = new Date().toUTCString();
+      res.writeHead(200, { 'content-type': 'text/plain', date: now, 'last-modified': now }).end(body);
+    });
+    const dataDir = tempDir();
+    const src = [source({ name: 'undated', url: `${up.url}/list.txt`, maxAgeMs: 7 * DAY, evidence: 'server_list', details: { provider: 'Mullvad' } })];
+    try {
+      const t0 = Date.now();
+      await refreshSources(dataDir, src, { nowMs: t0 });
+      let [st] = sourceStatuses(src, readSourceStates(dataDir), t0, DAY);
+      assert.deepEqual([st.freshness, st.dated_by, st.freshness_reason], ['stale', null, 'no evidence dates the content yet']);
+      assert.equal((answerOf(await buildIndex(dataDir, new Date(t0)), '198.51.7.70').vpn as { confidence: string }).confidence, 'medium');
+      body = '198.51.7.70\n198.51.7.71\n';
+      await refreshSources(dataDir, src, { nowMs: t0 + DAY, all: true });
+      [st] = sourceStatuses(src, readSourceStates(dataDir), t0 + DAY, DAY);
+      assert.deepEqual([st.freshness, st.dated_by], ['fresh', 'observed']);
+    } finally {
+      await up.close();
+    }
+  });
+
+  test('a publisher slower than its max_age is given three of its learnt cadences', () => {
+    const at = (d: number): string => new Date(Date.UTC(2026, 0, 1) + d * DAY).toISOString();
+    const state = {
+      changed_at: at(0),
+      dated_by: 'commit' as const,
+      active_at: at(30),
+      max_age_s: 7 * 86_400,
+      cadence_s: cadenceOf([at(0), at(10), at(20), at(30)]),
+    };
+    assert.equal(state.cadence_s, 10 * 86_400);
+    assert.equal(freshnessOf(state, Date.parse(at(55))), 'fresh'); // silent 25 d < 30 d
+    assert.equal(freshnessOf(state, Date.parse(at(65))), 'stale');
+    assert.equal(freshnessOf({ ...state, cadence_s: null }, Date.parse(at(40))), 'stale'); // without the cadence: max_age alone
   });
 });

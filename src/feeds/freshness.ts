@@ -89,10 +89,11 @@ export function freshnessReason(state: ContentDates | undefined, nowMs: number):
   const limits = state && freshnessLimits(state);
   const starts = state && startsOf(state);
   if (!limits || !starts || freshnessOf(state, nowMs) === 'fresh') return null;
-  const days = (ms: number): string => `${Math.round(ms / 86_400_000)} d`;
-  if (nowMs - starts.silentSince > limits.silenceMs) return `the publisher silent for ${days(nowMs - starts.silentSince)} (limit ${days(limits.silenceMs)})`;
+  const days = (ms: number): string => (ms < 2 * 86_400_000 ? `${Math.round(ms / 3_600_000)} h` : `${Math.round(ms / 86_400_000)} d`);
+  const limit = (l: number): string => `stale past ${days(l)}, expired past ${days(2 * l)}`;
+  if (nowMs - starts.silentSince > limits.silenceMs) return `the publisher silent for ${days(nowMs - starts.silentSince)} (${limit(limits.silenceMs)})`;
   if (starts.changed === null) return 'no evidence dates the content yet';
-  return `the content unchanged for ${days(nowMs - starts.changed)} (limit ${days(limits.frozenMs)})`;
+  return `the content unchanged for ${days(nowMs - starts.changed)} (${limit(limits.frozenMs)})`;
 }
 
 /** When a source's freshness next changes (ms since the epoch), or null: never. */
