@@ -368,7 +368,12 @@ describe('every hop checked, every spelling', () => {
         const named = new URL(target).hostname === '127.0.0.1' && port !== adminPort;
         for (const report of r.reports) {
           // The same host as the source names, on another port, is the source's own host; anything else is refused.
-          if (named) assert.match(report.error ?? '', /cannot fetch|HTTP|refused/, `${spelling}:${port}`);
+          if (named)
+            assert.match(
+              report.error ?? '',
+              new RegExp(`^fetch failed: cannot fetch from 127\\.0\\.0\\.1:${port}: ECONNREFUSED`),
+              `${report.name} ${spelling}:${port}`,
+            );
           else
             assert.match(
               report.error ?? '',
@@ -403,7 +408,8 @@ describe('credentials in URLs: used, never shown', () => {
         source({ name: 'secret-list', url: `http://feeds:SECRET-ONE@127.0.0.1:${up.port}/list.txt?token=SECRET-TWO&x=1`, details: { provider: 'NordVPN' } }),
         source({ name: 'secret-gone', url: `http://feeds:SECRET-ONE@127.0.0.1:${up.port}/gone?api_key=SECRET-THREE` }),
       ];
-      const r = await refreshSources(dataDir, sources, {});
+      const at = Date.parse('2026-11-01T00:00:00Z');
+      const r = await refreshSources(dataDir, sources, { nowMs: at });
       assert.deepEqual(
         r.reports.map((x) => x.ok),
         [true, false],
@@ -412,14 +418,15 @@ describe('credentials in URLs: used, never shown', () => {
       // Through a mirror whose URL carries credentials: used the same way.
       const mirrored = await refreshSources(tempDir(), [source({ name: 'via-mirror', url: 'https://list.example/servers.txt' })], {
         mirror: `http://feeds:SECRET-ONE@127.0.0.1:${up.port}/mirror`,
+        nowMs: at,
       });
       assert.equal(mirrored.reports[0].ok, true, mirrored.reports[0].error);
-      runBuild({ dataDir, exports: false });
+      runBuild({ dataDir, exports: false, now: new Date(at) });
       const surfaces = [
         JSON.stringify(r),
         fs.readFileSync(path.join(dataDir, 'sources', 'state.json'), 'utf8'),
-        JSON.stringify(sourceStatuses(sources, readSourceStates(dataDir), Date.now(), DAY)),
-        JSON.stringify(explainAddress(dataDir, '198.51.7.50')),
+        JSON.stringify(sourceStatuses(sources, readSourceStates(dataDir), at, DAY)),
+        JSON.stringify(explainAddress(dataDir, '198.51.7.50', at)),
       ];
       for (const text of surfaces) assert.doesNotMatch(text, /SECRET/, text.slice(0, 300));
       assert.match(surfaces[2], /token=\*\*\*&x=1/);
@@ -470,6 +477,11 @@ describe("freshness from the publisher's evidence", { skip: !fs.existsSync(REAL)
       const asked = mirror.requests.filter((r) => r.path.startsWith('/api.github.com/')).length;
       await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: REPLAY_AT + 10 * 60_000 });
       assert.equal(mirror.requests.filter((r) => r.path.startsWith('/api.github.com/')).length, asked);
+      // What GitHub said is read back through its schema: a file of another shape is started afresh, not trusted.
+      fs.writeFileSync(path.join(dataDir, 'sources', 'github.json'), JSON.stringify({ repos: 'nope', paths: [{ key: 1 }] }));
+      await refreshSources(dataDir, picked, { mirror: mirror.url, nowMs: REPLAY_AT + 20 * 60_000 });
+      assert.ok(mirror.requests.filter((r) => r.path.startsWith('/api.github.com/')).length > asked);
+      assert.equal(status(REPLAY_AT + 20 * 60_000)['vpn-ovpn'].freshness, 'fresh');
     } finally {
       await mirror.close();
     }
@@ -477,14 +489,13 @@ describe("freshness from the publisher's evidence", { skip: !fs.existsSync(REAL)
 
   test('content nothing dates is stale until it changes; a Last-Modified that is only the time of sending dates nothing', async () => {
     let body = '198.51.7.70\n';
-    const up = await upstream((_req, res) => {
-      const now = new Date().toUTCString();
-      res.writeHead(200, { 'content-type': 'text/plain', date: now, 'last-modified': now }).end(body);
-    });
+    const t0 = Date.parse('2026-11-01T00:00:00Z');
+    // A host that stamps each answer's Last-Modified with the time it sends it.
+    const sent = new Date(t0).toUTCString();
+    const up = await upstream((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain', date: sent, 'last-modified': sent }).end(body));
     const dataDir = tempDir();
     const src = [source({ name: 'undated', url: `${up.url}/list.txt`, maxAgeMs: 7 * DAY, evidence: 'server_list', details: { provider: 'Mullvad' } })];
     try {
-      const t0 = Date.now();
       await refreshSources(dataDir, src, { nowMs: t0 });
       let [st] = sourceStatuses(src, readSourceStates(dataDir), t0, DAY);
       assert.deepEqual([st.freshness, st.dated_by, st.freshness_reason], ['stale', null, 'no evidence dates the content yet']);

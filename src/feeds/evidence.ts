@@ -4,7 +4,7 @@
 //
 // - its band: inside a category a range of a higher band wins over any range of a lower one,
 //   whatever the feeds' priorities (priority orders feeds inside a band);
-// - the vpn detail it stamps where the file says nothing (method, confidence);
+// - the detail it stamps where the file says nothing (the vpn method, a confidence);
 // - what else it says: an owner's own published space is not vpn (it rules out the vpn claims
 //   of lower bands on its networks); a mixed aggregate's vpn claims are hosting too.
 //
@@ -12,7 +12,7 @@
 // owner's own cloud space answers not vpn unless one of those names it; third-party lists,
 // ASN derivations and aggregates claim vpn only outside owner space.
 
-import type { Category, Detail } from '../model/categories.js';
+import type { Category, CONFIDENCE_VALUES, METHOD_VALUES } from '../model/categories.js';
 
 export const EVIDENCE_KINDS = ['server_list', 'exit_probe', 'traffic', 'owner', 'list', 'asn', 'aggregate'] as const;
 export type EvidenceKind = (typeof EVIDENCE_KINDS)[number];
@@ -23,10 +23,10 @@ export const DEFAULT_EVIDENCE: EvidenceKind = 'list';
 export interface EvidenceRule {
   /** Higher wins inside a category, before priority. */
   readonly band: number;
-  /** The vpn detail where the row gives none (DESIGN.md §3's method and confidence values). */
-  readonly vpn: Detail;
-  /** The confidence of its claims in any category where the row states none. */
-  readonly confidence: 'high' | 'medium' | 'low';
+  /** The confidence of its claims where the row states none, in every category that has one. */
+  readonly confidence: (typeof CONFIDENCE_VALUES)[number];
+  /** The vpn method its claims carry where the row gives none (null: it says nothing of how). */
+  readonly method: (typeof METHOD_VALUES)[number] | null;
   /** Categories its networks are not in, whatever lower bands claim. */
   readonly rulesOut: readonly Category[];
   /** Categories its vpn claims are also in (without a provider: the list does not say whose). */
@@ -38,7 +38,7 @@ export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   server_list: {
     band: 6,
     confidence: 'high',
-    vpn: { method: 'server_list', confidence: 'high' },
+    method: 'server_list',
     rulesOut: [],
     vpnAlso: [],
     summary: "a provider's own published server or range list",
@@ -46,7 +46,7 @@ export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   exit_probe: {
     band: 5,
     confidence: 'high',
-    vpn: { method: 'exit_probe', confidence: 'high' },
+    method: 'exit_probe',
     rulesOut: [],
     vpnAlso: [],
     summary: 'addresses seen as exits when connecting through the service',
@@ -54,17 +54,24 @@ export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   traffic: {
     band: 5,
     confidence: 'medium',
-    vpn: { method: 'traffic', confidence: 'medium' },
+    method: 'traffic',
     rulesOut: [],
     vpnAlso: [],
     summary: 'exits inferred from observed traffic',
   },
-  owner: { band: 4, confidence: 'high', vpn: {}, rulesOut: ['vpn'], vpnAlso: [], summary: "the owner's own published address space (cloud, CDN, resolvers)" },
-  list: { band: 3, confidence: 'medium', vpn: {}, rulesOut: [], vpnAlso: [], summary: 'a third-party list of one category, method unknown' },
+  owner: {
+    band: 4,
+    confidence: 'high',
+    method: null,
+    rulesOut: ['vpn'],
+    vpnAlso: [],
+    summary: "the owner's own published address space (cloud, CDN, resolvers)",
+  },
+  list: { band: 3, confidence: 'medium', method: null, rulesOut: [], vpnAlso: [], summary: 'a third-party list of one category, method unknown' },
   asn: {
     band: 2,
     confidence: 'medium',
-    vpn: { method: 'asn', confidence: 'medium' },
+    method: 'asn',
     rulesOut: [],
     vpnAlso: [],
     summary: 'every prefix of an ASN that a VPN operator owns',
@@ -72,7 +79,7 @@ export const EVIDENCE: Readonly<Record<EvidenceKind, EvidenceRule>> = {
   aggregate: {
     band: 1,
     confidence: 'low',
-    vpn: { method: 'asn', confidence: 'low' },
+    method: 'asn',
     rulesOut: [],
     vpnAlso: ['hosting'],
     summary: 'a mixed aggregate of VPN and datacenter space',

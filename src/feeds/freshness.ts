@@ -157,16 +157,19 @@ export function feedStanding(
   const order = effectivePriority(feed.evidence, feed.priority);
   const fill = { confidence: EVIDENCE[feed.evidence].confidence, last_seen: confirmedDay(state, feed.importedMs ?? nowMs, nowMs) };
   const stale = freshness !== 'fresh';
-  const memo = new Map<string, string>();
+  // Each distinct detail text of a feed is completed once (a feed repeats a few details over
+  // many rows), in a table per category: no key is made per row.
+  const memo = new Map<Category, Map<string, string>>();
   return {
     freshness,
     order: stale ? order - BAND_WIDTH : order,
     detail: (detail, category) => {
-      const key = `${category}\u0000${detail}`;
-      let text = memo.get(key);
+      let texts = memo.get(category);
+      if (texts === undefined) memo.set(category, (texts = new Map()));
+      let text = texts.get(detail);
       if (text === undefined) {
         text = completed(detail, category, fill, stale);
-        memo.set(key, text);
+        texts.set(detail, text);
       }
       return text;
     },

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeDirectory } from '../files.js';
 import { sourcesDir } from '../data-dir.js';
-import { guardedFetch, type HopGuard, USER_AGENT } from './source-fetch.js';
+import { guardedFetch, type HopGuard, readCapped, USER_AGENT } from './source-fetch.js';
+import { bodyProblem, closed } from '../wire/body-schema.js';
 import { mirroredUrl } from './registry.js';
 
 /** A file on GitHub's raw host: raw.githubusercontent.com/OWNER/REPO/REF/PATH. */
@@ -40,13 +41,23 @@ interface Asked {
   checked_at: string;
 }
 
-interface GithubCache {
-  repos: Record<string, Asked>;
-  paths: Record<string, Asked>;
-  /** The API's own count of what is left this hour, and when it resets. */
-  remaining: number | null;
-  reset_at: string | null;
-}
+/** The file's shape, checked when it is read back: anything else is started afresh. */
+const ASKED_ROW = closed({ key: { type: 'string' }, etag: { type: ['string', 'null'] }, date: { type: ['string', 'null'] }, checked_at: { type: 'string' } }, [
+  'key',
+  'etag',
+  'date',
+  'checked_at',
+]);
+const FILE_SCHEMA = closed({
+  repos: { type: 'array', items: ASKED_ROW },
+  paths: { type: 'array', items: ASKED_ROW },
+  remaining: { type: ['integer', 'null'] },
+  reset_at: { type: ['string', 'null'] },
+});
+type AskedRow = Asked & { key: string };
+
+/** The most of an answer of the commits API read (one commit's JSON is a few KiB). */
+const MAX_ANSWER_BYTES = 256 << 10;
 
 const REPO_EVERY_MS = 3_600_000;
 /** Requests left unasked for a later hour (and for the operator's own calls with the same address). */
@@ -64,46 +75,56 @@ export interface GithubDatesOptions {
 
 export class GithubDates {
   private readonly file: string;
-  private readonly cache: GithubCache;
+  private readonly repos = new Map<string, Asked>();
+  private readonly paths = new Map<string, Asked>();
+  /** The API's own count of what is left this hour, and when it resets. */
+  private remaining: number | null = null;
+  private resetAt: string | null = null;
   private readonly inFlight = new Map<string, Promise<number | null>>();
   /** Requests this run made (the tests and `check:registry` count them). */
   asked = 0;
 
   constructor(private readonly o: GithubDatesOptions) {
     this.file = path.join(sourcesDir(o.dataDir), 'github.json');
-    let cache: GithubCache = { repos: {}, paths: {}, remaining: null, reset_at: null };
+    let doc: unknown = null;
     try {
-      cache = { ...cache, ...(JSON.parse(fs.readFileSync(this.file, 'utf8')) as GithubCache) };
+      doc = JSON.parse(fs.readFileSync(this.file, 'utf8'));
     } catch {
       // None yet, or unreadable: asked again.
     }
-    this.cache = cache;
+    if (doc === null || bodyProblem(FILE_SCHEMA, doc) !== null) return;
+    const d = doc as { repos?: AskedRow[]; paths?: AskedRow[]; remaining?: number | null; reset_at?: string | null };
+    for (const { key, ...asked } of d.repos ?? []) this.repos.set(key, asked);
+    for (const { key, ...asked } of d.paths ?? []) this.paths.set(key, asked);
+    this.remaining = d.remaining ?? null;
+    this.resetAt = d.reset_at ?? null;
   }
 
   /** The path's last commit (ms), asked when `fresh` (its bytes are new) or never asked before. */
   pathDate(f: GithubFile, fresh: boolean): Promise<number | null> {
     const key = `${f.repo}/${f.ref}/${f.path}`;
-    const known = this.cache.paths[key];
+    const known = this.paths.get(key);
     // A path the API could not date is asked again an hour later, not at every refresh.
     if (known && !fresh && (known.date !== null || this.o.nowMs - Date.parse(known.checked_at) < REPO_EVERY_MS)) {
       return Promise.resolve(known.date ? Date.parse(known.date) : null);
     }
     const query = `path=${encodeURIComponent(f.path)}${f.ref === 'HEAD' ? '' : `&sha=${encodeURIComponent(f.ref)}`}&per_page=1`;
-    return this.once(`p:${key}`, () => this.ask(this.cache.paths, key, `https://api.github.com/repos/${f.repo}/commits?${query}`));
+    return this.once(`p:${key}`, () => this.ask(this.paths, key, `https://api.github.com/repos/${f.repo}/commits?${query}`));
   }
 
   /** The repository's last commit (ms), asked at most once an hour. */
   repoDate(f: GithubFile): Promise<number | null> {
-    const known = this.cache.repos[f.repo];
+    const known = this.repos.get(f.repo);
     if (known && this.o.nowMs - Date.parse(known.checked_at) < REPO_EVERY_MS) return Promise.resolve(known.date ? Date.parse(known.date) : null);
     const query = f.ref === 'HEAD' ? 'per_page=1' : `sha=${encodeURIComponent(f.ref)}&per_page=1`;
-    return this.once(`r:${f.repo}`, () => this.ask(this.cache.repos, f.repo, `https://api.github.com/repos/${f.repo}/commits?${query}`));
+    return this.once(`r:${f.repo}`, () => this.ask(this.repos, f.repo, `https://api.github.com/repos/${f.repo}/commits?${query}`));
   }
 
   save(): void {
     makeDirectory(path.dirname(this.file));
     const tmp = `${this.file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(this.cache, null, 1));
+    const rows = (table: Map<string, Asked>): AskedRow[] => [...table].map(([key, asked]) => ({ key, ...asked }));
+    fs.writeFileSync(tmp, JSON.stringify({ repos: rows(this.repos), paths: rows(this.paths), remaining: this.remaining, reset_at: this.resetAt }, null, 1));
     fs.renameSync(tmp, this.file);
   }
 
@@ -116,11 +137,11 @@ export class GithubDates {
     return p;
   }
 
-  private async ask(table: Record<string, Asked>, key: string, url: string): Promise<number | null> {
-    const known = table[key];
+  private async ask(table: Map<string, Asked>, key: string, url: string): Promise<number | null> {
+    const known = table.get(key);
     const cached = known?.date ? Date.parse(known.date) : null;
-    const resetMs = this.cache.reset_at ? Date.parse(this.cache.reset_at) : 0;
-    if (this.cache.remaining !== null && this.cache.remaining <= RESERVE && this.o.nowMs < resetMs) return cached;
+    const resetMs = this.resetAt ? Date.parse(this.resetAt) : 0;
+    if (this.remaining !== null && this.remaining <= RESERVE && this.o.nowMs < resetMs) return cached;
     const headers: Record<string, string> = { 'user-agent': USER_AGENT, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' };
     if (known?.etag) headers['if-none-match'] = known.etag;
     if (this.o.token) headers.authorization = `Bearer ${this.o.token}`;
@@ -130,33 +151,35 @@ export class GithubDates {
       res = await guardedFetch(this.o.mirror ? mirroredUrl(url, this.o.mirror) : url, { headers, signal: AbortSignal.timeout(this.o.timeoutMs) }, this.o.guard);
     } catch {
       // GitHub unreachable: what was known stands, and the content stays as dated.
-      table[key] = { etag: known?.etag ?? null, date: known?.date ?? null, checked_at: new Date(this.o.nowMs).toISOString() };
+      table.set(key, { etag: known?.etag ?? null, date: known?.date ?? null, checked_at: new Date(this.o.nowMs).toISOString() });
       return cached;
     }
     const remaining = Number(res.headers.get('x-ratelimit-remaining') ?? NaN);
     const reset = Number(res.headers.get('x-ratelimit-reset') ?? NaN);
-    if (Number.isFinite(remaining)) this.cache.remaining = remaining;
-    if (Number.isFinite(reset)) this.cache.reset_at = new Date(reset * 1000).toISOString();
+    if (Number.isInteger(remaining)) this.remaining = remaining;
+    if (Number.isFinite(reset)) this.resetAt = new Date(reset * 1000).toISOString();
     const checked_at = new Date(this.o.nowMs).toISOString();
     if (res.status === 304 && known) {
       await res.body?.cancel();
-      table[key] = { ...known, checked_at };
+      table.set(key, { ...known, checked_at });
       return cached;
     }
-    if (!res.ok) {
+    if (!res.ok || !res.body) {
       await res.body?.cancel();
-      table[key] = { etag: known?.etag ?? null, date: known?.date ?? null, checked_at };
+      table.set(key, { etag: known?.etag ?? null, date: known?.date ?? null, checked_at });
       return cached;
     }
     let date: string | null = null;
     try {
-      const list = (await res.json()) as { commit?: { committer?: { date?: string } } }[];
+      const { text, whole } = await readCapped(res, MAX_ANSWER_BYTES);
+      if (!whole) return cached;
+      const list = JSON.parse(text) as { commit?: { committer?: { date?: string } } }[];
       const d = Array.isArray(list) ? list[0]?.commit?.committer?.date : undefined;
       if (typeof d === 'string' && Number.isFinite(Date.parse(d))) date = new Date(Date.parse(d)).toISOString();
     } catch {
       return cached;
     }
-    table[key] = { etag: res.headers.get('etag'), date, checked_at };
+    table.set(key, { etag: res.headers.get('etag'), date, checked_at });
     return date ? Date.parse(date) : null;
   }
 }

@@ -185,7 +185,8 @@ function checkDefaults(file: string, options: ImportOptions): void {
  */
 function withEvidence(entries: FeedEntry[], kind: EvidenceKind): FeedEntry[] {
   const rule = EVIDENCE[kind];
-  if (Object.keys(rule.vpn).length === 0 && rule.vpnAlso.length === 0) return entries;
+  if (rule.method === null && rule.vpnAlso.length === 0) return entries;
+  const stamp = rule.method === null ? {} : { method: rule.method, confidence: rule.confidence };
   const out: FeedEntry[] = [];
   for (const e of entries) {
     if (e.category !== 'vpn' || e.detail === NOT_IN_CATEGORY) {
@@ -193,10 +194,10 @@ function withEvidence(entries: FeedEntry[], kind: EvidenceKind): FeedEntry[] {
       continue;
     }
     const detail = JSON.parse(e.detail) as Record<string, unknown>;
-    const merged = buildDetail('vpn', Object.fromEntries(Object.entries({ ...rule.vpn, ...detail }).map(([k, v]) => [k, String(v)])));
+    const merged = buildDetail('vpn', Object.fromEntries(Object.entries({ ...stamp, ...detail }).map(([k, v]) => [k, String(v)])));
     out.push({ ...e, detail: 'detail' in merged ? JSON.stringify(merged.detail) : e.detail });
     for (const category of rule.vpnAlso) {
-      const also = buildDetail(category, { confidence: 'low', ...(typeof detail.last_seen === 'string' ? { last_seen: detail.last_seen } : {}) });
+      const also = buildDetail(category, { confidence: rule.confidence, ...(typeof detail.last_seen === 'string' ? { last_seen: detail.last_seen } : {}) });
       if ('detail' in also) out.push({ ...e, category, detail: JSON.stringify(also.detail) });
     }
   }

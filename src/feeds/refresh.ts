@@ -346,7 +346,7 @@ async function datePublishers(
   const hosted = sources.flatMap((s) => {
     const file = s.url ? githubFileOf(s.url) : null;
     const st = states[s.name];
-    return file && st?.sha256 && st.url !== null ? [{ s, file, st }] : [];
+    return file && st?.sha256 ? [{ s, file, st }] : [];
   });
   if (hosted.length === 0) return;
   const github = new GithubDates({
@@ -363,7 +363,7 @@ async function datePublishers(
       const fresh = newContent.has(s.name);
       const pathMs = await github.pathDate(file, fresh || st.changed_at === null);
       const path: Evidence | null = pathMs === null ? null : { ms: pathMs, by: 'commit' };
-      if (fresh || st.changed_at === null || st.dated_by !== 'document') datedLater(st, path, nowMs);
+      datedLater(st, path, nowMs);
       noteActivity(st, path, nowMs);
       const repoMs = await github.repoDate(file);
       noteActivity(st, repoMs === null ? null : { ms: repoMs, by: 'repository' }, nowMs);

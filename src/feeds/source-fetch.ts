@@ -22,9 +22,7 @@ export interface FetchRequest {
   maxBytes: number;
   etag?: string | null;
   lastModified?: string | null;
-  /** Ports a redirect may never lead to on a loopback or private host (the admin port). */
-  guardedPorts?: readonly number[];
-  /** What each hop is checked against (default: the URL's host named, the guarded ports). */
+  /** What each hop is checked against (default: only the URL's own host may be internal). */
   guard?: HopGuard;
 }
 
@@ -178,10 +176,28 @@ export async function guardedFetch(
 async function follow(
   url: string,
   init: { headers: Record<string, string>; signal: AbortSignal },
-  req: Pick<FetchRequest, 'timeoutMs' | 'guardedPorts' | 'guard'>,
+  req: Pick<FetchRequest, 'timeoutMs' | 'guard'>,
 ): Promise<Response> {
-  const guard = req.guard ?? hopGuard(url, { operatorsOwn: true, guardedPorts: req.guardedPorts });
-  return guardedFetch(url, { ...init, timeoutMs: req.timeoutMs }, guard);
+  return guardedFetch(url, { ...init, timeoutMs: req.timeoutMs }, req.guard ?? hopGuard(url, { operatorsOwn: true }));
+}
+
+/**
+ * A body read up to `max` bytes, never more: an upstream cannot make ipsift hold more than
+ * that, whatever it sends. `whole` says whether the body ended within it.
+ */
+export async function readCapped(res: Response, max: number): Promise<{ text: string; whole: boolean }> {
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = res.body!.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    chunks.push(chunk.value);
+    bytes += chunk.value.byteLength;
+    if (bytes >= max) {
+      await reader.cancel();
+      return { text: Buffer.concat(chunks).toString('utf8', 0, max), whole: false };
+    }
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), whole: true };
 }
 
 const portOf = (u: URL): number => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
@@ -204,8 +220,7 @@ async function hopRefusal(to: URL, guard: HopGuard): Promise<string | null> {
   return guard.named.has(to.hostname) ? null : `${inner} is a loopback, private or link-local address the source does not name`;
 }
 
-const V4_MAPPED = 0xffffn << 32n;
-const NAT64 = 0x64ff9bn << 96n;
+const NAT64_TOP = 0x64ff9bn << 64n;
 
 /**
  * Loopback, private (RFC 1918, ULA), link-local, CGNAT, unspecified, multicast and reserved:
@@ -216,11 +231,11 @@ export function isInternalAddress(ip: string): boolean {
   const p = new ParsedAddress();
   const kind = parseAddress(ip, 0, ip.length, p);
   if (kind === NOT_ADDRESS) return net.isIP(ip) !== 0; // an address this parser cannot read is not trusted
+  // The parser reads IPv4-mapped forms (::ffff:7f00:1 as well as ::ffff:127.0.0.1) as IPv4.
   if (kind === IPV4 || kind === IPV4_MAPPED) return isInternalV4(p.v4);
   const v = addressBigInt(p);
-  if (v >> 32n === 0n || v >> 32n === V4_MAPPED >> 32n || v >> 32n === NAT64 >> 32n) {
-    return v <= 1n || isInternalV4(Number(v & 0xffffffffn));
-  }
+  // IPv4-compatible (::a.b.c.d, with :: and ::1 themselves) and NAT64 (64:ff9b::/96).
+  if (v >> 32n === 0n || v >> 32n === NAT64_TOP) return v <= 1n || isInternalV4(Number(v & 0xffffffffn));
   if (v >> 112n === 0x2002n) return isInternalV4(Number((v >> 80n) & 0xffffffffn));
   const top = Number(v >> 112n);
   return (top & 0xfe00) === 0xfc00 || (top & 0xffc0) === 0xfe80 || (top & 0xffc0) === 0xfec0 || (top & 0xff00) === 0xff00;
@@ -256,19 +271,7 @@ export async function findLink(pageUrl: string, pattern: RegExp, timeoutMs: numb
     await res.body?.cancel();
     throw new Error(`HTTP ${res.status} from ${new URL(pageUrl).host} (the page that links to the file)`);
   }
-  // A page is read up to MAX_PAGE_BYTES, never whole: an upstream cannot make ipsift hold more.
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  const reader = res.body.getReader();
-  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-    chunks.push(chunk.value);
-    bytes += chunk.value.byteLength;
-    if (bytes >= MAX_PAGE_BYTES) {
-      await reader.cancel();
-      break;
-    }
-  }
-  const m = pattern.exec(Buffer.concat(chunks).toString('utf8', 0, Math.min(bytes, MAX_PAGE_BYTES)));
+  const m = pattern.exec((await readCapped(res, MAX_PAGE_BYTES)).text);
   if (!m) throw new RefusedBody(`the page ${redactUrl(pageUrl)} links to no file matching ${pattern.source} in its first ${MAX_PAGE_BYTES >> 20} MiB`);
   return m[0].replaceAll('&amp;', '&');
 }
