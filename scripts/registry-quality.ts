@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runBuild } from '../src/build/build.js';
 import { refreshSources } from '../src/feeds/refresh.js';
-import { loadRegistry } from '../src/feeds/registry.js';
+import { loadRegistry, selectSources } from '../src/feeds/registry.js';
 import type { Source } from '../src/feeds/sources.js';
 import { loadIndexFile } from '../src/index/loader.js';
 import { INDEX_FILE } from '../src/data-dir.js';
@@ -112,7 +112,7 @@ function frozenAnswers(
 export async function registryQuality(
   truth: Awaited<ReturnType<typeof realTruth>>,
   hosts: RegistryQuality['hosts'],
-  registry: readonly Source[] = loadRegistry(),
+  registry: readonly Source[] = selectSources('public', loadRegistry()),
   replay: Replay = { at: REPLAY_AT },
 ): Promise<RegistryQuality> {
   const mirror = await startRealMirror(registry, {

@@ -147,18 +147,63 @@ describe('the registry', () => {
     assert.ok(firstParty.length >= 5, firstParty.map((s) => s.name).join(', '));
   });
 
-  test('frozen third-party lists are retired, demoted or relabelled; zscaler reads the document its URL serves', () => {
-    for (const name of ['tor-exits-secops', 'tor-exits-ling0x', 'vpn-mullvad-relays', 'stackpath', 'vpn-misp-ipv6', 'vpn-misp-ipv4'])
+  test("every first-party VPN format reads every server address its provider's document holds, and nothing else", () => {
+    // Addresses in a sample that are not VPN servers, and why: IVPN's AntiTracker resolvers, API
+    // and echo server under config; a Mullvad relay marked inactive.
+    const NOT_SERVERS: Record<string, string[]> = {
+      'vpn-ivpn-api': ['10.0.254.2', '10.0.254.102', '10.0.254.3', '10.0.254.103', '198.50.177.220', '2607:5300:203:1735::8888', '37.187.112.240'],
+      'vpn-mullvad-api': ['146.70.117.2', '2001:ac8:20:1::a99f'],
+    };
+    const firstPartyVpn = registry.filter((s) => s.kind === 'first_party' && s.category === 'vpn');
+    assert.ok(firstPartyVpn.length >= 9, firstPartyVpn.map((s) => s.name).join(', '));
+    for (const s of firstPartyVpn) {
+      const file = copyOf(s) ?? sampleOf(s);
+      assert.ok(file, `${s.name}: a copy or sample`);
+      const text = fs.readFileSync(file, 'utf8');
+      // Every address the document spells: dotted IPv4 (not a prefix) and quoted IPv6.
+      const spelt = new Set([
+        ...[...text.matchAll(/(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?![\w./])/g)].map((m) => m[1]),
+        ...[...text.matchAll(/"([0-9a-fA-F]{0,4}(?::[0-9a-fA-F]{0,4}){2,7})"/g)].map((m) => m[1]),
+      ]);
+      const expected = [...spelt].filter((a) => !(NOT_SERVERS[s.name] ?? []).includes(a)).sort();
+      const read = formatByName(s.format)!
+        .rows({ file, text })
+        .map((r) => r.network)
+        .sort();
+      assert.deepEqual(read, expected, `${s.name} (${s.format}) reads ${path.basename(file)} whole`);
+    }
+  });
+
+  test('frozen lists are held as frozen (public leaves them out), retired, demoted or relabelled; zscaler reads the document its URL serves', () => {
+    for (const name of ['tor-exits-secops', 'tor-exits-ling0x', 'vpn-mullvad-relays', 'stackpath', 'vpn-misp-ipv6', 'vpn-misp-ipv4', 'vpn-protonvpn-api'])
       assert.equal(byName(name), undefined, name);
+    // Whose publisher stopped: each says why, and only a name takes it.
+    const frozen = registry.filter((s) => s.frozen !== undefined).map((s) => s.name);
+    assert.deepEqual(frozen.sort(), [
+      'akamai',
+      'azure-mirror',
+      'google-mirror',
+      'tor-exits-doodad',
+      'vpn-expressvpn',
+      'vpn-nordvpn-az0',
+      'vpn-protonvpn-x4bnet',
+    ]);
+    for (const name of frozen) assert.match(byName(name).frozen!, /\d{4}|never updated/, `${name}: says since when`);
     assert.equal(byName('vpn-expressvpn').evidence, 'list');
     assert.equal(byName('datacenters-misp-ipv4').category, 'hosting');
     assert.match(byName('zscaler').url!, /\/hubs\/cidr\/json\/recommended$/);
     assert.equal(byName('zscaler-cenr').format, 'zscaler-cenr');
-    // Each cloud and CDN owner the registry reads first-party has a copy on a second host.
+    // ProtonVPN's API wants a sign-in: the maintained verbatim copy stands in, labelled a mirror.
+    assert.equal(byName('vpn-protonvpn-logicals').kind, 'mirror');
+    assert.match(byName('vpn-protonvpn-logicals').note!, /refused anonymous requests \(401\) since April 2025/);
+    // The versions maintained clients read.
+    assert.match(byName('vpn-nordvpn-api').url!, /\/v2\/servers\b/);
+    assert.match(byName('vpn-pia-serverlist').url!, /\/servers\/v7$/);
+    // Each cloud and CDN owner the registry reads first-party has a live copy on a second host
+    // (Google's one copy froze in 2024).
     for (const [owner, mirror] of [
       ['aws', 'aws-mirror-ipv4'],
-      ['azure', 'azure-mirror'],
-      ['google', 'google-mirror'],
+      ['azure', 'azure-mirror-lord-alfred-ipv4'],
       ['cloudflare-ipv4', 'cloudflare-mirror-ipv4'],
       ['oracle-cloud', 'oracle-mirror'],
       ['digitalocean', 'digitalocean-mirror-ipv4'],
@@ -167,13 +212,20 @@ describe('the registry', () => {
       assert.equal(byName(owner).kind, 'first_party', owner);
       assert.equal(byName(mirror).kind, 'mirror', mirror);
       assert.equal(byName(mirror).evidence, 'owner', mirror);
+      assert.equal(byName(mirror).frozen, undefined, mirror);
     }
   });
 
   test('SOURCES picks from it: public, names, -name; unknown names refused with the way out', () => {
-    assert.equal(selectSources('public', registry).length, registry.length);
+    const live = registry.filter((s) => s.frozen === undefined);
+    assert.equal(selectSources('public', registry).length, live.length);
+    assert.ok(live.length < registry.length);
+    assert.ok(
+      selectSources('public,akamai', registry).some((s) => s.name === 'akamai'),
+      'a frozen source taken by name',
+    );
     const without = selectSources('public,-vpn-nordvpn,-aws', registry);
-    assert.equal(without.length, registry.length - 2);
+    assert.equal(without.length, live.length - 2);
     assert.ok(!without.some((s) => s.name === 'vpn-nordvpn' || s.name === 'aws'));
     assert.deepEqual(
       selectSources('aws,tor-exit-addresses', registry).map((s) => s.name),
@@ -407,7 +459,8 @@ describe('SOURCES=public on an empty data directory', () => {
       const listed = JSON.parse((await get(service.adminPort, '/admin/v1/sources', { Authorization: `Bearer ${token}` })).text) as {
         sources: { name: string; state: string; reason: string | null; entries: number }[];
       };
-      assert.equal(listed.sources.length, registry.length);
+      // Every source but the frozen, which public leaves out.
+      assert.equal(listed.sources.length, registry.filter((s) => s.frozen === undefined).length);
       // Copies whose own dates are old (the real data's, on today's clock) are stale or
       // expired, each with why; only Apple's, which the mirror lacks, failed.
       const failed = listed.sources.filter((s) => s.state === 'failed' || s.state === 'refused');
@@ -436,7 +489,11 @@ describe('SOURCES=public on an empty data directory', () => {
       const again = await service.sources!.runOnce(true);
       assert.equal(again?.build, null);
       const second = mirror.requests.slice(asked);
-      assert.equal(second.filter((r) => r.status === 304 && r.conditional).length, registry.length - 1, 'every source the mirror holds answered 304');
+      assert.equal(
+        second.filter((r) => r.status === 304 && r.conditional).length,
+        registry.filter((s) => s.frozen === undefined).length - 1,
+        'every source the mirror holds answered 304',
+      );
 
       // A Mullvad server added upstream: fetched, built, and serving.
       const mull = byName('vpn-mullvad');
@@ -471,7 +528,10 @@ describe('SOURCES=public on an empty data directory', () => {
       assert.deepEqual([n('refused'), n('failed'), n('never')], [1, 1, 0]);
       assert.match(
         text,
-        new RegExp(`^${registry.length} sources: ${n('ok')} ok, ${n('stale')} stale, ${n('expired')} expired, 1 refused, 1 failed, 0 never fetched$`, 'm'),
+        new RegExp(
+          `^${registry.filter((s) => s.frozen === undefined).length} sources: ${n('ok')} ok, ${n('stale')} stale, ${n('expired')} expired, 1 refused, 1 failed, 0 never fetched$`,
+          'm',
+        ),
       );
     } finally {
       await service.close();

@@ -117,10 +117,16 @@ function list(values: Record<string, unknown>): void {
     licence: s.licence ?? 'not stated',
     interval: intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS),
     url: s.url,
+    frozen: s.frozen ?? null,
   }));
   const width = Math.max(...rows.map((r) => r.name.length));
   print(values.json as boolean, rows, () =>
-    rows.map((r) => `${r.name.padEnd(width)}  ${r.category.padEnd(9)}  ${r.interval.padEnd(4)}  ${r.licence.padEnd(17)}  ${r.url}`).join('\n'),
+    rows
+      .map(
+        (r) =>
+          `${r.name.padEnd(width)}  ${r.category.padEnd(9)}  ${r.interval.padEnd(4)}  ${r.licence.padEnd(17)}  ${r.url}${r.frozen ? `  (frozen: ${r.frozen})` : ''}`,
+      )
+      .join('\n'),
   );
 }
 

@@ -1,8 +1,9 @@
 // Formats of operators' own publications: the Tor Project's Onionoo, the VPN
-// providers' server APIs (Mullvad, NordVPN, Private Internet Access, IVPN), bunny.net's edge
-// list, Vultr's geofeed JSON and Zscaler's CENR document. Each reads the layout its operator
-// serves; the registry names where that layout is documented, and test/fixtures/upstream holds
-// a sample of each in that layout.
+// providers' server lists (Mullvad, NordVPN, Private Internet Access, IVPN, AirVPN, Windscribe,
+// RiseupVPN, PrivadoVPN, VPN Gate), bunny.net's edge list, Vultr's geofeed JSON and Zscaler's
+// CENR document. Each reads the layout its operator serves, every server address in it; the
+// registry names where that layout is documented, and test/fixtures/upstream holds a sample of
+// each in that layout.
 
 import { type FeedFormatDef, FormatError, type FormatRow } from './format-def.js';
 import { addressRows, isObject, Lines, list_, looksJson, parseJson } from './json-text.js';
@@ -55,37 +56,57 @@ const onionoo: FeedFormatDef = {
   },
 };
 
-const mullvadRelays: FeedFormatDef = {
-  name: 'mullvad-relays',
-  summary: "Mullvad's relay list JSON ([{hostname, ipv4_addr_in, ipv6_addr_in, …}]): vpn, provider Mullvad, method server_list",
-  defaultCategory: 'vpn',
-  detect: (text) => /^\s*\[/.test(text) && /"ipv4_addr_in"\s*:/.test(text),
-  rows({ text }) {
-    const doc = parseJson(text);
-    if (!Array.isArray(doc)) throw new FormatError(0, "Mullvad's relay list is a JSON array");
-    return addressRows(
-      text,
-      doc.flatMap((r) => (isObject(r) ? [r.ipv4_addr_in, r.ipv6_addr_in] : [])),
-      { provider: 'Mullvad', method: 'server_list' },
-    );
-  },
-};
+/**
+ * A VPN provider's JSON server list: `addresses` picks every server address out of the parsed
+ * document, or answers null where the document is not of that shape (`needs` says what it lacks).
+ */
+function jsonServerList(o: {
+  name: string;
+  summary: string;
+  detect: (text: string) => boolean;
+  provider?: string;
+  needs: string;
+  addresses: (doc: unknown) => unknown[] | null;
+}): FeedFormatDef {
+  const details = o.provider ? { provider: o.provider, method: 'server_list' } : { method: 'server_list' };
+  return {
+    name: o.name,
+    summary: o.summary,
+    defaultCategory: 'vpn',
+    detect: o.detect,
+    rows({ text }) {
+      const found = o.addresses(parseJson(text));
+      if (found === null) throw new FormatError(0, o.needs);
+      return addressRows(text, found, details);
+    },
+  };
+}
 
-const nordvpnServers: FeedFormatDef = {
+const mullvadRelays = jsonServerList({
+  name: 'mullvad-relays',
+  summary:
+    "Mullvad's relay list JSON ([{hostname, active, ipv4_addr_in, ipv6_addr_in, …}]): the active relays' addresses (one marked inactive is out of service), vpn, provider Mullvad, method server_list",
+  detect: (text) => /^\s*\[/.test(text) && /"ipv4_addr_in"\s*:/.test(text),
+  provider: 'Mullvad',
+  needs: "Mullvad's relay list is a JSON array",
+  addresses: (doc) => (Array.isArray(doc) ? doc.flatMap((r) => (isObject(r) && r.active !== false ? [r.ipv4_addr_in, r.ipv6_addr_in] : [])) : null),
+});
+
+const nordvpnServers = jsonServerList({
   name: 'nordvpn-servers',
-  summary: "NordVPN's server API JSON ([{hostname, station, ipv6_station, ips: [{ip: {ip}}], …}]): vpn, provider NordVPN, method server_list",
-  defaultCategory: 'vpn',
-  detect: (text) => /^\s*\[/.test(text) && /"station"\s*:/.test(text) && /"hostname"\s*:/.test(text),
-  rows({ text }) {
-    const doc = parseJson(text);
-    if (!Array.isArray(doc)) throw new FormatError(0, "NordVPN's server list is a JSON array");
-    return addressRows(
-      text,
-      doc.flatMap((s) => (isObject(s) ? [s.station, s.ipv6_station, ...list_(s.ips).map((i) => (isObject(i) && isObject(i.ip) ? i.ip.ip : undefined))] : [])),
-      { provider: 'NordVPN', method: 'server_list' },
+  summary:
+    "NordVPN's server API JSON, v2 ({servers: [{hostname, station, station_ipv6, ips: [{ip: {ip}}]}], groups, …}) or v1 ([{hostname, station, ipv6_station, ips, …}]): vpn, provider NordVPN, method server_list",
+  detect: (text) => looksJson(text) && /"station"\s*:/.test(text) && /"hostname"\s*:/.test(text),
+  provider: 'NordVPN',
+  needs: "NordVPN's server list is a JSON array (v1) or an object with a servers array (v2)",
+  addresses(doc) {
+    const servers = Array.isArray(doc) ? doc : isObject(doc) ? doc.servers : undefined;
+    if (!Array.isArray(servers)) return null;
+    return servers.flatMap((s) =>
+      isObject(s) ? [s.station, s.station_ipv6, s.ipv6_station, ...list_(s.ips).map((i) => (isObject(i) && isObject(i.ip) ? i.ip.ip : undefined))] : [],
     );
   },
-};
+});
 
 const piaServers: FeedFormatDef = {
   name: 'pia-servers',
@@ -108,20 +129,83 @@ const piaServers: FeedFormatDef = {
   },
 };
 
-const ivpnServers: FeedFormatDef = {
+const ivpnServers = jsonServerList({
   name: 'ivpn-servers',
-  summary: "IVPN's servers.json ({wireguard: [{gateway, hosts: [{host, ipv6: {host}}]}], openvpn: […]}): vpn, provider IVPN, method server_list",
-  defaultCategory: 'vpn',
+  summary:
+    "IVPN's servers.json ({wireguard: [{gateway, hosts: [{host, v2ray, ipv6: {host}}]}], openvpn: […], config}): every server's address and its V2Ray address (the API's own addresses in config are not servers), vpn, provider IVPN, method server_list",
   detect: (text) => looksJson(text) && /"wireguard"\s*:\s*\[/.test(text) && /"gateway"\s*:/.test(text) && /"hosts"\s*:/.test(text),
-  rows({ text }) {
-    const doc = parseJson(text);
-    if (!isObject(doc)) throw new FormatError(0, "IVPN's server list is a JSON object");
+  provider: 'IVPN',
+  needs: "IVPN's server list is a JSON object",
+  addresses(doc) {
+    if (!isObject(doc)) return null;
     const hosts = ['wireguard', 'openvpn'].flatMap((protocol) => list_(doc[protocol]).flatMap((g) => (isObject(g) ? list_(g.hosts) : [])));
-    return addressRows(
-      text,
-      hosts.flatMap((h) => (isObject(h) ? [h.host, isObject(h.ipv6) ? h.ipv6.host : undefined] : [])),
-      { provider: 'IVPN', method: 'server_list' },
-    );
+    return hosts.flatMap((h) => (isObject(h) ? [h.host, h.v2ray, isObject(h.ipv6) ? h.ipv6.host : undefined] : []));
+  },
+});
+
+const AIRVPN_FIELDS = ['ip_v4_in1', 'ip_v4_in2', 'ip_v4_in3', 'ip_v4_in4', 'ip_v6_in1', 'ip_v6_in2', 'ip_v6_in3', 'ip_v6_in4'];
+const airvpnStatus = jsonServerList({
+  name: 'airvpn-status',
+  summary:
+    "AirVPN's status API ({servers: [{public_name, ip_v4_in1…4, ip_v6_in1…4, health, …}], …}): each server's entry addresses, vpn, provider AirVPN, method server_list",
+  detect: (text) => looksJson(text) && /"servers"\s*:\s*\[/.test(text) && /"ip_v4_in1"\s*:/.test(text),
+  provider: 'AirVPN',
+  needs: "AirVPN's status needs a servers array",
+  addresses: (doc) => (isObject(doc) && Array.isArray(doc.servers) ? doc.servers.flatMap((s) => (isObject(s) ? AIRVPN_FIELDS.map((f) => s[f]) : [])) : null),
+});
+
+const windscribeServers = jsonServerList({
+  name: 'windscribe-servers',
+  summary:
+    "Windscribe's server list ({data: [{name, groups: [{city, nodes: [{hostname, ip, ip2, ip3}]}]}]}): every node's addresses, vpn, provider Windscribe, method server_list",
+  detect: (text) => looksJson(text) && /"data"\s*:\s*\[/.test(text) && /"nodes"\s*:/.test(text) && /"ip2"\s*:/.test(text),
+  provider: 'Windscribe',
+  needs: "Windscribe's server list needs a data array",
+  addresses(doc) {
+    if (!isObject(doc) || !Array.isArray(doc.data)) return null;
+    const nodes = doc.data.flatMap((region) => (isObject(region) ? list_(region.groups).flatMap((g) => (isObject(g) ? list_(g.nodes) : [])) : []));
+    return nodes.flatMap((n) => (isObject(n) ? [n.ip, n.ip2, n.ip3] : []));
+  },
+});
+
+const leapEipService = jsonServerList({
+  name: 'leap-eip-service',
+  summary:
+    "a LEAP provider's eip-service.json (RiseupVPN's: {gateways: [{host, ip_address, ip_address6, location, capabilities}], …}): every gateway's addresses, vpn, method server_list, the provider you give",
+  detect: (text) => looksJson(text) && /"gateways"\s*:\s*\[/.test(text) && /"ip_address"\s*:/.test(text),
+  needs: 'an eip-service document needs a gateways array',
+  addresses: (doc) => (isObject(doc) && Array.isArray(doc.gateways) ? doc.gateways.flatMap((g) => (isObject(g) ? [g.ip_address, g.ip_address6] : [])) : null),
+});
+
+const privadoServers = jsonServerList({
+  name: 'privado-servers',
+  summary:
+    "PrivadoVPN's servers_export.json ({servers: [{country, city, hostname, ip}]}): every server's address, vpn, provider PrivadoVPN, method server_list",
+  detect: (text) => looksJson(text) && /"servers"\s*:\s*\[/.test(text) && /"hostname"\s*:/.test(text) && /"ip"\s*:/.test(text) && !/"station"\s*:/.test(text),
+  provider: 'PrivadoVPN',
+  needs: "PrivadoVPN's export needs a servers array",
+  addresses: (doc) => (isObject(doc) && Array.isArray(doc.servers) ? doc.servers.map((s) => (isObject(s) ? s.ip : undefined)) : null),
+});
+
+/** VPN Gate's CSV: `*vpn_servers`, a `#HostName,IP,…` header, one row per volunteer server, `*`. */
+const vpngateCsv: FeedFormatDef = {
+  name: 'vpngate-csv',
+  summary:
+    "VPN Gate's server list (*vpn_servers, #HostName,IP,Score,…,OpenVPN_ConfigData_Base64, one row per volunteer server, *): the IP column, vpn, provider VPN Gate, method server_list",
+  defaultCategory: 'vpn',
+  detect: (text) => /^\*vpn_servers\r?\n#HostName,IP,/.test(text),
+  rows({ text }) {
+    const out: FormatRow[] = [];
+    const details = { provider: 'VPN Gate', method: 'server_list' };
+    text.split(/\r?\n/).forEach((line, i) => {
+      if (line === '' || line.startsWith('*') || line.startsWith('#')) return;
+      // HostName then IP: neither holds a comma, whatever the later columns quote.
+      const first = line.indexOf(',');
+      const second = line.indexOf(',', first + 1);
+      if (first < 0 || second < 0) throw new FormatError(i + 1, 'a VPN Gate row needs HostName,IP,… columns');
+      out.push({ line: i + 1, network: line.slice(first + 1, second), details });
+    });
+    return out;
   },
 };
 
@@ -185,6 +269,11 @@ export const FIRST_PARTY_FORMATS: readonly FeedFormatDef[] = [
   nordvpnServers,
   piaServers,
   ivpnServers,
+  airvpnStatus,
+  windscribeServers,
+  leapEipService,
+  privadoServers,
+  vpngateCsv,
   addressArray,
   vultrGeofeed,
   zscalerCenr,

@@ -1,6 +1,6 @@
 // The registry of public sources shipped with ipsift (config/sources/public.json) and the
-// SOURCES setting that picks from it: `public` (all of it), names, and `-name` to leave one
-// out, in order: `public,-nordvpn`, `tor-exit-addresses,aws`.
+// SOURCES setting that picks from it: `public` (all of it but the frozen), names, and `-name`
+// to leave one out, in order: `public,-nordvpn`, `tor-exit-addresses,aws`, `public,akamai`.
 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +20,8 @@ export function selectSources(spec: string, registry: readonly Source[]): Source
     const token = raw.trim();
     if (token === '') continue;
     if (token === 'public') {
-      for (const s of registry) chosen.add(s.name);
+      // A frozen source's publisher stopped: taken only when named.
+      for (const s of registry) if (s.frozen === undefined) chosen.add(s.name);
       continue;
     }
     const remove = token.startsWith('-');

@@ -2,7 +2,7 @@
 // (config/sources/public.json, SOURCES=public) and a user's own file (SOURCES_FILE), in one
 // shape: [{name, path | url, find, format, category, fallback_category, provider, details,
 // skip_invalid, priority, not, evidence, allow_large_blocks, interval, max_age, kind,
-// max_bytes, licence, note, copy, format_doc}]. Paths are relative to the file. refresh.ts fetches and imports them.
+// max_bytes, licence, redistribute, note, copy, format_doc, frozen}]. Paths are relative to the file. refresh.ts fetches and imports them.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,6 +30,8 @@ export interface Source {
   maxBytes?: number;
   /** Registry facts shown to operators: the licence as the upstream states it, what the list is. */
   licence?: string;
+  /** False where the terms do not let the data be passed on: the build leaves it out of exports unless EXPORTS_RESTRICTED names it. */
+  redistribute?: boolean;
   note?: string;
   /** A public verbatim copy (owner/repo/path on GitHub) the format was checked against; null: none. */
   copy?: string | null;
@@ -43,6 +45,8 @@ export interface Source {
   find?: RegExp;
   /** From the registry shipped with ipsift (its hosts are public: none may resolve to an internal address). */
   registry?: boolean;
+  /** Why the registry holds the source as frozen (its publisher stopped): `public` leaves it out; naming it still takes it. */
+  frozen?: string;
 }
 
 /**
@@ -99,6 +103,8 @@ const FIELDS = new Set([
   'note',
   'copy',
   'format_doc',
+  'frozen',
+  'redistribute',
 ]);
 
 /** An http(s) URL whose host is a host name or address (`https://../x` is not). */
@@ -154,6 +160,7 @@ export function loadSources(file: string): Source[] {
     if (raw.max_bytes !== undefined && !(Number.isInteger(raw.max_bytes) && (raw.max_bytes as number) > 0))
       throw new SourcesError(`${where}: max_bytes must be a positive integer`);
     if (typeof raw.provider === 'string') details.provider = raw.provider;
+    if (raw.redistribute !== undefined && typeof raw.redistribute !== 'boolean') throw new SourcesError(`${where}: redistribute must be true or false`);
     if (raw.kind !== undefined && !(SOURCE_KINDS as readonly unknown[]).includes(raw.kind))
       throw new SourcesError(`${where}: kind must be one of ${SOURCE_KINDS.join(', ')}`);
     const kind = raw.kind as SourceKind | undefined;
@@ -189,9 +196,11 @@ export function loadSources(file: string): Source[] {
       intervalMs,
       maxBytes: raw.max_bytes as number | undefined,
       licence: optionalString(raw.licence),
+      redistribute: raw.redistribute === false ? false : undefined,
       note: optionalString(raw.note),
       copy: raw.copy === null ? null : optionalString(raw.copy),
       formatDoc: optionalString(raw.format_doc),
+      frozen: optionalString(raw.frozen),
       kind,
       maxAgeMs,
       find,
