@@ -99,6 +99,12 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     meaning:
       "The most entries (networks) one source's copy may hold; past it the copy is refused, counted before it is parsed where the format has a line an entry, and the last good copy keeps answering. The largest public list in the registry holds about 60 000.",
   },
+  EXPORTS_RESTRICTED: {
+    group: 'Data and builds',
+    shown: 'none',
+    meaning:
+      "Sources whose terms do not allow passing their data on (redistribute: false in the registry or your sources file) that the database exports include anyway, comma-separated: name only those you hold the right to redistribute. Lookups use every source either way; the exports' NOTICE.txt names what they hold and what was left out.",
+  },
   PUBLISH_AT: {
     group: 'Data and builds',
     default: '00:05',

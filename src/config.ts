@@ -103,6 +103,8 @@ export interface Config {
   readonly sourcesShrinkPct: number;
   /** The most entries one source's copy may hold: past it the copy is refused before it costs memory. */
   readonly sourcesMaxEntries: number;
+  /** Sources whose terms do not allow redistribution that exports include anyway (the operator holds the right). */
+  readonly exportsRestricted: readonly string[];
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -171,6 +173,17 @@ export const DEFAULTS = Object.freeze({
   sourcesShrinkPct: 50,
   sourcesMaxEntries: 1_000_000,
 });
+
+/** A comma-separated list of source names ('' for none). */
+function sourceNames(setting: string, text: string): string[] {
+  const names = text
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const bad = names.find((n) => !/^[a-z0-9][a-z0-9._-]{0,63}$/.test(n));
+  if (bad !== undefined) throw new ConfigError(`${setting} must list source names, comma-separated: ${JSON.stringify(bad)} is not one`);
+  return names;
+}
 
 export class ConfigError extends IpsiftError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -362,6 +375,7 @@ export const CONFIG_VARIABLES = [
   'SOURCES_MAX_BYTES',
   'SOURCES_SHRINK_PCT',
   'SOURCES_MAX_ENTRIES',
+  'EXPORTS_RESTRICTED',
   'ACCOUNTING',
   'REDIS_URL',
   'REDIS_PREFIX',
@@ -484,6 +498,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     sourcesMaxBytes: integer('SOURCES_MAX_BYTES', get('SOURCES_MAX_BYTES') ?? String(DEFAULTS.sourcesMaxBytes), 1024, 2 ** 32),
     sourcesShrinkPct: integer('SOURCES_SHRINK_PCT', get('SOURCES_SHRINK_PCT') ?? String(DEFAULTS.sourcesShrinkPct), 1, 100),
     sourcesMaxEntries: integer('SOURCES_MAX_ENTRIES', get('SOURCES_MAX_ENTRIES') ?? String(DEFAULTS.sourcesMaxEntries), 1, 100_000_000),
+    exportsRestricted: sourceNames('EXPORTS_RESTRICTED', get('EXPORTS_RESTRICTED') ?? ''),
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

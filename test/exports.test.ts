@@ -20,7 +20,8 @@ import { CATEGORIES } from '../src/model/categories.js';
 import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
-import { TODAY, answerOf, tempDir } from './helpers.js';
+import { TODAY, answerOf, openTestControlDb, tempDir } from './helpers.js';
+import { publishExports } from '../src/publish/publish.js';
 import { gzippedPath, LocalStore } from '../src/objects/local-store.js';
 import { gzipMmdbs } from '../src/exports/mmdb-gzip.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';
@@ -216,6 +217,61 @@ describe('database exports', () => {
     assert.deepEqual(reader.get('::ffff:81.7.3.20')?.vpn, { provider: 'ExampleVPN', confidence: 'medium', last_seen: TODAY });
     const csv = zlib.gunzipSync(fs.readFileSync(path.join(build.dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
     assert.match(csv, /^2000::\/3,/m); // the CSV keeps the network whole
+  });
+
+  test("each source's licence travels with the files; a source whose terms forbid passing it on is left out unless named", async () => {
+    const dataDir = tempDir();
+    const open = path.join(dataDir, 'open.csv');
+    const closed = path.join(dataDir, 'closed.csv');
+    fs.writeFileSync(open, 'network,category,provider\n81.7.3.0/24,vpn,ExampleVPN\n');
+    fs.writeFileSync(closed, 'network,category,provider\n81.7.3.0/24,hosting,Example Hosting\n198.51.99.0/24,hosting,Example Hosting\n');
+    importFeed({ dataDir, file: open, name: 'open-list', terms: { licence: 'CC0-1.0', origin: 'https://example.org/open.csv' } });
+    importFeed({
+      dataDir,
+      file: closed,
+      name: 'closed-list',
+      terms: { licence: 'all rights reserved', redistribute: false, origin: 'https://example.org/closed.csv' },
+    });
+    const csvOf = (dir: string): string => zlib.gunzipSync(fs.readFileSync(path.join(dir, EXPORTS_DIR, 'ipsift_extended_v1.csv.gz'))).toString();
+    const exportsOf = (dir: string): ExportsManifest => JSON.parse(fs.readFileSync(path.join(dir, EXPORTS_DIR, EXPORTS_MANIFEST), 'utf8')) as ExportsManifest;
+
+    const by = runBuild({ dataDir });
+    // Lookups use every source; the files hold only what may be passed on.
+    const { index } = await loadIndexFile(path.join(by.dir, INDEX_FILE));
+    assert.equal(answerOf(index, '81.7.3.20').is_hosting, true);
+    assert.doesNotMatch(csvOf(by.dir), /Example Hosting|198\.51\.99\./);
+    assert.match(csvOf(by.dir), /^81\.7\.3\.0\/24,.*ExampleVPN/m);
+    const ex = exportsOf(by.dir);
+    assert.deepEqual(ex.sources, [{ name: 'open-list', licence: 'CC0-1.0', origin: 'https://example.org/open.csv' }]);
+    assert.deepEqual(ex.left_out, [{ name: 'closed-list', licence: 'all rights reserved', origin: 'https://example.org/closed.csv' }]);
+    const notice = fs.readFileSync(path.join(by.dir, EXPORTS_DIR, 'NOTICE.txt'), 'utf8');
+    assert.match(notice, /^open-list \(CC0-1\.0, https:\/\/example\.org\/open\.csv\)$/m);
+    assert.match(notice, /Left out of these files because their terms do not allow passing them on:\n\nclosed-list \(all rights reserved/);
+    // The MMDB says it in its own metadata, which every reader shows.
+    const reader = await maxmind.open<Record<string, unknown>>(path.join(by.dir, EXPORTS_DIR, 'ipsift_extended_v1.mmdb'));
+    assert.match(
+      Object.values(reader.metadata.description as unknown as Record<string, string>).join(),
+      /Built from open-list \(CC0-1\.0\); see NOTICE\.txt\.$/,
+    );
+    assert.equal(reader.get('198.51.99.1'), null);
+
+    // Named by the operator (who holds the right): in the files, and in the notice.
+    const named = runBuild({ dataDir, exportsRestricted: ['closed-list'] });
+    assert.match(csvOf(named.dir), /^198\.51\.99\.0\/24,.*Example Hosting/m);
+    assert.deepEqual(
+      exportsOf(named.dir).sources?.map((n) => n.name),
+      ['closed-list', 'open-list'],
+    );
+    assert.deepEqual(exportsOf(named.dir).left_out, []);
+    // Published beside each dataset's files.
+    const db = openTestControlDb(dataDir);
+    try {
+      await publishExports(db, new LocalStore(dataDir), dataDir, named.id);
+    } finally {
+      db.close();
+    }
+    const beside = path.join(new LocalStore(dataDir).root, 'ipsift_extended_v1', named.id, 'NOTICE.txt');
+    assert.match(fs.readFileSync(beside, 'utf8'), /^closed-list \(all rights reserved/m);
   });
 
   test('a provider name a spreadsheet would evaluate opens as text: quoted, after a single quote (OWASP)', () => {

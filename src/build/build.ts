@@ -14,11 +14,12 @@ import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { nextBuildId, makeServing } from '../index/builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
 import { NOT_IN, RecordTable, combineCategories, resolveOverlaps, type RangeSet, type Segments } from './resolve.js';
-import { v6WordsOf, writeExports, type ExportsManifest } from '../exports/exporter.js';
+import { v6WordsOf, writeExports, writeExportsManifest, type ExportsManifest } from '../exports/exporter.js';
+import { NOTICE_FILE, noticeText, type SourceNotice } from '../exports/notices.js';
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
+import { EXPORTS_DIR, INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
 
 export interface BuildOptions {
   dataDir: string;
@@ -29,6 +30,8 @@ export interface BuildOptions {
   exports?: boolean;
   /** Write the exports on other threads (default: for builds of PARALLEL_EXPORT_RECORDS records or more). */
   threadedExports?: boolean;
+  /** Feeds whose terms forbid redistribution that the exports include anyway (EXPORTS_RESTRICTED). */
+  exportsRestricted?: readonly string[];
 }
 
 export interface BuildManifest {
@@ -128,6 +131,48 @@ function addressCounts(segs: Segments[]): Partial<Record<Category, string>> {
   return out;
 }
 
+/**
+ * The exports' intervals and records: the category sets without the ranges at the given index
+ * spans ([from, to) pairs per set), resolved and combined as the index's are.
+ */
+function resolveWithout(
+  v4: readonly RangeSet[],
+  v6: readonly RangeSet[],
+  spans: ReadonlyMap<RangeSet, readonly number[]>,
+): { records: RecordTable; iv4: ReturnType<typeof combineCategories>; iv6: ReturnType<typeof combineCategories> } {
+  const without = (set: RangeSet): RangeSet => {
+    const cut = spans.get(set);
+    if (!cut) return set;
+    const keep = (_: unknown, i: number): boolean => {
+      for (let j = 0; j < cut.length; j += 2) if (i >= cut[j] && i < cut[j + 1]) return false;
+      return true;
+    };
+    return {
+      start: set.start.filter(keep),
+      end: set.end.filter(keep),
+      priority: set.priority.filter(keep),
+      rank: set.rank.filter(keep),
+      detail: set.detail.filter(keep),
+    };
+  };
+  const records = new RecordTable();
+  const iv4 = combineCategories(
+    v4.map((set) => resolveOverlaps(without(set), 1)),
+    V4_LAST,
+    0,
+    1,
+    records,
+  );
+  const iv6 = combineCategories(
+    v6.map((set) => resolveOverlaps(without(set), 1n)),
+    V6_LAST,
+    0n,
+    1n,
+    records,
+  );
+  return { records, iv4, iv6 };
+}
+
 function emptyRangeSet(): RangeSet {
   return { start: [], end: [], priority: [], rank: [], detail: [] };
 }
@@ -156,10 +201,19 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   // that, not at all (feeds/freshness.ts).
   const states = readSourceStates(options.dataDir);
   const setAside: BuildManifest['set_aside'] = [];
+  // What the exports are built from, with each source's terms; and which ranges (by index in
+  // their set) came from a source whose terms keep it out of exports.
+  const notices: SourceNotice[] = [];
+  const leftOut: SourceNotice[] = [];
+  const restricted = new Map<RangeSet, number[]>();
   for (const feed of feeds) {
     const standing = feedStanding(feed, states, now.getTime());
     if (standing.freshness !== 'fresh') setAside.push({ name: feed.name, freshness: standing.freshness, changed_at: states[feed.name]?.changed_at ?? null });
     if (standing.freshness === 'expired') continue;
+    const notice = { name: feed.name, licence: feed.licence ?? 'not stated', origin: feed.origin };
+    const exported = feed.redistribute || (options.exportsRestricted ?? []).includes(feed.name);
+    (exported ? notices : leftOut).push(notice);
+    const marks = exported ? null : [...v4, ...v6].map((set) => set.start.length);
     for (const e of readFeed(feed.file)) {
       const k = CATEGORIES.indexOf(e.category);
       const set = e.family === 4 ? v4[k] : v6[k];
@@ -167,6 +221,12 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       set.end.push(e.end);
       set.priority.push(standing.order);
       set.detail.push(e.detail === NOT_IN_CATEGORY ? NOT_IN : details[k].intern(standing.detail(e.detail, e.category)));
+    }
+    if (marks) {
+      const sets = [...v4, ...v6];
+      for (let i = 0; i < sets.length; i++) {
+        if (sets[i].start.length > marks[i]) restricted.set(sets[i], [...(restricted.get(sets[i]) ?? []), marks[i], sets[i].start.length]);
+      }
     }
   }
   lap('read_feeds');
@@ -183,6 +243,9 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const iv4 = combineCategories(seg4, V4_LAST, 0, 1, records);
   const iv6 = combineCategories(seg6, V6_LAST, 0n, 1n, records);
   lap('combine_categories');
+  // Exports leave out what may not be passed on: resolved again without it, only when there is any.
+  const exportsFrom = restricted.size === 0 ? { records, iv4, iv6 } : resolveWithout(v4, v6, restricted);
+  if (restricted.size !== 0) lap('resolve_exports');
 
   makeDirectory(buildsDir(options.dataDir));
   const id = nextBuildId(options.dataDir, now);
@@ -198,6 +261,10 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     // IPv6 starts as 32-bit words, once, for the index and the exports alike; in shared memory,
     // which the export threads read without a copy.
     const v6Words = v6WordsOf(iv6.start as bigint[], new Uint32Array(new SharedArrayBuffer(iv6.start.length * 16)));
+    const exportV6Words =
+      exportsFrom.iv6 === iv6
+        ? v6Words
+        : v6WordsOf(exportsFrom.iv6.start as bigint[], new Uint32Array(new SharedArrayBuffer(exportsFrom.iv6.start.length * 16)));
     // Large builds export on other threads while this one writes the index (below).
     const exportsWanted = options.exports ?? true;
     waitForExports =
@@ -205,13 +272,14 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
         ? startExportsParallel(
             staging,
             shareExportInput(
-              iv4.start as number[],
-              iv4.record,
-              v6Words,
-              iv6.record,
-              records.count,
-              records.details,
+              exportsFrom.iv4.start as number[],
+              exportsFrom.iv4.record,
+              exportV6Words,
+              exportsFrom.iv6.record,
+              exportsFrom.records.count,
+              exportsFrom.records.details,
               details.map((t) => t.texts),
+              notices,
             ),
             now,
           )
@@ -268,17 +336,23 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
         ex = writeExports(
           staging,
           {
-            v4Starts: iv4.start as number[],
-            v4Records: iv4.record,
-            v6Words,
-            v6Records: iv6.record,
-            recordCount: records.count,
-            recordDetailIds: records.details,
+            v4Starts: exportsFrom.iv4.start as number[],
+            v4Records: exportsFrom.iv4.record,
+            v6Words: exportV6Words,
+            v6Records: exportsFrom.iv6.record,
+            recordCount: exportsFrom.records.count,
+            recordDetailIds: exportsFrom.records.details,
             detail: (k, id) => parsed[k][id]!,
+            notices,
           },
           now,
         );
       }
+      // Each source's licence travels with the files: in their manifest and a notice beside them.
+      ex.sources = notices;
+      ex.left_out = leftOut;
+      writeExportsManifest(path.join(staging, EXPORTS_DIR), ex);
+      fs.writeFileSync(path.join(staging, EXPORTS_DIR, NOTICE_FILE), noticeText(notices, leftOut, now));
       for (const [id, d] of Object.entries(ex.databases)) {
         exportsSummary[id] = { entries: d.entries, bytes: Object.fromEntries(Object.entries(d.artifacts).map(([f, a]) => [f, a!.full.bytes])) };
       }

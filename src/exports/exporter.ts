@@ -15,6 +15,7 @@ import { MmdbWriter } from './mmdb-writer.js';
 import type { MmdbValue } from './mmdb-data.js';
 import { makeDirectory } from '../files.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST } from '../data-dir.js';
+import { noticeLine, type SourceNotice } from './notices.js';
 
 /** About this many networks go into a sample, spread evenly over the database. */
 const SAMPLE_TARGET = 200;
@@ -45,6 +46,8 @@ export interface ExportInput {
   recordDetailIds: readonly number[];
   /** The parsed detail object of category k's detail id. */
   detail(k: number, id: number): Readonly<Record<string, string | number>>;
+  /** The sources the input was built from, named with their licences in each MMDB's description. */
+  notices?: readonly SourceNotice[];
 }
 
 /** IPv6 starts as ExportInput's words, in `into` (a shared buffer's view) or a new array. */
@@ -133,6 +136,10 @@ export interface ExportsManifest {
   built: string;
   databases: Record<string, DatabaseExport>;
   timings_ms: Record<string, number>;
+  /** The sources the files hold, with their terms (NOTICE.txt says the same in prose). */
+  sources?: SourceNotice[];
+  /** Sources left out because their terms do not allow passing them on. */
+  left_out?: SourceNotice[];
 }
 
 const fileName = (id: string, format: Format, sample: boolean): string => `${id}${sample ? '.sample' : ''}.${format === 'csvgz' ? 'csv.gz' : 'mmdb'}`;
@@ -234,14 +241,15 @@ function writeRangesDatabase(dir: string, db: DatabaseDef, input: ExportInput, b
   const epoch = Math.floor(built.getTime() / 1000);
   const header = db.schema.csvgz!.map((c) => c.name);
   const editions = DATABASES.filter((e) => e.editionOf === db.base);
+  const notice = noticeLine(input.notices ?? []);
   const mmdbOptions = (sample: boolean) => ({
     databaseType: db.mmdbType ?? `ipsift-${db.id}`,
-    description: `${db.name}: ${db.summary}`,
+    description: `${db.name}: ${db.summary}.${notice}`,
     buildEpoch: epoch,
     editions: editions.map((e) => ({
       file: path.join(dir, fileName(e.id, 'mmdb', sample)),
       databaseType: e.mmdbType ?? `ipsift-${e.id}`,
-      description: `${e.name}: ${e.summary}`,
+      description: `${e.name}: ${e.summary}.${notice}`,
     })),
   });
   const csvFull = new CsvGzWriter(path.join(dir, fileName(db.id, 'csvgz', false)), header);

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DATABASES, type DatabaseDef } from './databases.js';
 import { writeExportsManifest, type ExportInput, type ExportsManifest } from './exporter.js';
+import type { SourceNotice } from './notices.js';
 import { makeDirectory } from '../files.js';
 import { EXPORTS_DIR } from '../data-dir.js';
 
@@ -47,6 +48,7 @@ export interface SharedExportInput {
   recordDetailIds: Uint32Array;
   /** Per category, detail id → JSON text ('' for id 0). */
   detailTexts: string[][];
+  notices: readonly SourceNotice[];
 }
 
 function shared<T extends Float64Array | Uint32Array>(Kind: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, values: ArrayLike<number>): T {
@@ -64,6 +66,7 @@ export function shareExportInput(
   recordCount: number,
   recordDetailIds: readonly number[],
   detailTexts: string[][],
+  notices: readonly SourceNotice[] = [],
 ): SharedExportInput {
   return {
     v4Starts: shared(Float64Array, v4Starts),
@@ -73,6 +76,7 @@ export function shareExportInput(
     recordCount,
     recordDetailIds: shared(Uint32Array, recordDetailIds),
     detailTexts,
+    notices,
   };
 }
 
@@ -87,6 +91,7 @@ export function exportInputOf(s: SharedExportInput): ExportInput {
     recordCount: s.recordCount,
     recordDetailIds: s.recordDetailIds as unknown as number[],
     detail: (k, id) => (parsed[k][id] ??= JSON.parse(s.detailTexts[k][id]) as Record<string, string | number>),
+    notices: s.notices,
   };
 }
 

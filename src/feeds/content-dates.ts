@@ -74,3 +74,15 @@ export function cadenceOf(times: readonly string[]): number | null {
   gaps.sort((a, b) => a - b);
   return Math.round(gaps[gaps.length >> 1]);
 }
+
+/**
+ * The upstream's Last-Modified as evidence of the content's date, where it is a real one: a
+ * host that stamps every answer with the time it sent it (Last-Modified equal to Date) says
+ * nothing of the content.
+ */
+export function lastModifiedEvidence(lastModified: string | null, date: string | null): Evidence | null {
+  const lm = lastModified ? Date.parse(lastModified) : NaN;
+  if (!Number.isFinite(lm)) return null;
+  const sent = date ? Date.parse(date) : NaN;
+  return Number.isFinite(sent) && lm >= sent - 1000 ? null : { ms: lm, by: 'last-modified' };
+}

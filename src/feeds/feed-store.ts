@@ -42,6 +42,19 @@ export interface FeedInfo {
   source: string | null;
   /** When it was imported (its file's modification time). */
   importedMs: number;
+  /** The publisher's terms, as its source states them (null: none given). */
+  licence: string | null;
+  /** Whether the terms let the data travel in exports (false: left out unless the operator opts in). */
+  redistribute: boolean;
+  /** Where it was fetched from, credentials masked (null: a file imported by hand). */
+  origin: string | null;
+}
+
+/** The terms a feed's source states, carried in its header to the build's exports. */
+export interface FeedTerms {
+  licence?: string;
+  redistribute?: boolean;
+  origin?: string;
 }
 
 /** The detail of a range the feed says is not in its category. */
@@ -53,6 +66,9 @@ const HEADER = '# ipsift feed 1';
 const PRIORITY_LINE = /^# priority: (-?\d+)$/m;
 const EVIDENCE_LINE = /^# evidence: ([a-z_]+)$/m;
 const SOURCE_PATH_LINE = /^# source-path: (.*)$/m;
+const LICENCE_LINE = /^# licence: (.*)$/m;
+const ORIGIN_LINE = /^# origin: (.*)$/m;
+const NO_REDISTRIBUTION_LINE = /^# redistribute: no$/m;
 const FEED_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function checkFeedName(name: string): string | null {
@@ -80,6 +96,7 @@ export function writeFeed(
   entries: readonly FeedEntry[],
   priority = 0,
   evidence: EvidenceKind = DEFAULT_EVIDENCE,
+  terms: FeedTerms = {},
 ): FeedInfo {
   const dir = feedsDir(dataDir);
   makeDirectory(dir);
@@ -89,6 +106,9 @@ export function writeFeed(
   try {
     const safe = (t: string): string => t.replace(/[\x00-\x1f\x7f]/g, '?');
     let chunk = `${HEADER}\n# priority: ${priority}\n# evidence: ${evidence}\n# source: ${safe(path.basename(source))}\n# source-path: ${safe(path.resolve(source))}\n`;
+    if (terms.licence !== undefined) chunk += `# licence: ${safe(terms.licence)}\n`;
+    if (terms.origin !== undefined) chunk += `# origin: ${safe(terms.origin)}\n`;
+    if (terms.redistribute === false) chunk += '# redistribute: no\n';
     for (const e of entries) {
       chunk += `${e.family}\t${hex(e.start, e.family)}\t${hex(e.end, e.family)}\t${e.category}\t${e.detail}\n`;
       if (chunk.length > 1 << 20) {
@@ -103,11 +123,24 @@ export function writeFeed(
   }
   fs.renameSync(tmp, file);
   const stat = fs.statSync(file);
-  return { name, file, bytes: stat.size, importedMs: stat.mtimeMs, priority, evidence, source: path.resolve(source) };
+  return {
+    name,
+    file,
+    bytes: stat.size,
+    importedMs: stat.mtimeMs,
+    priority,
+    evidence,
+    source: path.resolve(source),
+    licence: terms.licence ?? null,
+    redistribute: terms.redistribute !== false,
+    origin: terms.origin ?? null,
+  };
 }
 
-/** Priority, evidence and source path from a feed's header (feeds written before them: 0, a list, null). */
-function readHeader(file: string): { priority: number; evidence: EvidenceKind; source: string | null } {
+type Header = Pick<FeedInfo, 'priority' | 'evidence' | 'source' | 'licence' | 'redistribute' | 'origin'>;
+
+/** Priority, evidence, source path and terms from a feed's header (feeds written before them: 0, a list, null, no terms). */
+function readHeader(file: string): Header {
   const fd = fs.openSync(file, 'r');
   try {
     const head = Buffer.alloc(8192);
@@ -115,7 +148,15 @@ function readHeader(file: string): { priority: number; evidence: EvidenceKind; s
     const p = PRIORITY_LINE.exec(text);
     const e = EVIDENCE_LINE.exec(text);
     const s = SOURCE_PATH_LINE.exec(text);
-    return { priority: p ? Number(p[1]) : 0, evidence: e && isEvidenceKind(e[1]) ? e[1] : DEFAULT_EVIDENCE, source: s ? s[1] : null };
+    const header = text.slice(0, text.search(/^[^#]/m) >>> 0);
+    return {
+      priority: p ? Number(p[1]) : 0,
+      evidence: e && isEvidenceKind(e[1]) ? e[1] : DEFAULT_EVIDENCE,
+      source: s ? s[1] : null,
+      licence: LICENCE_LINE.exec(header)?.[1] ?? null,
+      redistribute: !NO_REDISTRIBUTION_LINE.test(header),
+      origin: ORIGIN_LINE.exec(header)?.[1] ?? null,
+    };
   } finally {
     fs.closeSync(fd);
   }

@@ -9,7 +9,17 @@ import { CATEGORIES, DETAIL_FIELDS, isCategory, type Category, type DetailField 
 import { parseNetwork } from '../net/network.js';
 import { CsvSyntaxError, readCsv } from './csv.js';
 import { ALL_DETAIL_FIELDS, buildDetail } from './details.js';
-import { MAX_PRIORITY, NOT_IN_CATEGORY, checkFeedName, feedNameFromFile, findFeed, writeFeed, type FeedEntry, type FeedInfo } from './feed-store.js';
+import {
+  MAX_PRIORITY,
+  NOT_IN_CATEGORY,
+  checkFeedName,
+  feedNameFromFile,
+  findFeed,
+  writeFeed,
+  type FeedEntry,
+  type FeedInfo,
+  type FeedTerms,
+} from './feed-store.js';
 import { FEED_FORMATS, FormatError, detectFormat, formatByName, listToken, type FeedFormatDef, type FormatRow } from './formats.js';
 import { IpsiftError } from '../errors.js';
 import { DEFAULT_EVIDENCE, EVIDENCE, EVIDENCE_KINDS, isEvidenceKind, type EvidenceKind } from './evidence.js';
@@ -55,6 +65,8 @@ export interface ImportOptions {
   allowLargeBlocks?: boolean;
   /** Recorded as where the feed came from, when the file read is a download beside it. */
   sourcePath?: string;
+  /** The source's licence and whether it may be redistributed, carried to the build's exports. */
+  terms?: FeedTerms;
   /**
    * The most entries the file may hold, and the setting to name when it holds more: refused
    * before parsing where the format has a line an entry (a list, a CSV), else as the entries
@@ -404,6 +416,6 @@ export function importFeed(options: ImportOptions): ImportResult {
   const evidence = (options.evidence ?? DEFAULT_EVIDENCE) as EvidenceKind;
   entries = withEvidence(entries, evidence);
   entries = withExclusions(file, entries, [...new Set([...(options.not ?? []), ...EVIDENCE[evidence].rulesOut])]);
-  const info = writeFeed(options.dataDir, name, options.sourcePath ?? file, entries, options.priority ?? 0, evidence);
+  const info = writeFeed(options.dataDir, name, options.sourcePath ?? file, entries, options.priority ?? 0, evidence, options.terms);
   return { ...info, rows, notes: [...notes], byCategory, format, skipped: skipped.length, skippedExamples: skipped.slice(0, 5) };
 }

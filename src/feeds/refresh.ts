@@ -11,7 +11,7 @@ import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { findFeed, removeFeed } from './feed-store.js';
 import { fetchSource, findLink, hopGuard, RefusedBody, type FetchOutcome } from './source-fetch.js';
 import { type Freshness, freshnessOf } from './freshness.js';
-import { datedLater, datesOfNewContent, type Evidence, noteActivity } from './content-dates.js';
+import { datedLater, datesOfNewContent, type Evidence, lastModifiedEvidence, noteActivity } from './content-dates.js';
 import { documentDate, linkDate } from './document-date.js';
 import { GithubDates, githubFileOf } from './github-dates.js';
 import { redactUrl } from '../log.js';
@@ -97,18 +97,6 @@ async function limited<T>(n: number, tasks: (() => Promise<T>)[], each: (i: numb
 }
 
 type Got = { outcome: FetchOutcome; foundUrl: string | null } | { refused: string } | { failed: string };
-
-/**
- * The upstream's Last-Modified as evidence of the content's date, where it is a real one: a
- * host that stamps every answer with the time it sent it (Last-Modified equal to Date) says
- * nothing of the content.
- */
-function lastModifiedEvidence(lastModified: string | null, date: string | null): Evidence | null {
-  const lm = lastModified ? Date.parse(lastModified) : NaN;
-  if (!Number.isFinite(lm)) return null;
-  const sent = date ? Date.parse(date) : NaN;
-  return Number.isFinite(sent) && lm >= sent - 1000 ? null : { ms: lm, by: 'last-modified' };
-}
 
 export async function refreshSources(dataDir: string, sources: readonly Source[], options: RefreshOptions = {}): Promise<RefreshResult> {
   const o = { ...REFRESH_DEFAULTS, ...options };
@@ -235,6 +223,7 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
         dataDir,
         file,
         sourcePath: s.url ? good : undefined,
+        terms: { licence: s.licence, redistribute: s.redistribute, origin: s.url ? redactUrl(s.url) : undefined },
         name: s.name,
         // A source owns its name: each run replaces what the last one imported.
         replace: true,

@@ -55,7 +55,7 @@ export interface BuildRun {
 /** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
 export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
   const started = performance.now();
-  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve });
+  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve, exportsRestricted: config.exportsRestricted });
   const built = performance.now();
   const publication = o.serve && o.publish ? await publishBuild(config, id) : null;
   const done = performance.now();
@@ -141,7 +141,7 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
     let build: RefreshRun['build'] = null;
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {
-      const { id } = runBuild({ dataDir: config.dataDir, serve: true });
+      const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted });
       if (o.publish) await publishBuild(config, id);
       build = { id, published: o.publish };
     }

@@ -1,6 +1,6 @@
 // Publishing a build's exports: every artifact goes to the object store under
-// <dataset id>/<build id>/<file>, and a publication (control/publications.ts) records its key,
-// size and checksums. "Publish" means this and only this: making a build the one that
+// <dataset id>/<build id>/<file>, the sources' NOTICE.txt beside them, and a publication
+// (control/publications.ts) records each artifact's key, size and checksums. "Publish" means this and only this: making a build the one that
 // answers lookups is "serving" it (index/builds.ts).
 
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { recordPublication } from '../control/publications.js';
 import type { ObjectStore } from '../objects/object-store.js';
 import type { Format } from '../exports/databases.js';
 import { EXPORTS_MANIFEST, exportsDir } from '../data-dir.js';
+import { NOTICE_FILE } from '../exports/notices.js';
 
 export function readExportsManifest(dataDir: string, buildId: string): ExportsManifest {
   const file = path.join(exportsDir(dataDir, buildId), EXPORTS_MANIFEST);
@@ -46,6 +47,9 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
         n++;
       }
     }
+    // The sources' licences beside the files (a build from before notices has none).
+    const notice = path.join(dir, NOTICE_FILE);
+    if (fs.existsSync(notice)) await store.put(`${ex.id}/${buildId}/${NOTICE_FILE}`, notice);
   }
   return n;
 }
