@@ -90,9 +90,11 @@ function sourcesTable(): string {
     const shown = s.format === 'aws' ? 'hosting, cdn' : category;
     const kind = (s.kind ?? 'mirror').replace('_', '-');
     const age = s.maxAgeMs ? intervalText(s.maxAgeMs) : '—';
-    return `| \`${s.name}\` | ${shown} | ${kind} | ${s.evidence ?? 'list'} | ${intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS)} | ${age} | ${cell(s.licence ?? 'not stated')} |`;
+    const terms = `${s.licence ?? 'not stated'}${s.redistribute === false ? '; not in exports unless named in `EXPORTS_RESTRICTED`' : ''}`;
+    const name = s.frozen ? `\`${s.name}\` (frozen: only by name)` : `\`${s.name}\``;
+    return `| ${name} | ${shown} | ${kind} | ${s.evidence ?? 'list'} | ${intervalText(s.intervalMs ?? DEFAULT_INTERVAL_MS)} | ${age} | ${cell(terms)} |`;
   });
-  return `| source | category | kind | evidence | interval | allowed age | licence (as the upstream states it) |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}`;
+  return `| source | category | kind | evidence | fetched every | allowed age | licence (as the upstream states it), the notice the exports carry |\n|---|---|---|---|---|---|---|\n${rows.join('\n')}`;
 }
 
 function layerGraph(): string {

@@ -17,7 +17,8 @@ import { runBuild } from '../src/build/build.js';
 import { refreshSources } from '../src/feeds/refresh.js';
 import { loadRegistry, mirroredUrl } from '../src/feeds/registry.js';
 import { readSourceStates, sourceStatuses } from '../src/feeds/source-state.js';
-import { isInternalAddress } from '../src/feeds/source-fetch.js';
+import { hopGuard, isInternalAddress } from '../src/feeds/source-fetch.js';
+import { GithubDates } from '../src/feeds/github-dates.js';
 import { cadenceOf } from '../src/feeds/content-dates.js';
 import { freshnessOf } from '../src/feeds/freshness.js';
 import { loadConfig } from '../src/config.js';
@@ -25,7 +26,7 @@ import { loadSources, type Source, SourcesError } from '../src/feeds/sources.js'
 import type { LogFields, Logger } from '../src/log.js';
 import { REAL } from '../scripts/real-data.js';
 import { providerShare, REPLAY_AT, REPLAY_SINCE, realTruth, registryQuality } from '../scripts/registry-quality.js';
-import { checkSource } from '../scripts/check-registry.js';
+import { checkSource, registryFault, reportLine, verdictOf, type RegistryCheck } from '../scripts/check-registry.js';
 import { copyOf, startRealMirror } from '../scripts/real-mirror.js';
 import { answerOf, buildIndex, get, PROJECT_ROOT, startTestService, tempDir, until, writeFile } from './helpers.js';
 
@@ -273,6 +274,44 @@ describe('SOURCES=public judged by the real data', { skip: !fs.existsSync(REAL) 
         ['icloud-private-relay'],
         JSON.stringify(failing),
       );
+    } finally {
+      await mirror.close();
+    }
+  });
+
+  test('replayed on 2026-08-23, the registry check dates each source by its publisher and flags every frozen one the registry marks', async () => {
+    const registry = loadRegistry();
+    const mirror = await startRealMirror(registry, { replayAt: REPLAY_AT });
+    const dir = tempDir();
+    try {
+      const github = new GithubDates({
+        dataDir: dir,
+        nowMs: REPLAY_AT,
+        timeoutMs: 60_000,
+        mirror: mirror.url,
+        guard: hopGuard('https://api.github.com/', { mirror: mirror.url }),
+      });
+      const checks: RegistryCheck[] = [];
+      for (const s of registry) checks.push(await checkSource(s, { mirror: mirror.url, timeoutMs: 60_000, dir, nowMs: REPLAY_AT, github }));
+      const of = (name: string): RegistryCheck => checks.find((c) => c.name === name)!;
+      // Dated by the publisher: OVPN's list by its path's commit, its repository at work the day before.
+      assert.deepEqual(
+        [of('vpn-ovpn').content_date?.slice(0, 10), of('vpn-ovpn').dated_by, of('vpn-ovpn').active_at?.slice(0, 10)],
+        ['2026-07-03', 'commit', '2026-08-22'],
+      );
+      assert.equal(verdictOf(of('vpn-ovpn')), 'ok');
+      assert.deepEqual([of('aws').dated_by, verdictOf(of('aws'))], ['document', 'FROZEN']);
+      assert.match(
+        reportLine(of('vpn-nordvpn-az0')),
+        /^FROZEN vpn-nordvpn-az0: list, 6126 entries, content 2024-03-04 by commit \(902 d\), publisher active 2026-08-22 \(1 d\) — .*; marked frozen: last changed 2024-03-04/,
+      );
+      // Every source the check finds expired is one the registry marks, but for owners' own
+      // documents whose copies in the real data are a year old or more (their hosts publish daily).
+      const COPIES_OLDER_THAN_UPSTREAM = ['tor-exit-addresses', 'aws', 'google-cloud', 'google', 'oracle-cloud', 'linode'];
+      const unmarked = checks.filter((c) => registryFault(c) && c.reachable && c.layout_ok && !COPIES_OLDER_THAN_UPSTREAM.includes(c.name));
+      assert.deepEqual(unmarked.map(reportLine), []);
+      // And every source the registry marks reads as frozen, stale or aged on its own dates.
+      for (const c of checks.filter((x) => x.marked_frozen)) assert.ok(['FROZEN', 'STALE', 'AGED'].includes(verdictOf(c)), reportLine(c));
     } finally {
       await mirror.close();
     }
