@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
  * is one unit. A unit may import units of lower layers only: not its own layer's siblings.
  */
 export const LAYERS: readonly (readonly string[])[] = [
-  ['clock', 'errors', 'log', 'files', 'version'],
+  ['clock', 'errors', 'log', 'files', 'process-identity', 'version'],
   ['model', 'net', 'bridge', 'wire'],
   ['config', 'data-dir'],
   ['accounting', 'config-reference', 'feeds', 'index', 'objects'],

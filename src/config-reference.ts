@@ -99,6 +99,12 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     meaning:
       "The most entries (networks) one source's copy may hold; past it the copy is refused, counted before it is parsed where the format has a line an entry, and the last good copy keeps answering. The largest public list in the registry holds about 60 000.",
   },
+  KEEP_BUILDS: {
+    group: 'Data and builds',
+    default: '5',
+    meaning:
+      "Builds kept on disk and in the object store, newest first: older ones are removed after each build with their exports, notice and index replica. The serving build, the one each dataset's downloads serve and the one replicas read always stay. A build of the public registry's data takes about 55 MB on disk and as much in a local store.",
+  },
   EXPORTS_RESTRICTED: {
     group: 'Data and builds',
     shown: 'none',

@@ -105,6 +105,8 @@ export interface Config {
   readonly sourcesMaxEntries: number;
   /** Sources whose terms do not allow redistribution that exports include anyway (the operator holds the right). */
   readonly exportsRestricted: readonly string[];
+  /** Builds kept on disk and in the store, newest first (the serving one and those downloads serve always stay). */
+  readonly keepBuilds: number;
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -172,6 +174,7 @@ export const DEFAULTS = Object.freeze({
   sourcesMaxBytes: 64 * 1024 * 1024,
   sourcesShrinkPct: 50,
   sourcesMaxEntries: 1_000_000,
+  keepBuilds: 5,
 });
 
 /** A comma-separated list of source names ('' for none). */
@@ -376,6 +379,7 @@ export const CONFIG_VARIABLES = [
   'SOURCES_SHRINK_PCT',
   'SOURCES_MAX_ENTRIES',
   'EXPORTS_RESTRICTED',
+  'KEEP_BUILDS',
   'ACCOUNTING',
   'REDIS_URL',
   'REDIS_PREFIX',
@@ -499,6 +503,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     sourcesShrinkPct: integer('SOURCES_SHRINK_PCT', get('SOURCES_SHRINK_PCT') ?? String(DEFAULTS.sourcesShrinkPct), 1, 100),
     sourcesMaxEntries: integer('SOURCES_MAX_ENTRIES', get('SOURCES_MAX_ENTRIES') ?? String(DEFAULTS.sourcesMaxEntries), 1, 100_000_000),
     exportsRestricted: sourceNames('EXPORTS_RESTRICTED', get('EXPORTS_RESTRICTED') ?? ''),
+    keepBuilds: integer('KEEP_BUILDS', get('KEEP_BUILDS') ?? String(DEFAULTS.keepBuilds), 1, 10_000),
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

@@ -12,7 +12,7 @@ import { openServer } from './http/server/open.js';
 import type { HttpServer, Listener } from './http/server/types.js';
 import { IndexHolder } from './index/loader.js';
 import { FORMAT_VERSION, formatVersionOf } from './index/format.js';
-import { runBuild } from './build/build.js';
+import { removeStaleStaging, runBuild } from './build/build.js';
 import { readCurrentBuildId } from './index/builds.js';
 import { listFeeds } from './feeds/feed-store.js';
 import { openControlDb } from './control/control-db.js';
@@ -128,7 +128,12 @@ export async function startService(config: Config, log: Logger, options: Service
   if (fresh && sources.length === 0) ensureDemo(config.dataDir, log);
   if (sources.length) removeDemoFeeds(config.dataDir, log);
 
-  if (!serving) rebuildOlderFormat(config.dataDir, log);
+  if (!serving) {
+    // A build killed mid-way (kill -9, a lost container) left its staging directory behind.
+    const removed = removeStaleStaging(config.dataDir);
+    if (removed.length > 0) log.info('removed the staging directories of builds that did not finish', { removed });
+    rebuildOlderFormat(config.dataDir, log);
+  }
   const holder = new IndexHolder(config.dataDir, log);
   let follower: IndexFollower | null = null;
   if (serving) {
@@ -138,7 +143,13 @@ export async function startService(config: Config, log: Logger, options: Service
   }
   await holder.reload();
   holder.watch(config.indexPollMs);
-  if (!holder.current) log.warn('no index loaded: lookups answer 500 until a build serves', { data_dir: config.dataDir });
+  if (!holder.current)
+    log.warn(
+      sources.length
+        ? "no index loaded: lookups answer 503 (Retry-After: 30) until the sources' first fetch builds"
+        : 'no index loaded: lookups answer 500 until a build serves',
+      { data_dir: config.dataDir },
+    );
 
   // The control database, the accounting store (checked once, here) and the object store of
   // the main thread: for the demo, the pruner and the scheduler. Each front end opens its own.

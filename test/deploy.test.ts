@@ -3,7 +3,7 @@
 // shutdown, reason phrases.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { openControlDb } from '../src/control/control-db.js';
 import { runBuild } from '../src/build/build.js';
 import { missedRun, PublishScheduler, servingToday } from '../src/publish/scheduler.js';
 import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
+import { identityTag, ownIdentity } from '../src/process-identity.js';
 import { ClusterBuildLock } from '../src/publish/cluster-lock.js';
 import { jsonLogger, silentLogger } from '../src/log.js';
 import { ensureDemo } from '../src/demo.js';
@@ -20,6 +21,7 @@ import { IpsiftError } from '../src/errors.js';
 import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
+import { buildAndPublish } from '../src/publish/pipeline.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import {
@@ -223,6 +225,147 @@ describe('one daily build per data directory', againOn(), () => {
     assert.equal(servingToday(dir), true, 'a run then skips: today’s build serves');
   });
 
+  test('a lock or staging directory whose pid now names another process (PID 1 after a restart) is taken over', () => {
+    const dir = tempDir();
+    const lock = path.join(dir, 'daily-build.lock');
+    const own = ownIdentity();
+    // This very process, as it wrote the lock: held.
+    fs.writeFileSync(lock, JSON.stringify({ ...own, at: new Date().toISOString() }));
+    assert.equal(takeBuildLock(dir), false, 'held by a live process');
+    // The same pid, started at another moment (the server before its restart): gone.
+    fs.writeFileSync(lock, JSON.stringify({ ...own, start: '1', at: new Date().toISOString() }));
+    assert.equal(takeBuildLock(dir), true, 'the same pid, another process');
+    releaseBuildLock(dir);
+    assert.equal(fs.existsSync(lock), false, 'released by its holder');
+    // Another boot of the machine: gone, whatever the pid.
+    fs.writeFileSync(lock, JSON.stringify({ ...own, boot: 'another-boot', at: new Date().toISOString() }));
+    assert.equal(takeBuildLock(dir), true, 'written before a reboot');
+    releaseBuildLock(dir);
+    // A build's staging directory outlives its process only until the next build or start.
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    const builds = path.join(dir, 'builds');
+    fs.mkdirSync(path.join(builds, `20260101-1.${own.pid}-1.staging`), { recursive: true });
+    fs.mkdirSync(path.join(builds, `20260101-2.${identityTag(own)}.staging`), { recursive: true });
+    runBuild({ dataDir: dir, exports: false });
+    assert.deepEqual(
+      fs.readdirSync(builds).filter((n) => n.endsWith('.staging')),
+      [`20260101-2.${identityTag(own)}.staging`],
+      "a live process's staging stays, a dead one's goes",
+    );
+  });
+
+  const pidNamespaces = spawnSync('unshare', ['-pf', '--mount-proc', 'true']).status === 0;
+  test('kill -9 of a PID-1 process mid-build, then PID 1 again: the next build starts at once, and no staging directory survives', {
+    skip: !pidNamespaces && 'unshare cannot make a PID namespace here',
+  }, async () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    // In a PID namespace of its own the process is PID 1, as in the image: it takes the lock,
+    // opens its staging directory as a build does, says so and waits to be killed.
+    // --kill-child: the kill -9 of unshare reaches the PID 1 it forked, as a container's end does.
+    const holder = spawn(
+      'unshare',
+      [
+        '-pf',
+        '--kill-child',
+        '--mount-proc',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        `import fs from 'node:fs';
+         const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/publish/build-lock.js'))});
+         const { identityTag, ownIdentity } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/process-identity.js'))});
+         if (!takeBuildLock(${JSON.stringify(dir)})) process.exit(3);
+         fs.mkdirSync(${JSON.stringify(dir)} + '/builds/20260101-1.' + identityTag(ownIdentity()) + '.staging', { recursive: true });
+         console.log(process.pid);
+         setInterval(() => {}, 1000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const pid = await new Promise<string>((resolve) => holder.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())));
+    assert.equal(pid, '1');
+    assert.equal(JSON.parse(fs.readFileSync(path.join(dir, 'daily-build.lock'), 'utf8')).pid, 1);
+    holder.kill('SIGKILL');
+    await new Promise((resolve) => holder.once('exit', resolve));
+    // The restart: PID 1 again, in a new namespace; the lock and the staging are the dead one's.
+    const again = spawnSync(
+      'unshare',
+      [
+        '-pf',
+        '--mount-proc',
+        process.execPath,
+        '--input-type=module',
+        '-e',
+        `const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/publish/build-lock.js'))});
+         const { runBuild } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/build/build.js'))});
+         if (!takeBuildLock(${JSON.stringify(dir)})) { console.log('refused'); process.exit(0); }
+         runBuild({ dataDir: ${JSON.stringify(dir)}, exports: false });
+         console.log('built as', process.pid);`,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(again.stdout.trim(), 'built as 1', again.stderr);
+    assert.deepEqual(
+      fs.readdirSync(path.join(dir, 'builds')).filter((n) => n.endsWith('.staging')),
+      [],
+    );
+  });
+
+  test('twenty builds in a row, each after a feed change, leave KEEP_BUILDS builds and their objects: the data directory stops growing', async () => {
+    const dir = tempDir();
+    const config = loadConfig({ DATA_DIR: dir, KEEP_BUILDS: '3', DEMO: '0' });
+    const store = new LocalStore(dir);
+    const objectsOf = (): string[] => fs.readdirSync(path.join(store.root, 'ipsift_v1'));
+    const sizes: number[] = [];
+    let pinned = '';
+    for (let i = 0; i < 20; i++) {
+      importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', `${FEED}91.7.${i}.0/24,vpn,Example ${i},2026-11-01\n`), name: 'feed', replace: true });
+      // The 6th build is not published: the 5th stays, as the one downloads serve, until a newer one is.
+      const run = await buildAndPublish(config, { serve: true, publish: i !== 5 });
+      if (i === 4) pinned = run.id;
+      if (i === 5) assert.ok(fs.existsSync(path.join(dir, 'builds', pinned)), 'the build downloads serve is kept');
+      const builds = fs.readdirSync(path.join(dir, 'builds')).filter((n) => /^\d{8}-\d+$/.test(n));
+      assert.ok(builds.length <= 4, `${builds.length} builds after build ${i + 1}`);
+      assert.ok(objectsOf().length <= 3, `${objectsOf().length} published builds of ipsift_v1 after build ${i + 1}`);
+      sizes.push(dirBytes(dir));
+    }
+    const builds = fs.readdirSync(path.join(dir, 'builds')).filter((n) => /^\d{8}-\d+$/.test(n));
+    assert.equal(builds.length, 3);
+    assert.equal(
+      fs.readFileSync(path.join(dir, 'builds', 'CURRENT'), 'utf8').trim(),
+      builds.sort((a, b) => Number(a.split('-')[1]) - Number(b.split('-')[1])).at(-1),
+    );
+    assert.deepEqual(fs.readdirSync(path.join(store.root, 'index')).filter((n) => n !== 'CURRENT.json').length, 3, 'index replicas pruned too');
+    // Growth stops: the last ten builds leave the directory within a tenth of its size after the tenth.
+    const settled = sizes.slice(10);
+    assert.ok(Math.max(...settled) <= sizes[9] * 1.1, `sizes ${sizes.join(', ')}`);
+  });
+
+  const asNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'true']).status === 0;
+  test('a build whose publishing fails (objects a root CLI run left) says the build serves and why publishing failed, not that it failed', {
+    skip: !asNobody && 'needs root and setpriv to run the CLI as another user',
+  }, async () => {
+    const dir = tempDir();
+    importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
+    // The operator's root run: builds and publishes, leaving store/objects owned by root.
+    assert.equal((await cli(['build'], { DATA_DIR: dir, DEMO: '0' })).code, 0);
+    // The service's user may write the data directory but not what root left in the store.
+    const store = path.join(dir, 'store', 'objects');
+    assert.equal(spawnSync('chown', ['-R', '65534:65534', dir]).status, 0);
+    assert.equal(spawnSync('chown', ['-R', '0:0', store]).status, 0);
+    const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI, 'build'], {
+      env: { ...process.env, DATA_DIR: dir, DEMO: '0', PORT: '0', ADMIN_PORT: '0', PUBLISH_AT: '' },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(
+      r.stderr,
+      /build \d{8}-2 serves, but publishing it failed: .*EACCES.*not writable by this process \(uid 65534\); a CLI run as another user \(root\) leaves them so/,
+    );
+    assert.ok(fs.existsSync(store));
+    assert.match(fs.readFileSync(path.join(dir, 'builds', 'CURRENT'), 'utf8'), /-2\n$/, 'the new build serves');
+  });
+
   test('a start catches up when the serving build predates the latest run due, at any hour', () => {
     const dir = tempDir();
     importFeed({ dataDir: dir, file: writeFile(dir, 'feed.csv', FEED) });
@@ -325,3 +468,13 @@ describe('graceful shutdown', () => {
     stalled.destroy();
   });
 });
+
+/** Every byte under a directory. */
+function dirBytes(dir: string): number {
+  let total = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    total += e.isDirectory() ? dirBytes(p) : fs.statSync(p).size;
+  }
+  return total;
+}

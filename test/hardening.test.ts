@@ -23,6 +23,7 @@ import { BatchPool } from '../src/batch/pool.js';
 import { runBuild } from '../src/build/build.js';
 import { readCurrentBuildId } from '../src/index/builds.js';
 import { grantLicence } from '../src/control/licences.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
 import { publishExports } from '../src/publish/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { fileTransfers } from '../src/http/file-transfer.js';
@@ -196,10 +197,35 @@ describe('hostile requests', againOn('server'), () => {
     assert.deepEqual([revoke.status, revoke.json.rc], [403, 'FORBIDDEN']);
     // The holder still downloads with the old secret.
     assert.equal((await get(svc.port, '/api/v1/database/list', bearer('download'))).status, 200);
+    // A body a rotation does not take is refused before anything changes.
+    const odd = await request(svc.port, 'POST', `/api/v1/iam/apikeys/${ids.plain}/rotate`, 'not json at all', bearer('owner'));
+    assert.deepEqual([odd.status, odd.json.rc], [400, 'BAD_REQUEST']);
+    assert.equal((await get(svc.port, '/81.7.3.9', bearer('plain'))).status, 200, 'the key was not rotated');
+    // A new key that would be dead on arrival is refused.
+    const dead = await request(svc.port, 'POST', '/api/v1/iam/apikeys', JSON.stringify({ name: 'late', expires: '2020-01-01T00:00:00Z' }), bearer('owner'));
+    assert.deepEqual([dead.status, dead.json.rc], [400, 'BAD_REQUEST']);
+    assert.match(dead.json.message, /^expires must be in the future/);
     // A key holding both scopes may.
     const ok = await request(svc.port, 'POST', `/api/v1/iam/apikeys/${ids.plain}/rotate`, undefined, bearer('owner'));
     assert.equal(ok.status, 200);
     keys.plain = ok.json.key;
+  });
+
+  test('a body nested 30 000 deep (or 5 000, on the admin port) is a 400 naming the depth, never a 500', async () => {
+    const deep = (n: number): string => `{"scopes":${'['.repeat(n)}${']'.repeat(n)}}`;
+    const token = await request(svc.port, 'POST', '/api/v1/auth/token', deep(30_000), { ...bearer('owner'), 'Content-Type': 'application/json' });
+    assert.deepEqual([token.status, (token.json as { rc?: string }).rc], [400, 'BAD_REQUEST'], token.text.slice(0, 200));
+    assert.match((token.json as { message: string }).message, /^body nests deeper than 16 levels/);
+    const db = openTestControlDb(dataDir);
+    const ops = createAdminToken(db, 'deep-ops', ['admin.write']).secret;
+    db.close();
+    const admin = await request(svc.adminPort, 'POST', '/admin/v1/tokens', deep(5_000), { Authorization: `Bearer ${ops}`, 'Content-Type': 'application/json' });
+    assert.deepEqual([admin.status, (admin.json as { rc?: string }).rc], [400, 'BAD_REQUEST'], admin.text.slice(0, 200));
+    // Shallow but wrong: the refusal names the item's kind, not its contents.
+    const wrong = await request(svc.port, 'POST', '/api/v1/auth/token', '{"scopes":[[1]]}', { ...bearer('owner'), 'Content-Type': 'application/json' });
+    assert.equal(wrong.status, 400);
+    assert.match((wrong.json as { message: string }).message, /scopes\[0\] must be .*, not an array$/);
+    await alive();
   });
 
   test('a created key inherits the creator’s expiry and ranges, and can get no more than they allow', async () => {
@@ -739,6 +765,9 @@ describe('stores and workers at fault', againOn(), () => {
         }),
       });
       try {
+        const tokens = openTestControlDb(dataDir);
+        const ops = { Authorization: `Bearer ${createAdminToken(tokens, 'ops', ['admin.write']).secret}` };
+        tokens.close();
         // Fill the disk.
         const filler = fs.openSync(path.join(mount, 'filler'), 'w');
         const block = Buffer.alloc(1 << 20);
@@ -769,6 +798,12 @@ describe('stores and workers at fault', againOn(), () => {
         t.diagnostic(`lookups on a full disk: ${JSON.stringify([...statuses])}`);
         assert.equal(ok, 4000);
         assert.throws(() => runBuild({ dataDir, exports: false }));
+        // An operator's write and a build asked for: 503 with Retry-After (the server's state,
+        // not the request's fault), never a 500 whose cause is lost or a 409 "a build is running".
+        const write = await request(svc.adminPort, 'POST', '/admin/v1/organizations', JSON.stringify({ name: 'Full Ltd', plan: 'max' }), ops);
+        assert.deepEqual([write.status, write.headers['retry-after']], [503, '1'], write.text);
+        const build = await request(svc.adminPort, 'POST', '/admin/v1/builds', undefined, ops);
+        assert.deepEqual([build.status, build.headers['retry-after']], [503, '1'], build.text);
         assert.deepEqual(
           fs.readdirSync(buildsDir(dataDir)).filter((d) => d.includes('staging')),
           [],

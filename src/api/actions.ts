@@ -21,7 +21,7 @@ import { operatorOf } from './operator.js';
  */
 export interface OperatorActions {
   builds: { start(by: string): boolean } | null;
-  refresher: { readonly busy: boolean; runOnce(all: boolean): Promise<unknown> } | null;
+  refresher: { readonly busy: boolean; readonly buildRunning: boolean; runOnce(all: boolean): Promise<unknown> } | null;
 }
 
 /** How an action goes: started, or why not (a 409's message). */
@@ -64,6 +64,12 @@ export class ActionsApi {
       const refresher = actions.refresher;
       if (refresher === null) return { started: false, why: 'no sources are configured here (SOURCES or SOURCES_FILE)' };
       if (refresher.busy) return { started: false, why: 'a refresh is running: GET /admin/v1/sources shows its results when it ends' };
+      // A refresh finding the build lock held would fetch nothing: refused rather than a 202 that does nothing.
+      if (refresher.buildRunning)
+        return {
+          started: false,
+          why: 'a build is running on this data directory (the daily run or one asked for): try again when it ends (GET /admin/v1/builds)',
+        };
       void refresher.runOnce(true);
       return { started: true, message: 'refresh of every source started: GET /admin/v1/sources shows each one as it ends' };
     });

@@ -7,7 +7,9 @@ import fs from 'node:fs';
 import type { ControlDb } from '../control/control-db.js';
 import { IpsiftError, reasonOf } from '../errors.js';
 import { listFeeds } from '../feeds/feed-store.js';
-import { readSmallBody } from '../http/body.js';
+import { parseSmallBody, readSmallBody } from '../http/body.js';
+import { recordAudit } from '../control/audit.js';
+import { NO_FIELDS } from '../wire/request-bodies.js';
 import { late, sendJson, sendRc, type Pending } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { HttpResponse } from '../http/server/types.js';
@@ -53,7 +55,8 @@ export class BuildsApi {
     // ranges), and a token holder asking many at once would hold as many.
     let checking = false;
     routes.post('/admin/v1/builds/:id/serve', (res, req) => {
-      if (operatorOf(db, res, req, 'admin.write', metrics) === null) return;
+      const actor = operatorOf(db, res, req, 'admin.write', metrics);
+      if (actor === null) return;
       const id = buildOf(res, req.getParameter(0) ?? '');
       if (id === null) return;
       if (checking)
@@ -69,18 +72,21 @@ export class BuildsApi {
         p.aborted = true;
         done();
       });
-      // Any body is read and ignored, so that the connection stays usable.
+      // The body is read (the connection stays usable) and must be empty or {}.
       readSmallBody(res, p, routes, (text) => {
-        if (text === null) {
+        const body = parseSmallBody(text, NO_FIELDS, { emptyIsObject: true });
+        if ('refused' in body) {
           done();
-          return late(res, p, () => sendRc(res, RC.BAD_REQUEST, 'body too large: this request takes none', metrics));
+          return late(res, p, () => sendRc(res, RC.BAD_REQUEST, body.refused, metrics));
         }
         serveBuild(dataDir, id)
           .then(
             () =>
-              late(res, p, () =>
-                sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics),
-              ),
+              late(res, p, () => {
+                // Which build answers is an operator's decision like any other: audited.
+                recordAudit(db, actor, 'build.serve', null, id, {});
+                sendJson(res, 200, { current: id, message: `serving build is now ${id}: every front-end thread switches within INDEX_POLL_MS` }, metrics);
+              }),
             (e) =>
               late(res, p, () => sendRc(res, RC.CONFLICT, e instanceof IpsiftError ? e.message : `build ${id} could not be served (${reasonOf(e)})`, metrics)),
           )

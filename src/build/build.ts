@@ -19,6 +19,7 @@ import { NOTICE_FILE, noticeText, type SourceNotice } from '../exports/notices.j
 import { shareExportInput, startExportsParallel } from '../exports/parallel.js';
 import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
+import { identityOfTag, identityTag, isRunning, ownIdentity } from '../process-identity.js';
 import { EXPORTS_DIR, INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
 
 export interface BuildOptions {
@@ -173,6 +174,31 @@ function resolveWithout(
   return { records, iv4, iv6 };
 }
 
+/**
+ * Removes the staging directories of builds whose process is gone (killed mid-build, or a
+ * restart's earlier life of the same pid): named `<id>.<pid>-<start>.staging`, or
+ * `<id>.<pid>.staging` by an older ipsift. Returns the names removed.
+ */
+export function removeStaleStaging(dataDir: string): string[] {
+  const dir = buildsDir(dataDir);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = /\.([0-9]+(?:-(?:[0-9]+|x))?)\.staging$/.exec(name);
+    if (!m) continue;
+    const holder = m[1].includes('-') ? identityOfTag(m[1]) : { pid: Number(m[1]) };
+    if (holder && isRunning(holder)) continue;
+    fs.rmSync(path.join(dir, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
 function emptyRangeSet(): RangeSet {
   return { start: [], end: [], priority: [], rank: [], detail: [] };
 }
@@ -250,7 +276,8 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   makeDirectory(buildsDir(options.dataDir));
   const id = nextBuildId(options.dataDir, now);
   const dir = buildDir(options.dataDir, id);
-  const staging = `${dir}.${process.pid}.staging`;
+  removeStaleStaging(options.dataDir);
+  const staging = `${dir}.${identityTag(ownIdentity())}.staging`;
   makeDirectory(staging);
   // A failed build removes its staging directory (a full disk stays as full as it was), after
   // any export threads writing into it have stopped.

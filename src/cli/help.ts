@@ -34,7 +34,7 @@ node), FRONTEND_THREADS (default: the cores), KEEP_ALIVE_TIMEOUT_S, PUBLIC_URL, 
 TRUSTED_PROXIES, BATCH_WORKERS, BATCH_QUEUE, MAX_BATCH_BODY_BYTES, BATCH_BODY_MEMORY_MIB,
 BODY_TIMEOUT_S, KEYLESS_TIER, KEYLESS_IPV6_PREFIX, ACCOUNTING_GRACE_S, SHUTDOWN_GRACE_S, DEMO,
 INDEX_POLL_MS, PLANS_FILE, CATALOGUE_FILE, PUBLISH_AT, SOURCES (public, names, -name),
-SOURCES_FILE, SOURCES_MIRROR, SOURCES_CONCURRENCY, SOURCES_MAX_BYTES, SOURCES_SHRINK_PCT, SOURCES_MAX_ENTRIES, EXPORTS_RESTRICTED, STORE (local, s3),
+SOURCES_FILE, SOURCES_MIRROR, SOURCES_CONCURRENCY, SOURCES_MAX_BYTES, SOURCES_SHRINK_PCT, SOURCES_MAX_ENTRIES, EXPORTS_RESTRICTED, KEEP_BUILDS, STORE (local, s3),
 S3_BUCKET, S3_PREFIX, S3_REGION, S3_ENDPOINT, ACCOUNTING (lmdb, redis), REDIS_URL, REDIS_PREFIX,
 REDIS_TIMEOUT_MS, CONTROL_DB (sqlite, postgres://…), CONTROL_TIMEOUT_MS, CONTROL_GRACE_S, ROLE
 (all, serve), REPLICA_POLL_S, LOG_LEVEL (info, warn, error), ACCESS_LOG (off, on, or a share such
@@ -131,13 +131,15 @@ allows overage without limit; 'default' follows the plan (free: its quota; paid:
 kept, marked deleted (list --deleted shows it), so its download history and audit entries
 keep their subject and its ids are never reused. Every change is in the audit log.`,
   admin: `Usage:
-  ipsift admin token create --name <name> --scope admin.read|admin.write [--json]
+  ipsift admin token create --name <name> --scope admin.read|admin.write [--expires <time>] [--json]
   ipsift admin token list [--json]
   ipsift admin token revoke <token-id> [--json]
 
 Operator tokens authenticate the admin API (/admin/v1/… on the admin port): admin.read may
 read organisations, keys, licences, usage, downloads and the audit log; admin.write may also
-change them. The secret (iat_…) is printed once and stored only as a hash.`,
+change them. The secret (iat_…) is printed once and stored only as a hash. --expires (an
+ISO 8601 time) makes a token that stops working by itself. The admin API refuses to revoke
+the last live admin.write token (409); revoke it here, at the control database.`,
   audit: `Usage: ipsift audit [--org <org-id>] [--limit <n, at most 200 taken>] [--before <entry id>] [--json]
 
 The audit log, newest first: every change to organisations, licences, keys and operator

@@ -163,8 +163,10 @@ async function build(args: string[]): Promise<void> {
   const serve = !values['no-serve'];
   const publish = serve && !values['no-publish'];
   const config = loadConfig(process.env);
-  const { id, dir, manifest, publication, build_ms, publish_ms, total_ms: total } = await buildAndPublish(config, { serve, publish });
-  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, build_ms, publish_ms, total_ms: total }, () => {
+  const { id, dir, manifest, publication, pruned, publish_error, build_ms, publish_ms, total_ms: total } = await buildAndPublish(config, { serve, publish });
+  // The build serves; its publication failed: an error for the command, saying which part failed.
+  if (publish_error !== null) throw new IpsiftError('PUBLISH', `build ${id} serves, but publishing it failed: ${publish_error}`);
+  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, pruned, build_ms, publish_ms, total_ms: total }, () => {
     const ranges = (r: Record<string, number | undefined>) =>
       Object.entries(r)
         .map(([c, n]) => `${c} ${n}`)
@@ -187,6 +189,7 @@ async function build(args: string[]): Promise<void> {
         : serve
           ? `not published (--no-publish): downloads serve the last published build until 'ipsift publish'`
           : 'not published',
+      ...(pruned.length ? [`removed ${pruned.length} older build(s) past KEEP_BUILDS=${config.keepBuilds}: ${pruned.join(', ')}`] : []),
     ].join('\n');
   });
 }
@@ -223,7 +226,9 @@ function explain(args: string[]): void {
       for (const k of c.claims) {
         lines.push(`      ${k.feed}\t${k.evidence}\tpriority ${k.priority}\t${k.network}\t${k.detail === null ? `not ${category}` : JSON.stringify(k.detail)}`);
         if (k.source)
-          lines.push(`        from ${k.source.url ?? '(unknown)'}, fetched ${k.source.fetched_at ?? '-'}, confirmed ${k.source.confirmed_at ?? '-'}`);
+          lines.push(
+            `        from ${k.source.url ?? '(unknown)'}, fetched ${k.source.fetched_at ?? '-'}, content of ${k.source.changed_at ?? 'no known date'}${k.source.dated_by ? ` (by ${k.source.dated_by})` : ''}, confirmed ${k.source.confirmed_at ?? '-'}`,
+          );
       }
     }
     return lines.join('\n');

@@ -71,3 +71,20 @@ export function latestPublication(db: ControlDb, datasetId: string, format: stri
     .get(datasetId, format, sample ? 1 : 0) as Row | undefined;
   return r ? publicationOf(r) : null;
 }
+
+/** The builds whose artifacts downloads serve now: each dataset's, format's and sample's newest publication. */
+export function servedPublicationBuilds(db: ControlDb): Set<string> {
+  const rows = db.prepare('SELECT dataset_id, format, sample, build_id, day, published_at FROM publications').all() as Row[];
+  const newest = new Map<string, Row>();
+  for (const r of rows) {
+    const k = `${r.dataset_id}\n${r.format}\n${r.sample}`;
+    const seen = newest.get(k);
+    if (!seen || r.day > seen.day || (r.day === seen.day && r.published_at > seen.published_at)) newest.set(k, r);
+  }
+  return new Set([...newest.values()].map((r) => r.build_id));
+}
+
+/** The object keys a build's publications put in the store. */
+export function publicationKeysOf(db: ControlDb, buildId: string): string[] {
+  return (db.prepare('SELECT object_key FROM publications WHERE build_id = ?').all(buildId) as { object_key: string }[]).map((r) => r.object_key);
+}

@@ -5,6 +5,7 @@
 // schema, same migrations, same SQL.
 
 import { createRequire } from 'node:module';
+import { Unavailable } from '../errors.js';
 
 export interface SqlStatement {
   run(...params: unknown[]): { changes: number | bigint; lastInsertRowid: number | bigint };
@@ -114,7 +115,16 @@ class Sqlite implements SqlDatabase {
       this.db.exec('COMMIT');
       return r;
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      // SQLite may have rolled back by itself (SQLITE_FULL, SQLITE_IOERR): a ROLLBACK then fails
+      // with "no transaction is active" and would hide the error that matters.
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // already rolled back by SQLite itself
+      }
+      // A full disk is the server's condition, not the request's fault: told as temporary (503).
+      if (sqliteCode(e).startsWith('SQLITE_FULL'))
+        throw new Unavailable('CONTROL_FULL', 'the control database cannot be written: the disk is full (SQLITE_FULL); free space on it', { cause: e });
       throw e;
     } finally {
       this.depth--;

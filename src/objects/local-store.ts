@@ -115,6 +115,20 @@ export class LocalStore implements ObjectStore {
     }
   }
 
+  async delete(key: string): Promise<void> {
+    if (!isSafeKey(key)) throw new Error(`bad object key ${key}`);
+    const target = this.pathOf(key);
+    for (const file of [target, gzippedPath(target)]) fs.rmSync(file, { force: true });
+    // Folders left empty go too (a build's <dataset>/<build>/), up to the store's root.
+    for (let dir = path.dirname(target); dir !== this.root && dir.startsWith(this.root); dir = path.dirname(dir)) {
+      try {
+        fs.rmdirSync(dir);
+      } catch {
+        break; // not empty
+      }
+    }
+  }
+
   /** Gzip forms being written on demand (objects published before ipsift wrote them), by key. */
   private readonly gzipping = new Map<string, Promise<string>>();
 

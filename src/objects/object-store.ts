@@ -6,6 +6,8 @@ export interface ObjectStore {
   put(key: string, file: string): Promise<void>;
   /** Writes the object to the local file (replacing it); false when there is no such object. */
   fetch(key: string, file: string): Promise<boolean>;
+  /** Removes the object (and any form of it the store keeps beside it); none there is no error. */
+  delete(key: string): Promise<void>;
   /**
    * A URL that lets a client start a GET of the object until `expiresAt` (ms since epoch).
    * Synchronous where signing needs no I/O (the local store): an answer written inside its

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { GetObjectCommand, NoSuchKey, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { ObjectStore } from './object-store.js';
@@ -57,6 +57,11 @@ export class S3Store implements ObjectStore {
     }
     await pipeline(body, fs.createWriteStream(file));
     return true;
+  }
+
+  async delete(key: string): Promise<void> {
+    // S3 answers a delete of a missing key with success too.
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.prefix + key }));
   }
 
   async signedUrl(key: string, expiresAt: number, downloadName: string): Promise<string> {

@@ -9,6 +9,7 @@ import { reasonOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import { releaseBuildLock, takeBuildLock } from './build-lock.js';
 import { onPipelineThread, type PipelineRun } from './pipeline-thread.js';
+import type { BuildRun } from './pipeline.js';
 
 export class BuildOnDemand {
   private thread: PipelineRun<unknown> | null = null;
@@ -26,10 +27,16 @@ export class BuildOnDemand {
     this.log.info('build asked for', { by });
     this.running = (async () => {
       try {
-        const run = onPipelineThread({ kind: 'build', config: this.config });
+        const run = onPipelineThread({ kind: 'build', config: this.config }) as PipelineRun<BuildRun>;
         this.thread = run;
         const build = await run.done;
-        this.log.info('build asked for published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t, by });
+        if (build.publish_error !== null)
+          this.log.error('build asked for serves, but publishing it failed: downloads serve the last published build', {
+            build: build.id,
+            reason: build.publish_error,
+            by,
+          });
+        else this.log.info('build asked for published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t, by });
       } catch (e) {
         this.log.error('build asked for failed; the previous build keeps serving', { reason: reasonOf(e), by });
       } finally {

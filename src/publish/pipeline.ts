@@ -5,6 +5,7 @@
 // environment: the settings are the validated Config.
 
 import { ConfigError, type Config } from '../config.js';
+import { reasonOf } from '../errors.js';
 import { loadSources, SourcesError, type Source } from '../feeds/sources.js';
 import { loadRegistry, selectSources } from '../feeds/registry.js';
 import { openControlDb } from '../control/control-db.js';
@@ -17,6 +18,7 @@ import { publishIndexReplica } from '../replica/index-replica.js';
 import { publishExports } from './publish.js';
 import { REFRESH_DEFAULTS, type RefreshOptions, type RefreshResult } from '../feeds/refresh.js';
 import { releaseBuildLock, takeBuildLock } from './build-lock.js';
+import { pruneBuilds, type PruneReport } from './prune.js';
 
 /** What publishing a build put in the object store. */
 export interface PublicationReport {
@@ -46,10 +48,36 @@ export interface BuildRun {
   manifest: BuildManifest;
   serving: boolean;
   publication: PublicationReport | null;
+  /** Older builds removed past KEEP_BUILDS (their directories and objects). */
+  pruned: string[];
+  /** Why publishing failed while the build serves (null: published, or not asked to). */
+  publish_error: string | null;
   /** The build (index, exports, made serving), then publishing it, then both. */
   build_ms: number;
   publish_ms: number;
   total_ms: number;
+}
+
+/** Why publishing failed, with the way out where it is the usual one (files a root CLI run left). */
+function publishFailure(e: unknown, config: Config): string {
+  const reason = reasonOf(e);
+  if ((e as NodeJS.ErrnoException).code !== 'EACCES' && (e as NodeJS.ErrnoException).code !== 'EPERM') return reason;
+  const user = process.getuid ? `uid ${process.getuid()}` : 'this user';
+  return `${reason}: the ${config.objectStore.kind} store's files are not writable by this process (${user}); a CLI run as another user (root) leaves them so: run the CLI as the service's user, or chown -R the data directory to it`;
+}
+
+/**
+ * Builds past KEEP_BUILDS removed, with their objects (publish/prune.ts); `published`: the build
+ * whose index the store's pointer now names.
+ */
+export async function pruneOldBuilds(config: Config, published: string | null): Promise<PruneReport> {
+  const db = openControlDb(config.dataDir, config.controlDb);
+  try {
+    const { store } = await openObjectStore(config);
+    return await pruneBuilds(db, store, config.dataDir, config.keepBuilds, published);
+  } finally {
+    db.close();
+  }
 }
 
 /** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
@@ -57,14 +85,26 @@ export async function buildAndPublish(config: Config, o: { serve: boolean; publi
   const started = performance.now();
   const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve, exportsRestricted: config.exportsRestricted });
   const built = performance.now();
-  const publication = o.serve && o.publish ? await publishBuild(config, id) : null;
+  // The build serves already: a failed publication is reported as such, not as a failed build.
+  let publication: PublicationReport | null = null;
+  let publishError: string | null = null;
+  if (o.serve && o.publish) {
+    try {
+      publication = await publishBuild(config, id);
+    } catch (e) {
+      publishError = publishFailure(e, config);
+    }
+  }
   const done = performance.now();
+  const pruned = await pruneOldBuilds(config, publication ? id : null).catch((e: unknown) => ({ removed: [], kept: [], objects: 0, error: reasonOf(e) }));
   return {
     id,
     dir,
     manifest,
     serving: o.serve,
     publication,
+    pruned: pruned.removed,
+    publish_error: publishError,
     build_ms: Math.round(built - started),
     publish_ms: publication ? Math.round(done - built) : 0,
     total_ms: Math.round(done - started),
@@ -114,7 +154,7 @@ export interface RefreshRun {
   reports: SourceReport[];
   /** Sources whose content went stale or expired (or fresh again) in this run. */
   freshness?: RefreshResult['freshness'];
-  build: { id: string; published: boolean } | null;
+  build: { id: string; published: boolean; publish_error?: string | null } | null;
 }
 
 export interface RefreshSettings {
@@ -142,8 +182,10 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {
       const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted });
-      if (o.publish) await publishBuild(config, id);
-      build = { id, published: o.publish };
+      let publishError: string | null = null;
+      if (o.publish) await publishBuild(config, id).catch((e: unknown) => (publishError = publishFailure(e, config)));
+      build = { id, published: o.publish && publishError === null, publish_error: publishError };
+      await pruneOldBuilds(config, build.published ? id : null).catch(() => {});
     }
     return { changed: result.changed, removed: result.removed, reports: result.reports, freshness: result.freshness, build };
   } finally {

@@ -178,7 +178,12 @@ export class PublishScheduler {
       this.thread = building;
       const build = await building.done;
       built = build.id;
-      this.log.info('daily build published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t });
+      if (build.publish_error !== null)
+        this.log.error('daily build serves, but publishing it failed: downloads serve the last published build', {
+          build: build.id,
+          reason: build.publish_error,
+        });
+      else this.log.info('daily build published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t });
     } catch (e) {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {

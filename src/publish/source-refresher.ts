@@ -15,6 +15,7 @@ import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
 import type { RefreshRun } from './pipeline.js';
 import { onPipelineThread, type PipelineRun } from './pipeline-thread.js';
+import { buildLockHeld } from './build-lock.js';
 
 const MIN_WAIT_MS = 30_000;
 const MAX_WAIT_MS = 3_600_000;
@@ -63,6 +64,11 @@ export class SourceRefresher {
     return this.running !== null;
   }
 
+  /** Whether a build holds the data directory (a refresh started now would find it and do nothing). */
+  get buildRunning(): boolean {
+    return buildLockHeld(this.config.dataDir);
+  }
+
   /** One refresh (all sources with `all`) after any in flight; resolves with what it did, or null when it failed. */
   async runOnce(all = false): Promise<RefreshRun | null> {
     while (this.running) await this.running;
@@ -78,10 +84,12 @@ export class SourceRefresher {
       const publish = this.neverPublished();
       this.thread = onPipelineThread({ kind: 'refresh', config: this.config, settings: { all, build: true, publish } });
       const run = await this.thread.done;
-      if (run.busy) this.log.info('source refresh skipped: another process on this data directory is building');
+      if (run.busy) this.log.info('source refresh skipped: a build is running on this data directory; the next refresh fetches what was due');
       for (const r of run.reports)
         if (!r.ok || r.error) this.log.warn('source not refreshed', { source: r.name, serving: r.ok, result: r.fetch, reason: r.error });
       for (const f of run.freshness ?? []) this.log.warn('source content freshness changed', { source: f.name, from: f.from, to: f.to });
+      if (run.build?.publish_error)
+        this.log.error('sources refreshed and built; the build serves, but publishing it failed', { build: run.build.id, reason: run.build.publish_error });
       this.adviseMirror(run);
       if (run.reports.length) {
         this.log.info('sources refreshed', {
