@@ -213,6 +213,8 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       new RegExp(`requests since ${made.slice(0, 10)} ${made.slice(11, 16)} UTC$`),
       'the usage counts from the creation',
     );
+    // Minutes of use project nothing: no "27 at this pace" from two minutes.
+    assert.match((await page.textContent('[data-test=usage-pace]'))!, /used · too early to project: \d+ minutes of use$/);
 
     await page.click('[data-test=grant-licence] button[type=submit]');
     await page.waitForSelector('table[data-test=licences] td:has-text("subscription")');
@@ -415,6 +417,18 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.click('[data-test=confirm-revoke-token]');
     await page.waitForSelector('tr:has-text("night shift") td:has-text("revoked")');
     assert.equal((await get(svc.adminPort, '/admin/v1/organizations', { Authorization: `Bearer ${secret}` })).status, 401);
+    // A name spelt with a Cyrillic а beside Latin letters asks first; a lifetime makes one that ends.
+    await page.fill('[data-test=token-name]', '\u0430dmin');
+    await page.selectOption('[data-test=token-lifetime]', '30');
+    await page.click('form:has([data-test=token-name]) button[type=submit]');
+    const warning = (await (await page.waitForSelector('[data-test=look-alike]')).textContent())!;
+    assert.match(warning, /mixes Latin and Cyrillic letters|looks like the token name/);
+    assert.ok(
+      !(await get(svc.adminPort, '/admin/v1/tokens', { Authorization: `Bearer ${write}` })).text.includes('\u0430dmin'),
+      'nothing made before the confirmation',
+    );
+    await page.click('[data-test=confirm-look-alike]');
+    await page.waitForSelector('tr:has-text("\u0430dmin") td:has-text("live, ends")');
     await page.click('nav a[data-route=settings]');
     const serving = await page.waitForSelector('table[data-test=settings-Serving]');
     const text = (await serving.textContent())!;

@@ -64,13 +64,13 @@ for (const [name, config] of BACKENDS) {
     test('migrations: applied once, again a no-op; a newer schema is refused by name', () => {
       const db = open();
       const v = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number };
-      assert.equal(v.v, 6);
+      assert.equal(v.v, 7);
       db.close();
       const again = open();
-      assert.equal((again.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 6);
+      assert.equal((again.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 7);
       again.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(99, 'later');
       again.close();
-      assert.throws(open, (e: unknown) => e instanceof IpsiftError && e.code === 'STORE_NEWER' && /schema 99, newer than this ipsift \(6\)/.test(e.message));
+      assert.throws(open, (e: unknown) => e instanceof IpsiftError && e.code === 'STORE_NEWER' && /schema 99, newer than this ipsift \(7\)/.test(e.message));
       const fix = openControlDbUnchecked(dir, control);
       fix.prepare('DELETE FROM schema_migrations WHERE version = ?').run(99);
       fix.close();
@@ -212,7 +212,7 @@ describe('control database: PostgreSQL shared by nodes', () => {
         ids,
         Array.from({ length: 60 }, (_, i) => i + 1),
       );
-      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 6);
+      assert.equal((db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n, 7);
     } finally {
       db.close();
     }

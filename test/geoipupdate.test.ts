@@ -259,6 +259,15 @@ describe('the geoipupdate 6.x/7.x protocol', () => {
     const wrong = { Authorization: `Basic ${Buffer.from(`999:${key}`).toString('base64')}` };
     const r401 = await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1', wrong);
     assert.deepEqual([r401.status, r401.json.rc, r401.headers['www-authenticate']], [401, 'UNAUTHORIZED', 'Basic realm="ipsift", charset="UTF-8"']);
+    // Credentials were sent: each refusal says which part is wrong, not that none came.
+    assert.match(r401.json.message, /^the licence key \(LicenseKey\) belongs to another account/);
+    const basic = (user: string, password: string) => ({ Authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+    assert.match(
+      (await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1', basic('1', 'isk_not_a_key'))).json.message,
+      /^the licence key \(LicenseKey\) is no live API key/,
+    );
+    assert.match((await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1', basic('acme', key))).json.message, /^the account id \(AccountID\) must be/);
+    assert.match((await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1')).json.message, /^Basic credentials are required/);
     assert.deepEqual((await get(svc.port, '/geoip/updates/metadata?edition_id=vpn_v1&edition_id=geoip2_anonymous_v1', auth)).json.rc, 'NO_LICENSE');
     const unknown = await get(svc.port, '/geoip/databases/nope_v1/download?date=20260101&suffix=tar.gz', auth);
     assert.deepEqual([unknown.status, unknown.json.rc], [404, 'NOT_FOUND']);

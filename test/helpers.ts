@@ -154,6 +154,8 @@ export async function startTestService(overrides: Partial<Config> = {}, log: Log
 
 export interface Reply {
   status: number;
+  /** The status line's reason phrase ('' where the server sent none). */
+  reason: string;
   headers: http.IncomingHttpHeaders;
   text: string;
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -172,7 +174,7 @@ export function request(port: number, method: string, urlPath: string, body?: st
         } catch {
           // not JSON: left undefined for the assertion to catch
         }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        resolve({ status: res.statusCode ?? 0, reason: res.statusMessage ?? '', headers: res.headers, text, json });
       });
       res.on('error', reject);
     });

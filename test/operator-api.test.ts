@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
+import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import type { Service } from '../src/service.js';
 import { freePort, get, openTestControlDb, plansFile, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';
@@ -340,6 +341,44 @@ describe('operator API (admin port)', () => {
     assert.ok(!JSON.stringify(audit).includes(secret), 'the audit log never holds a secret');
   });
 
+  test('operator tokens end by themselves where made to; the last live write token cannot be revoked over the API (the command line can)', async () => {
+    const soon = new Date(Date.now() + 3_600_000).toISOString();
+    const timed = await as(write, 'POST', '/tokens', { name: 'contractor', scopes: ['admin.read'], expires: soon });
+    assert.deepEqual([timed.status, timed.json.expires_at], [201, soon]);
+    assert.equal((await as(timed.json.token, 'GET', '/organizations')).status, 200);
+    const late = await as(write, 'POST', '/tokens', { name: 'late', scopes: ['admin.read'], expires: '2020-01-01T00:00:00Z' });
+    assert.deepEqual([late.status, late.json.rc], [400, 'BAD_REQUEST']);
+    // One made an hour before its end, an hour ago: refused now.
+    const db = openTestControlDb(dataDir);
+    const ended = createAdminToken(db, 'ended', ['admin.read'], new Date(Date.now() - 1000).toISOString(), Date.now() - 3_600_000).secret;
+    db.close();
+    const refused = await as(ended, 'GET', '/organizations');
+    assert.equal(refused.status, 401);
+
+    // A data directory whose one write token tries to revoke itself.
+    const otherDir = tempDir();
+    importFeed({ dataDir: otherDir, file: writeFile(otherDir, 'feed.csv', FEED) });
+    runBuild({ dataDir: otherDir });
+    const other = await startTestService({ dataDir: otherDir, plansFile: plans });
+    try {
+      const odb = openTestControlDb(otherDir);
+      const only = createAdminToken(odb, 'only', ['admin.write']);
+      odb.close();
+      const auth = { Authorization: `Bearer ${only.secret}` };
+      const last = await request(other.adminPort, 'DELETE', `/admin/v1/tokens/${only.token.id}`, undefined, auth);
+      assert.deepEqual([last.status, last.json.rc], [409, 'CONFLICT']);
+      assert.match(last.json.message, /^this is the last live admin\.write token: create another first/);
+      const second = await request(other.adminPort, 'POST', '/admin/v1/tokens', JSON.stringify({ name: 'second', scopes: ['admin.write'] }), auth);
+      assert.equal(second.status, 201);
+      assert.equal((await request(other.adminPort, 'DELETE', `/admin/v1/tokens/${only.token.id}`, undefined, auth)).status, 200, 'once another can write');
+      // The way out where no token is left: the command line, at the control database.
+      const cli = await cliInThread(['admin', 'token', 'revoke', second.json.id, '--json'], { ...process.env, ...testStoreEnv(otherDir), PLANS_FILE: plans });
+      assert.equal(cli.code, 0, cli.stderr);
+    } finally {
+      await other.close();
+    }
+  });
+
   test('settings: each value with its origin (environment over CONFIG_FILE over default), passwords masked, credentials set or not; read-only tokens may read', async () => {
     const file = writeFile(tempDir(), 'ipsift.json', JSON.stringify({ BATCH_QUEUE: 32, LOG_LEVEL: 'debug', CONTROL_DB: 'sqlite' }));
     const given = loadConfig({
@@ -347,6 +386,9 @@ describe('operator API (admin port)', () => {
       LOG_LEVEL: 'warn',
       REDIS_URL: 'redis://ops:hunter2@10.0.0.5:6379/2',
       AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI-never-shown',
+      // node-postgres takes the password as a parameter too; a mirror may take a token.
+      CONTROL_DB: 'postgres://ipsift@10.0.0.6/ipsift?password=pg-param-secret&sslmode=require',
+      SOURCES_MIRROR: 'https://mirror.example/feeds?token=mirror-param-secret',
     }).given;
     // A data directory of its own: two services of one process on one directory share its stores.
     const otherDir = tempDir();
@@ -365,7 +407,10 @@ describe('operator API (admin port)', () => {
       assert.deepEqual([by.get('BATCH_QUEUE')!.value, by.get('BATCH_QUEUE')!.origin], ['32', 'file']);
       assert.deepEqual([by.get('KEEP_ALIVE_TIMEOUT_S')!.value, by.get('KEEP_ALIVE_TIMEOUT_S')!.origin], ['75', 'default']);
       assert.equal(by.get('REDIS_URL')!.value, 'redis://ops:***@10.0.0.5:6379/2');
-      assert.ok(!r.text.includes('hunter2') && !r.text.includes('wJalrXUtnFEMI'), 'no credential in the answer');
+      assert.equal(by.get('CONTROL_DB')!.value, 'postgres://***@10.0.0.6/ipsift?password=***&sslmode=require');
+      assert.equal(by.get('SOURCES_MIRROR')!.value, 'https://mirror.example/feeds?token=***');
+      for (const secret of ['hunter2', 'wJalrXUtnFEMI', 'pg-param-secret', 'mirror-param-secret'])
+        assert.ok(!r.text.includes(secret), `${secret} is not in the answer`);
       assert.deepEqual(
         r.json.credentials.map((c: { name: string; set: boolean }) => [c.name, c.set]),
         [
@@ -396,6 +441,7 @@ describe('operator API (admin port)', () => {
     const before = (await as(read, 'GET', '/builds')).json.builds as { id: string; current: boolean }[];
     const started = await as(write, 'POST', '/builds');
     assert.equal(started.status, 202, started.text);
+    assert.equal(started.reason, 'Accepted', 'the status line has its reason phrase (RFC 9112)');
     assert.equal(started.json.status, 'started');
     const again = await as(write, 'POST', '/builds');
     assert.equal(again.status, 409, 'one build at a time');
@@ -405,6 +451,17 @@ describe('operator API (admin port)', () => {
     await until(() => svc.holder.current?.buildId === made.id, 10_000, `build ${made.id} serving`);
     const audit = (await as(read, 'GET', '/audit')).json.entries as { action: string; actor: string }[];
     assert.equal(audit.filter((e) => e.action === 'build.start').length, 1, 'the started build audited, the refused one not');
+  });
+
+  test('the admin port refuses an unknown path or method in its own {rc, message} shape', async () => {
+    const unknown = await as(read, 'GET', '/no-such-thing');
+    assert.deepEqual(
+      [unknown.status, unknown.json],
+      [404, { rc: 'NOT_FOUND', message: 'no route has this path: GET /openapi.json on this port lists every route' }],
+    );
+    const method = await as(read, 'DELETE', '/builds');
+    assert.deepEqual([method.status, method.json.rc, method.headers.allow], [405, 'BAD_REQUEST', 'GET, HEAD, POST']);
+    assert.match(method.json.message, /^this path takes GET, HEAD, POST only/);
   });
 
   test('a refresh of the sources asked for fetches every source again, due or not', async () => {
@@ -432,6 +489,25 @@ describe('operator API (admin port)', () => {
         `the refresh started (${r.status} ${r.text})`,
       );
       await until(async () => ((await fetched()) ?? '') > first!, 30_000, 'fetched again');
+      // While a build holds the data directory (here another process's), a refresh would find it
+      // and fetch nothing: 409 with why, not a 202 that does nothing.
+      await until(() => takeBuildLock(otherDir), 30_000, 'the build lock');
+      try {
+        const refused = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
+        assert.deepEqual([refused.status, refused.json.rc], [409, 'CONFLICT']);
+        assert.match(refused.json.message, /^a build is running on this data directory .*try again when it ends/);
+      } finally {
+        releaseBuildLock(otherDir);
+      }
+      r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
+      await until(
+        async () => {
+          if (r.status !== 202) r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
+          return r.status === 202;
+        },
+        30_000,
+        `started again once the build ended (${r.status} ${r.text})`,
+      );
     } finally {
       await other.close();
     }
@@ -523,6 +599,33 @@ describe('operator API (admin port)', () => {
     assert.deepEqual([busy.status, busy.json.rc, busy.headers['retry-after']], [429, 'RATE_LIMITED', '1']);
     held.destroy();
     await until(async () => (await as(write, 'POST', `/builds/${serving}/serve`)).status === 200, 5_000, 'the turn is free once the first client has gone');
+    // A body it does not take is refused, and a served build is in the audit log like a started one.
+    const odd = await as(write, 'POST', `/builds/${serving}/serve`, { zzz: 1 });
+    assert.deepEqual([odd.status, odd.json.rc], [400, 'BAD_REQUEST']);
+    assert.match(odd.json.message, /unknown field "zzz"/);
+    const audit = (await as(read, 'GET', '/audit')).json.entries as { action: string; target: string }[];
+    assert.ok(
+      audit.some((e) => e.action === 'build.serve' && e.target === serving),
+      'build.serve audited',
+    );
+  });
+
+  test('every input judged: a key already expired, a number sent as a string, a flag that is neither true nor false, a body a rotation does not take', async () => {
+    const org = (await as(write, 'POST', '/organizations', { name: 'Judged Ltd', plan: 'free' })).json;
+    const dead = await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'k', expires: '2020-01-01T00:00:00Z' });
+    assert.deepEqual([dead.status, dead.json.rc], [400, 'BAD_REQUEST']);
+    assert.match(dead.json.message, /^expires must be in the future: 2020-01-01T00:00:00.000Z has passed/);
+    const five = await as(write, 'POST', `/organizations/${org.id}`, { hard_limit: '5' });
+    assert.deepEqual([five.status, five.json.rc], [400, 'BAD_REQUEST']);
+    assert.match(five.json.message, /^hard_limit must be a whole number, null, "none" or "default", not the string "5"/);
+    assert.equal((await as(write, 'POST', `/organizations/${org.id}`, { hard_limit: 5 })).json.hard_limit, 5);
+    for (const v of ['yes', '1', 'TRUE']) {
+      const r = await as(read, 'GET', `/organizations?deleted=${v}`);
+      assert.deepEqual([r.status, r.json.message], [400, `deleted must be true or false, not ${JSON.stringify(v)}`], v);
+    }
+    const k = (await as(write, 'POST', `/organizations/${org.id}/keys`, { name: 'k2' })).json;
+    const rotate = await as(write, 'POST', `/keys/${k.id}/rotate`, { zzz: 1 });
+    assert.deepEqual([rotate.status, rotate.json.rc], [400, 'BAD_REQUEST'], 'a 400 the document lists');
   });
 });
 
@@ -556,6 +659,9 @@ describe("the overview's health", () => {
       { kind: 'build_old', message: 'The serving build b1 was made 27 hours ago; one is due every 24 hours.', see: '#/data' },
     ]);
     assert.deepEqual(kinds({ build: { id: 'b1', builtAtMs: NOW - 90 * 86_400_000 }, buildEveryS: null }), [], 'no schedule, no age expected');
+    // No build yet: what lookups answer then, as they answer it (503 while sources' first fetch runs).
+    assert.match(healthProblems({ ...calm, ready: false, build: null }).at(0)!.message, /lookups answer 500 until one does/);
+    assert.match(healthProblems({ ...calm, ready: false, build: null, sourcesConfigured: true }).at(0)!.message, /lookups answer 503 with Retry-After: 30/);
     assert.match(
       healthProblems({ ...calm, owed: { counters: 2, units: 340 } })[0].message,
       /^The accounting store refuses writes: 340 requests on 2 counters were answered from memory/,

@@ -161,6 +161,10 @@ describe("one customer's reach", () => {
       ['soft\u00adhyphen', 'U+00AD'],
       ['filler\u3164', 'U+3164'],
       ['private\ue000use', 'U+E000'],
+      // Default-ignorable code points that are not format characters, and a blank that draws nothing.
+      ['ac\u034fme', 'U+034F'],
+      ['acme\ufe0f', 'U+FE0F'],
+      ['ac\u2800me', 'U+2800'],
     ];
     for (const [name, code] of invisible) {
       const r = await createKeyCall({ name });
@@ -171,6 +175,12 @@ describe("one customer's reach", () => {
         JSON.stringify(name),
       );
     }
+    // Bytes that are not UTF-8 are refused, not stored as U+FFFD.
+    const raw = await request(svc.port, 'POST', '/api/v1/iam/apikeys', Buffer.from([...Buffer.from('{"name":"ab'), 0xff, 0xfe, ...Buffer.from('"}')]), {
+      ...auth(own),
+      'Content-Type': 'application/json',
+    });
+    assert.deepEqual([raw.status, raw.json.message], [400, 'body is not UTF-8: send JSON text encoded as UTF-8']);
     // Decomposed é (e + U+0301) and a no-break space: stored composed, with a plain space, trimmed.
     const made = await createKeyCall({ name: '  Cafe\u0301\u00a0ci ' });
     assert.equal(made.status, 201, made.text);

@@ -123,10 +123,16 @@ export class GeoipUpdateApi {
       return null;
     };
     const credentials = basicCredentials(req.getHeader('authorization'));
-    if (credentials === null || !/^[1-9]\d{0,15}$/.test(credentials.user)) return unauthorised();
+    if (credentials === null) return unauthorised();
+    // Credentials were sent: the refusal says which part is wrong.
+    if (!/^[1-9]\d{0,15}$/.test(credentials.user))
+      return unauthorised("the account id (AccountID) must be the organisation's number, as `ipsift org show` prints it");
     const c = this.gate.key(credentials.password, this.clock.now());
+    if (c === null || !('key' in c))
+      return unauthorised('the licence key (LicenseKey) is no live API key: use one with the db.download scope that is neither revoked nor expired');
     // A key of another organisation than the account named is no key for this account.
-    if (c === null || !('key' in c) || c.org.accountId !== Number(credentials.user)) return unauthorised();
+    if (c.org.accountId !== Number(credentials.user))
+      return unauthorised("the licence key (LicenseKey) belongs to another account: AccountID must be its organisation's number");
     a.caller = c;
     const refuse = (e: RcError, outcome: Outcome, message: string): null => {
       if (record) this.api.record(a, edition, 'mmdb', false, outcome, e.status, 0);

@@ -8,13 +8,25 @@
 
 import type { HttpRequest, HttpResponse } from '../http/server/types.js';
 import { RC } from '../wire/errors.js';
-import { KEY_CREATE_REQUEST } from '../wire/request-bodies.js';
-import { AccountError, KeyLimitError, checkKeyFields, keyJson, createKey, getKey, pageKeys, revokeKey, rotateKey, type ApiKey } from '../control/accounts.js';
+import { KEY_CREATE_REQUEST, NO_FIELDS } from '../wire/request-bodies.js';
+import {
+  AccountError,
+  KeyLimitError,
+  checkFutureExpiry,
+  checkKeyFields,
+  keyJson,
+  createKey,
+  getKey,
+  pageKeys,
+  revokeKey,
+  rotateKey,
+  type ApiKey,
+} from '../control/accounts.js';
 import type { Caller, KeyCache } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
 import type { Logger } from '../log.js';
 import { networksOf, networksWithin, type Network } from '../net/network.js';
-import { parseSmallBody, readSmallBody } from '../http/body.js';
+import { parseSmallBody, readSmallBody, type SmallBody } from '../http/body.js';
 import { late, pending, sendJson, sendRc } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { Gate } from './gate.js';
@@ -148,7 +160,7 @@ export class KeysApi {
     return { who: `key:${c.key.id}`, source: this.edge.client.text() };
   }
 
-  private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: string | null): void {
+  private createFrom(res: HttpResponse, c: Caller, actor: Actor, text: SmallBody): void {
     const bad = (message: string): void => sendRc(res, RC.BAD_REQUEST, message, this.edge.metrics);
     const body = parseSmallBody<{ name: string; allowed_cidrs?: string[]; allowed_scopes?: string[]; expires?: string | null }>(text, KEY_CREATE_REQUEST, {
       example: '{"name": "ci", "allowed_scopes": ["db.download"]}',
@@ -161,6 +173,7 @@ export class KeysApi {
       // it, so a short-lived token cannot leave a lasting key behind).
       const ownExpiry = c.tokenId === undefined ? c.key.expires : new Date(c.expiresMs).toISOString();
       fields = checkKeyFields({ name, scopes: scopes ?? [], allowedCidrs: cidrs ?? c.key.allowedCidrs, expires: expires === undefined ? ownExpiry : expires });
+      checkFutureExpiry(expires, this.edge.clock.now());
     } catch (e) {
       if (e instanceof AccountError) return bad(e.message);
       throw e;
@@ -266,17 +279,24 @@ export class KeysApi {
     if (own.revokedAt) return sendRc(res, RC.BAD_REQUEST, 'a revoked key cannot be rotated: create a new one', this.edge.metrics);
     // The new secret goes to the caller: it may not gain through it what it does not hold.
     if (!holdsAtMost(own, c)) return sendRc(res, RC.FORBIDDEN, `${HANDS_ON}; this key holds more`, this.edge.metrics);
-    // The body is not read: answer at once (uWS needs onAborted only for deferred answers).
     const actor = this.actorOf(c);
-    const rotated = this.change(res, c, () => {
-      const r = rotateKey(this.db, id);
-      recordAudit(this.db, actor, 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: r.key.keyPrefix });
-      return r;
-    });
-    if (rotated === null) return;
-    const { key, secret } = rotated;
-    this.keys.invalidate();
-    this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
-    sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.edge.metrics);
+    // The body is read and must be empty or {}: anything else is a request this route does not take.
+    const p = pending(res);
+    readSmallBody(res, p, this.routes, (text) =>
+      late(res, p, () => {
+        const body = parseSmallBody(text, NO_FIELDS, { emptyIsObject: true });
+        if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, this.edge.metrics);
+        const rotated = this.change(res, c, () => {
+          const r = rotateKey(this.db, id);
+          recordAudit(this.db, actor, 'key.rotate', own.orgId, id, { from_prefix: own.keyPrefix, key_prefix: r.key.keyPrefix });
+          return r;
+        });
+        if (rotated === null) return;
+        const { key, secret } = rotated;
+        this.keys.invalidate();
+        this.log.info('api key rotated', { key_id: id, by_key: c.key.id });
+        sendJson(res, 200, { rc: 'OK', ...keyJson(key), key: secret }, this.edge.metrics);
+      }),
+    );
   }
 }

@@ -77,6 +77,7 @@ export function operatorSchemas(): Record<string, Schema> {
     scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] } },
     revoked_at: { type: ['string', 'null'], format: 'date-time' },
     created_at: DATE_TIME,
+    expires_at: { type: ['string', 'null'], format: 'date-time', description: 'When it stops working by itself (null: never).' },
   };
   return {
     Organisation: object(organisation, required),
@@ -261,7 +262,7 @@ export function operatorPaths(): Record<string, Schema> {
         'adminRotateKey',
         'A new secret for a key; the old one stops working',
         true,
-        { '200': json(ref('OperatorKey'), 'Rotated.'), '404': notFound, '409': rc('CONFLICT', 'The key is revoked.') },
+        { '200': json(ref('OperatorKey'), 'Rotated.'), '400': bad, '404': notFound, '409': rc('CONFLICT', 'The key is revoked.') },
         { parameters: [pathParam('id', 'Key id.')] },
       ),
     }),
@@ -364,7 +365,11 @@ export function operatorPaths(): Record<string, Schema> {
         'adminRevokeToken',
         'Revoke an operator token at once (again: no change); audited',
         true,
-        { '200': json(ref('AdminToken'), 'Revoked.'), '404': notFound },
+        {
+          '200': json(ref('AdminToken'), 'Revoked.'),
+          '404': notFound,
+          '409': rc('CONFLICT', 'The last live admin.write token: create another first, or revoke it from the command line.'),
+        },
         { parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }] },
       ),
     }),
@@ -470,6 +475,11 @@ export function operatorPaths(): Record<string, Schema> {
               draining: { type: 'boolean' },
               build: { oneOf: [{ type: 'null' }, object({ id: { type: 'string' }, loaded_at: DATE_TIME, age_s: { type: 'integer', minimum: 0 } })] },
               last_published_at: { type: ['string', 'null'], format: 'date-time' },
+              lookups_without_build: {
+                enum: [500, 503],
+                description:
+                  'What a lookup answers while no build serves: 503 with Retry-After where sources are configured (their first fetch is under way), else 500.',
+              },
               threads: {
                 type: 'array',
                 items: object({ thread: { type: 'integer', minimum: 0 }, listening: { type: 'boolean' }, serving: { type: 'boolean' } }),
@@ -555,7 +565,7 @@ export function operatorPaths(): Record<string, Schema> {
       post: op('adminRefreshSources', 'Fetch every configured source now, due or not, and build when any changed; audited', true, {
         '202': json(started, 'Started: GET /admin/v1/sources shows each source as it ends.'),
         '400': bad,
-        '409': rc('CONFLICT', 'A refresh is running, or no sources are configured.'),
+        '409': rc('CONFLICT', 'A refresh or a build is running on this data directory, or no sources are configured.'),
       }),
     }),
     '/admin/v1/builds/{id}': admin({

@@ -45,6 +45,14 @@ function limitOf(q: URLSearchParams): number {
   return limit;
 }
 
+/** A true/false query parameter: absent is false; anything but true or false is refused, not read as false. */
+function flagOf(q: URLSearchParams, name: string): boolean {
+  const v = q.get(name);
+  if (v === null || v === 'false') return false;
+  if (v === 'true') return true;
+  throw new OperatorError('BAD_REQUEST', `${name} must be true or false, not ${JSON.stringify(v.slice(0, 20))}`);
+}
+
 const optionalString = (body: Doc, field: string): string | undefined => {
   const v = body[field];
   if (v === undefined || v === null) return undefined;
@@ -148,9 +156,7 @@ export class OperatorApi {
         license_bases: deps.bases,
       }),
     );
-    route('get', '/organizations', 'admin.read', (op, _b, _p, q) =>
-      ok(op.pageOrganisations(limitOf(q), q.get('after'), q.get('deleted') === 'true', q.get('q'))),
-    );
+    route('get', '/organizations', 'admin.read', (op, _b, _p, q) => ok(op.pageOrganisations(limitOf(q), q.get('after'), flagOf(q, 'deleted'), q.get('q'))));
     route('post', '/organizations', 'admin.write', (op, b) => ok(op.createOrganisation(b.name, b.plan), 201), ORGANISATION_CREATE_REQUEST);
     route('get', '/organizations/:id', 'admin.read', (op, _b, [id]) => ok(op.showOrganisation(id)));
     route(
@@ -159,6 +165,12 @@ export class OperatorApi {
       'admin.write',
       (op, b, [id]) => {
         if (b.plan === undefined && !('hard_limit' in b)) throw new OperatorError('BAD_REQUEST', 'nothing to change: give plan and/or hard_limit');
+        // Over JSON a number is a number: "5" is refused, not read as 5 (the CLI's text is another matter).
+        if (typeof b.hard_limit === 'string' && b.hard_limit !== 'none' && b.hard_limit !== 'default')
+          throw new OperatorError(
+            'BAD_REQUEST',
+            `hard_limit must be a whole number, null, "none" or "default", not the string ${JSON.stringify(b.hard_limit.slice(0, 20))}`,
+          );
         // Both or neither: a refused overage limit leaves the plan as it was.
         return ok(
           op.change(() => {
@@ -223,7 +235,7 @@ export class OperatorApi {
       'post',
       '/tokens',
       'admin.write',
-      (op, b) => ok(op.createAdminToken(requiredString(b, 'name'), optionalStrings(b, 'scopes') ?? []), 201),
+      (op, b) => ok(op.createAdminToken(requiredString(b, 'name'), optionalStrings(b, 'scopes') ?? [], optionalString(b, 'expires') ?? null), 201),
       ADMIN_TOKEN_CREATE_REQUEST,
     );
     route('del', '/tokens/:id', 'admin.write', (op, _b, [id]) => ok(op.revokeAdminToken(id)));

@@ -12,8 +12,8 @@ import { redactUrl } from '../log.js';
 import type { Edge } from './edge.js';
 import { operatorOf } from './operator.js';
 
-/** A URL that carries a password (REDIS_URL, CONTROL_DB, an S3 endpoint): shown masked. */
-const WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i;
+/** A URL (REDIS_URL, CONTROL_DB, an S3 endpoint, SOURCES_MIRROR): shown through redactUrl, which masks what may be a secret. */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
 
 /** The document GET /admin/v1/settings answers. */
 export function settingsDocument(given: Config['given']): Record<string, unknown> {
@@ -22,11 +22,12 @@ export function settingsDocument(given: Config['given']): Record<string, unknown
     settings: given.settings.map((s) => {
       const help = CONFIG_REFERENCE[s.name];
       const value = s.value ?? help.default ?? null;
-      const masked = value !== null && WITH_PASSWORD.test(value);
+      const shown = value !== null && URL_LIKE.test(value) ? redactUrl(value) : value;
+      const masked = shown !== value;
       return {
         name: s.name,
         group: help.group,
-        value: masked ? redactUrl(value) : value,
+        value: shown,
         origin: s.origin,
         ...(s.value === null && help.default === undefined && help.shown !== undefined ? { default: help.shown.replaceAll('`', '') } : {}),
         ...(masked ? { password: 'set' } : {}),

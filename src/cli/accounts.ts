@@ -216,17 +216,31 @@ async function licenceCommand(sub: string | undefined, args: string[]): Promise<
 
 async function admin(sub: string | undefined, args: string[]): Promise<void> {
   const what = sub === 'token' ? args[0] : undefined;
-  const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, { name: { type: 'string' }, scope: { type: 'string', multiple: true } });
+  const { values, positionals } = parse(sub === 'token' ? args.slice(1) : args, {
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    expires: { type: 'string' },
+  });
   if (values.help || sub !== 'token' || what === undefined) return print(false, null, () => HELP.admin);
   const json = values.json as boolean;
   const line = (t: View): string =>
-    `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.revoked_at ? '  REVOKED' : ''}`;
+    `${t.id}  ${t.token_prefix}…  ${printable(t.name)}  scopes [${(t.scopes as string[]).join(' ')}]${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.revoked_at ? '  REVOKED' : ''}`;
   withDb((db) => {
     const actor = { who: `cli:${userName()}`, source: 'local' };
     if (what === 'create') {
       if (typeof values.name !== 'string') throw new UsageError('admin token create needs --name');
-      const { token, secret } = createAdminToken(db, values.name, (values.scope as unknown as string[] | undefined) ?? []);
-      recordAudit(db, actor, 'admin_token.create', null, token.id, { name: token.name, token_prefix: token.tokenPrefix, scopes: token.scopes });
+      const { token, secret } = createAdminToken(
+        db,
+        values.name,
+        (values.scope as unknown as string[] | undefined) ?? [],
+        (values.expires as string | undefined) ?? null,
+      );
+      recordAudit(db, actor, 'admin_token.create', null, token.id, {
+        name: token.name,
+        token_prefix: token.tokenPrefix,
+        scopes: token.scopes,
+        expires_at: token.expiresAt,
+      });
       const view = { ...adminTokenJson(token), token: secret };
       return print(json, view, () => `created operator token ${line(view)}\nsecret (shown only now): ${secret}`);
     }

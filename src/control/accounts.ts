@@ -149,9 +149,11 @@ export const MAX_NAME_LENGTH = 200;
  * output), format characters (zero-width spaces and joiners, the byte-order mark, soft
  * hyphens, bidirectional marks, overrides and isolates, tag characters: two names that look
  * the same could differ by one), line and paragraph separators, surrogates, private-use and
- * unassigned code points.
+ * unassigned code points; every default-ignorable code point (the combining grapheme joiner,
+ * variation selectors: "ac\u034Fme" looks like "acme"), and the blank Braille pattern, which
+ * draws nothing.
  */
-export const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u115f\u1160\u3164\uffa0]/u;
+export const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u115f\u1160\u3164\uffa0\u2800]/u;
 
 /** A lone surrogate: text that is not Unicode at all (it would be stored as U+FFFD). */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -251,6 +253,16 @@ export interface NewKey {
 }
 
 /** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
+/**
+ * Refuses an expiry given for a new key that has already passed: the key would be made dead,
+ * a mistake its holder finds only when it fails. (Existing keys are judged by their expiry as usual.)
+ */
+export function checkFutureExpiry(expires: string | null | undefined, nowMs: number): void {
+  if (expires === undefined || expires === null) return;
+  const t = Date.parse(expires);
+  if (!Number.isNaN(t) && t <= nowMs) throw new AccountError(`expires must be in the future: ${new Date(t).toISOString()} has passed`);
+}
+
 export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes: Scope[]; cidrs: string[]; expires: string | null } {
   const name = checkName('a key', k.name);
   const scopes: Scope[] = [];

@@ -1,10 +1,11 @@
 // Operator credentials for the admin API (api/operator.ts): secrets made by
 // `ipsift admin token create`, shown once and stored as their SHA-256 like API keys, with a
-// scope — admin.read (GET) or admin.write (everything) — and revocable. Kept apart from API
-// keys: a customer's key can never become an operator's, whatever its scopes.
+// scope — admin.read (GET) or admin.write (everything) — revocable, and ending by themselves
+// where made with an expiry. Kept apart from API keys: a customer's key can never become an
+// operator's, whatever its scopes.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AccountError, checkName, hashSecret } from './accounts.js';
+import { AccountError, checkFutureExpiry, checkName, hashSecret } from './accounts.js';
 import type { ControlDb } from './control-db.js';
 
 export const ADMIN_SCOPES = ['admin.read', 'admin.write'] as const;
@@ -20,6 +21,8 @@ export interface AdminToken {
   scopes: AdminScope[];
   revokedAt: string | null;
   createdAt: string;
+  /** When it stops working by itself (null: never). */
+  expiresAt: string | null;
 }
 
 interface Row {
@@ -29,6 +32,7 @@ interface Row {
   scopes: string;
   revoked_at: string | null;
   created_at: string;
+  expires_at: string | null;
 }
 
 const tokenOf = (r: Row): AdminToken => ({
@@ -38,15 +42,37 @@ const tokenOf = (r: Row): AdminToken => ({
   scopes: JSON.parse(r.scopes) as AdminScope[],
   revokedAt: r.revoked_at,
   createdAt: r.created_at,
+  expiresAt: r.expires_at ?? null,
 });
 
 export function adminTokenJson(t: AdminToken): Record<string, unknown> {
-  return { id: t.id, name: t.name, token_prefix: t.tokenPrefix, scopes: t.scopes, revoked_at: t.revokedAt, created_at: t.createdAt };
+  return {
+    id: t.id,
+    name: t.name,
+    token_prefix: t.tokenPrefix,
+    scopes: t.scopes,
+    revoked_at: t.revokedAt,
+    created_at: t.createdAt,
+    expires_at: t.expiresAt,
+  };
 }
 
-/** Creates a token; the secret is returned here and never again. */
-export function createAdminToken(db: ControlDb, given: string, scopes: readonly string[]): { token: AdminToken; secret: string } {
+/** Creates a token (ending at `expires`, an ISO 8601 time, where given); the secret is returned here and never again. */
+export function createAdminToken(
+  db: ControlDb,
+  given: string,
+  scopes: readonly string[],
+  expires: string | null = null,
+  nowMs = Date.now(),
+): { token: AdminToken; secret: string } {
   const name = checkName('an operator token', given);
+  let expiresAt: string | null = null;
+  if (expires !== null) {
+    const t = Date.parse(expires);
+    if (!/^\d{4}-\d{2}-\d{2}/.test(expires) || Number.isNaN(t)) throw new AccountError(`expires must be an ISO 8601 date-time: ${JSON.stringify(expires)}`);
+    checkFutureExpiry(expires, nowMs);
+    expiresAt = new Date(t).toISOString();
+  }
   if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
   for (const s of scopes)
     if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);
@@ -59,9 +85,10 @@ export function createAdminToken(db: ControlDb, given: string, scopes: readonly 
     token_prefix: secret.slice(0, PREFIX_LENGTH),
     scopes: JSON.stringify(granted),
     revoked_at: null,
-    created_at: new Date().toISOString(),
+    created_at: new Date(nowMs).toISOString(),
+    expires_at: expiresAt,
   };
-  db.prepare('INSERT INTO admin_tokens (id, name, token_prefix, secret_hash, scopes, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  db.prepare('INSERT INTO admin_tokens (id, name, token_prefix, secret_hash, scopes, revoked_at, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
     row.id,
     row.name,
     row.token_prefix,
@@ -69,6 +96,7 @@ export function createAdminToken(db: ControlDb, given: string, scopes: readonly 
     row.scopes,
     row.revoked_at,
     row.created_at,
+    row.expires_at,
   );
   return { token: tokenOf(row), secret };
 }
@@ -83,9 +111,18 @@ export function revokeAdminToken(db: ControlDb, id: string): AdminToken {
   return tokenOf(db.prepare('SELECT * FROM admin_tokens WHERE id = ?').get(id) as Row);
 }
 
-/** The live token a secret belongs to; null for an unknown or revoked one. */
-export function findAdminToken(db: ControlDb, secret: string): AdminToken | null {
+/** Whether a token works at nowMs: not revoked, not past its expiry. */
+export const isLive = (t: AdminToken, nowMs: number): boolean => t.revokedAt === null && (t.expiresAt === null || Date.parse(t.expiresAt) > nowMs);
+
+/** The live token a secret belongs to; null for an unknown, revoked or expired one. */
+export function findAdminToken(db: ControlDb, secret: string, nowMs = Date.now()): AdminToken | null {
   if (!secret.startsWith(TAG)) return null;
   const row = db.prepare('SELECT * FROM admin_tokens WHERE secret_hash = ?').get(hashSecret(secret)) as Row | undefined;
-  return row && row.revoked_at === null ? tokenOf(row) : null;
+  const token = row ? tokenOf(row) : null;
+  return token && isLive(token, nowMs) ? token : null;
+}
+
+/** The live admin.write tokens but `except`: none left means revoking `except` locks the admin API's writes out. */
+export function otherLiveWriters(db: ControlDb, except: string, nowMs = Date.now()): AdminToken[] {
+  return listAdminTokens(db).filter((t) => t.id !== except && t.scopes.includes('admin.write') && isLive(t, nowMs));
 }

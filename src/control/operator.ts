@@ -18,13 +18,14 @@ import {
   revokeKey,
   rotateKey,
   setHardLimit,
+  checkFutureExpiry,
   setPlan,
   pageKeys,
   pageOrganisations,
   KeyLimitError,
   type Organisation,
 } from './accounts.js';
-import { adminTokenJson, createAdminToken, listAdminTokens, revokeAdminToken } from './admin-tokens.js';
+import { adminTokenJson, createAdminToken, isLive, listAdminTokens, otherLiveWriters, revokeAdminToken } from './admin-tokens.js';
 import { listAudit, recordAudit, type Actor, type AuditEntry } from './audit.js';
 import { downloadHistory } from './downloads.js';
 import type { ControlDb } from './control-db.js';
@@ -237,6 +238,11 @@ export class Operator {
 
   createKey(orgId: string, f: KeyFields): Record<string, unknown> {
     this.org(orgId);
+    try {
+      checkFutureExpiry(f.expires, Date.now());
+    } catch (e) {
+      throw new OperatorError('BAD_REQUEST', (e as Error).message);
+    }
     const { key, secret } = this.change(() => {
       const made = createKey(this.db, { orgId, ...f }, this.deps.maxKeysPerOrg);
       this.audit('key.create', orgId, made.key.id, {
@@ -343,10 +349,15 @@ export class Operator {
   }
 
   /** A new operator token; its secret is in this answer only. */
-  createAdminToken(name: string, scopes: readonly string[]): Record<string, unknown> {
+  createAdminToken(name: string, scopes: readonly string[], expires: string | null = null): Record<string, unknown> {
     const made = this.change(() => {
-      const m = createAdminToken(this.db, name, scopes);
-      this.audit('admin_token.create', null, m.token.id, { name: m.token.name, token_prefix: m.token.tokenPrefix, scopes: m.token.scopes });
+      const m = createAdminToken(this.db, name, scopes, expires);
+      this.audit('admin_token.create', null, m.token.id, {
+        name: m.token.name,
+        token_prefix: m.token.tokenPrefix,
+        scopes: m.token.scopes,
+        expires_at: m.token.expiresAt,
+      });
       return m;
     });
     return { ...adminTokenJson(made.token), token: made.secret };
@@ -357,6 +368,13 @@ export class Operator {
       this.change(() => {
         const before = listAdminTokens(this.db).find((t) => t.id === id);
         if (before === undefined) throw new OperatorError('NOT_FOUND', `no operator token ${id}`);
+        // Revoking the last live write token over the API would leave no one able to write
+        // through it: the command line, at the control database, is the way out.
+        if (isLive(before, Date.now()) && before.scopes.includes('admin.write') && otherLiveWriters(this.db, id).length === 0)
+          throw new OperatorError(
+            'CONFLICT',
+            'this is the last live admin.write token: create another first (POST /admin/v1/tokens), or revoke it with `ipsift admin token revoke` where the control database is',
+          );
         const t = revokeAdminToken(this.db, id);
         if (before.revokedAt === null) this.audit('admin_token.revoke', null, id, { token_prefix: t.tokenPrefix });
         return t;

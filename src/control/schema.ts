@@ -152,5 +152,7 @@ export function controlMigrations(dialect: Dialect): readonly string[] {
     // 6: an organisation's keys in the order they are listed and paged, read in that order
     // (a page was a sort of all the organisation's keys: about 0.8 ms at 1 000 keys)
     `CREATE INDEX api_keys_org_created ON api_keys(org_id, created_at, id);`,
+    // 7: operator tokens that end by themselves (null: never)
+    `ALTER TABLE admin_tokens ADD COLUMN expires_at TEXT;`,
   ];
 }

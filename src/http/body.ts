@@ -11,7 +11,7 @@
 import type { HttpResponse } from './server/types.js';
 import type { RouteTable } from './routes.js';
 import { RC } from '../wire/errors.js';
-import { bodyProblem, type BodySchema } from '../wire/body-schema.js';
+import { bodyProblem, MAX_BODY_DEPTH, nestsDeeper, type BodySchema } from '../wire/body-schema.js';
 import type { Pending } from './reply.js';
 
 /** What a client may send past the limit before the connection is closed. */
@@ -198,7 +198,13 @@ export function readBody(
 export const MAX_SMALL_BODY = 64 * 1024;
 
 /** Reads a small request body; calls back once with the text, or null when over the limit. */
-export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: string | null) => void): void {
+/** A small body's bytes that are not UTF-8 (refused, never stored as U+FFFD). */
+export const NOT_UTF8 = Symbol('not UTF-8');
+/** A small body as read: its text, null when it is too large, or NOT_UTF8. */
+export type SmallBody = string | null | typeof NOT_UTF8;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: SmallBody) => void): void {
   const parts: Buffer[] = [];
   let length = 0;
   let over = false;
@@ -211,7 +217,14 @@ export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable,
         return done(null);
       }
       parts.push(Buffer.from(chunk.slice(0)));
-      if (isLast) done(Buffer.concat(parts).toString('utf8'));
+      if (!isLast) return;
+      let text: SmallBody;
+      try {
+        text = UTF8.decode(Buffer.concat(parts));
+      } catch {
+        text = NOT_UTF8;
+      }
+      done(text);
     }),
   );
 }
@@ -222,12 +235,9 @@ export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable,
  * message names the schema's fields); with
  * `emptyIsObject`, no body at all is {} (every field optional).
  */
-export function parseSmallBody<T>(
-  text: string | null,
-  schema: BodySchema,
-  o: { example?: string; emptyIsObject?: boolean },
-): { value: T } | { refused: string } {
+export function parseSmallBody<T>(text: SmallBody, schema: BodySchema, o: { example?: string; emptyIsObject?: boolean }): { value: T } | { refused: string } {
   if (text === null) return { refused: `body too large: at most ${MAX_SMALL_BODY} bytes` };
+  if (text === NOT_UTF8) return { refused: 'body is not UTF-8: send JSON text encoded as UTF-8' };
   const fields = Object.keys(schema.properties ?? {});
   const like = o.example !== undefined ? `such as ${o.example}` : fields.length ? `of ${fields.join(', ')}` : 'with no fields';
   const shape = `body must be a JSON object ${like}${o.emptyIsObject ? ', or empty' : ''}`;
@@ -238,6 +248,8 @@ export function parseSmallBody<T>(
     return { refused: shape };
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { refused: shape };
+  // Checked before anything walks it: a value nested 30 000 deep overflows any recursion.
+  if (nestsDeeper(body)) return { refused: `body nests deeper than ${MAX_BODY_DEPTH} levels: ${shape}` };
   const problem = bodyProblem(schema, body);
   return problem === null ? { value: body as T } : { refused: problem };
 }

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import type { HttpResponse } from './server/types.js';
 import { RC, type RcError } from '../wire/errors.js';
-import { sendError, type Pending } from './reply.js';
+import { sendError, sendRc, type Pending } from './reply.js';
 import type { Metrics } from './metrics.js';
 import type { RouteTable } from './routes.js';
 
@@ -143,7 +143,10 @@ export function sendFile(res: HttpResponse, range: string, ifNoneMatch: string, 
   const r = range === '' ? null : parseRange(range, size);
   if (r === 'unsatisfiable') {
     fs.closeSync(fd);
-    return refuse(RC.RANGE_NOT_SATISFIABLE, ['Content-Range', `bytes */${size}`]);
+    return sendRc(res, RC.RANGE_NOT_SATISFIABLE, `the Range asks for bytes past the end of the file, which holds ${size}: ask from 0 to ${size - 1}`, metrics, {
+      head,
+      headers: [['Content-Range', `bytes */${size}`]],
+    });
   }
   const start = r ? r.start : 0;
   const end = r ? r.end : size - 1;

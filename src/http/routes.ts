@@ -13,7 +13,7 @@ import { IpsiftError, Unavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Cors } from './cors.js';
 import { headOnly } from './head-response.js';
-import { sendError } from './reply.js';
+import { sendError, sendRc } from './reply.js';
 import { observed, type Ended } from './observed-response.js';
 import { FAMILIES, type Family, type Metrics } from './metrics.js';
 import { peerText } from './client.js';
@@ -69,6 +69,8 @@ export class RouteTable {
   /** That handler has deferred its answer (answerLater): it is timed when it ends instead. */
   private answeringLater = false;
   private readonly wallClock: WallClock;
+  /** Refusals of unrouted requests as {rc, message} (the admin API's shape) rather than the lookup group's {error}. */
+  private rcRefusals = false;
 
   constructor(
     private readonly app: HttpApp,
@@ -82,6 +84,12 @@ export class RouteTable {
     private readonly clock: Clock = systemClock,
   ) {
     this.wallClock = clock === systemClock ? new WallClock() : new WallClock(clock.now, 0);
+  }
+
+  /** Unrouted requests are refused in the admin API's {rc, message} shape. */
+  answersWithRc(): this {
+    this.rcRefusals = true;
+    return this;
   }
 
   get = (pattern: string, handler: Handler, o?: RouteOptions): this => this.on('GET', pattern, handler, o);
@@ -112,8 +120,14 @@ export class RouteTable {
   /** Answers a request no route takes: 404, or 405 with Allow for a known path. */
   unrouted(res: HttpResponse, url: string, head: boolean): void {
     const allowed = this.allowed(url);
+    const allow: [string, string][] = [['Allow', allowed.join(', ')]];
+    if (this.rcRefusals) {
+      if (allowed.length === 0)
+        return sendRc(res, RC.NOT_FOUND, 'no route has this path: GET /openapi.json on this port lists every route', this.metrics, { head });
+      return sendRc(res, RC.METHOD_NOT_ALLOWED, `this path takes ${allowed.join(', ')} only (the Allow header)`, this.metrics, { head, headers: allow });
+    }
     if (allowed.length === 0) return sendError(res, ERRORS.notFound, this.metrics, { head });
-    sendError(res, ERRORS.methodNotAllowed, this.metrics, { head, headers: [['Allow', allowed.join(', ')]] });
+    sendError(res, ERRORS.methodNotAllowed, this.metrics, { head, headers: allow });
   }
 
   private on(method: Method, pattern: string, given: Handler, o: RouteOptions = {}): this {

@@ -128,10 +128,31 @@ export function bodyProblem(schema: BodySchema, value: unknown, path = ''): stri
         if (nested) {
           const problem = bodyProblem(schema.items, value[i], `${path}[${i}]`);
           if (problem !== null) return problem;
-        } else if (!fits(schema.items, value[i]))
-          return `${path}[${i}] must be ${describeSchema(schema.items)}, not ${(JSON.stringify(value[i]) ?? String(value[i])).slice(0, 40)}`;
+        } else if (!fits(schema.items, value[i])) return `${path}[${i}] must be ${describeSchema(schema.items)}, not ${shownValue(value[i])}`;
       }
     }
   }
   return null;
+}
+
+/** A value as a refusal shows it: a scalar's JSON (cut short), a container by its kind (never walked: it may nest deep). */
+function shownValue(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object' && v !== null) return 'an object';
+  return (JSON.stringify(v) ?? String(v)).slice(0, 40);
+}
+
+/** The most levels of arrays and objects a request body may nest (every body the API takes needs three). */
+export const MAX_BODY_DEPTH = 16;
+
+/** Whether a parsed body nests deeper than `limit`, found without recursion (a body may nest 100 000 deep). */
+export function nestsDeeper(value: unknown, limit = MAX_BODY_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return false;
 }

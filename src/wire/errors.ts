@@ -25,6 +25,8 @@ export interface RcError extends ErrorAnswer {
 const REASONS: Record<number, string> = {
   200: 'OK',
   201: 'Created',
+  202: 'Accepted',
+  204: 'No Content',
   206: 'Partial Content',
   302: 'Found',
   304: 'Not Modified',
@@ -108,12 +110,15 @@ export const RC = Object.freeze({
   UNAVAILABLE: rcError(503, 'INTERNAL'),
   /** A Range outside the file (/files): the request's fault, told by its status. */
   RANGE_NOT_SATISFIABLE: rcError(416, 'BAD_REQUEST'),
+  /** The admin API: a known path, another method (with Allow). */
+  METHOD_NOT_ALLOWED: rcError(405, 'BAD_REQUEST'),
 });
 
-export type RcCode = Exclude<keyof typeof RC, 'RANGE_NOT_SATISFIABLE' | 'UNAVAILABLE'>;
+export type RcCode = Exclude<keyof typeof RC, 'RANGE_NOT_SATISFIABLE' | 'UNAVAILABLE' | 'METHOD_NOT_ALLOWED'>;
 
+/** `<code> <reason>`; RFC 9112 keeps the space after the code even where the reason is empty. */
 export function statusLine(status: number): string {
-  return `${status} ${REASONS[status] ?? ''}`.trimEnd();
+  return `${status} ${REASONS[status] ?? ''}`;
 }
 
 /** When each lookup-group error is answered, and what the client can do: the error catalogue in the docs. */
@@ -159,4 +164,5 @@ export const RC_HELP: Readonly<Record<keyof typeof RC, string>> = Object.freeze(
   INTERNAL: 'The server failed while answering. It is logged; retry, and report it if it persists.',
   UNAVAILABLE: 'Answered as `INTERNAL` with 503 and `Retry-After`: a store the request needs cannot be reached now.',
   RANGE_NOT_SATISFIABLE: 'Answered as `BAD_REQUEST` with 416: the `Range` lies outside the file; `Content-Range` gives its size.',
+  METHOD_NOT_ALLOWED: 'Answered as `BAD_REQUEST` with 405 on the admin port: the path exists but not with this method; `Allow` lists the methods it takes.',
 });

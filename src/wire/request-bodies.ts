@@ -35,11 +35,11 @@ export const OPERATOR_KEY_CREATE_REQUEST = closed({ name: { type: 'string' }, al
   'name',
 ]);
 
-/** POST /admin/v1/tokens: an operator token's name and scopes (admin.write brings admin.read). */
-export const ADMIN_TOKEN_CREATE_REQUEST = closed({ name: NAME, scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] }, minItems: 1 } }, [
-  'name',
-  'scopes',
-]);
+/** POST /admin/v1/tokens: an operator token's name, scopes (admin.write brings admin.read) and optional expiry. */
+export const ADMIN_TOKEN_CREATE_REQUEST = closed(
+  { name: NAME, scopes: { type: 'array', items: { enum: ['admin.read', 'admin.write'] }, minItems: 1 }, expires: EXPIRY },
+  ['name', 'scopes'],
+);
 
 /** POST /admin/v1/organizations/{id}/licenses. */
 export const LICENCE_GRANT_REQUEST = closed(
