@@ -353,7 +353,14 @@ describe('fetching as a good citizen', () => {
     const count = (): number => mirror.requests.filter((r) => r.path.startsWith('/mask-api.icloud.com/')).length;
     const before = count();
     const first = await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 });
-    assert.deepEqual([first.reports[0].ok, first.reports[0].fetch, first.reports[0].error], [false, 'failed', 'fetch failed: HTTP 404 Not Found']);
+    // The reason names the URL asked (here the mirror's), so an operator sees what answered 404.
+    assert.deepEqual(
+      [first.reports[0].ok, first.reports[0].fetch, first.reports[0].error],
+      [false, 'failed', `fetch failed: HTTP 404 Not Found (from ${mirror.url}/mask-api.icloud.com/egress-ip-ranges.csv)`],
+    );
+    // Never a good copy: nothing to call fresh.
+    const never = sourceStatuses([apple], readSourceStates(dataDir), t0, DEFAULT_INTERVAL_MS)[0];
+    assert.deepEqual([never.state, never.freshness, never.freshness_reason, never.entries], ['failed', null, null, 0]);
     assert.equal((await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 + 14 * 60_000 })).reports.length, 0);
     assert.equal((await refreshSources(dataDir, [apple], { mirror: mirror.url, nowMs: t0 + 15 * 60_000 })).reports.length, 1);
     assert.equal(count() - before, 2);
@@ -392,8 +399,8 @@ describe('fetching as a good citizen', () => {
       assert.match(status['vpn-nordvpn'].reason!, /^3000 entries, down from 8468 in the last good copy \(more than 50 % fewer\)$/);
       assert.match(status['datacenters-misp-ipv4'].reason!, /ran past this source's cap of 4803995 bytes|over this source's cap/);
       assert.match(status['vpn-mullvad'].reason!, /HTML page \(content-type text\/html\)/);
-      assert.equal(status['tor-exit-addresses'].reason, 'the answer is empty');
-      assert.equal(status.aws.reason, 'the answer is an HTML page, not a list');
+      assert.equal(status['tor-exit-addresses'].reason, `the answer is empty (from ${mirror.url}/check.torproject.org/exit-addresses)`);
+      assert.equal(status.aws.reason, `the answer is an HTML page, not a list (from ${mirror.url}/ip-ranges.amazonaws.com/ip-ranges.json)`);
       for (const s of picked) {
         assert.deepEqual([status[s.name].state, status[s.name].serving, good(s)], ['refused', true, before[s.name]], s.name);
       }
@@ -419,7 +426,7 @@ describe('fetching as a good citizen', () => {
       ];
       const r = await refreshSources(tempDir(), local, { mirror: undefined, timeoutMs: 300, nowMs: t0 });
       assert.match(r.reports[0].error!, /^refused: cut short/);
-      assert.equal(r.reports[1].error, `fetch failed: no answer within 0.3 s from 127.0.0.1:${port}`);
+      assert.equal(r.reports[1].error, `fetch failed: no answer within 0.3 s from 127.0.0.1:${port} (from http://127.0.0.1:${port}/silent)`);
       assert.deepEqual([r.reports[0].ok, r.reports[1].ok], [false, false]);
     } finally {
       cut.closeAllConnections();
@@ -469,7 +476,7 @@ describe('SOURCES=public on an empty data directory', () => {
       }
       assert.deepEqual(
         failed.map((s) => [s.name, s.state, s.reason]),
-        [['icloud-private-relay', 'failed', 'HTTP 404 Not Found']],
+        [['icloud-private-relay', 'failed', `HTTP 404 Not Found (from ${mirror.url}/mask-api.icloud.com/egress-ip-ranges.csv)`]],
       );
       assert.equal((await get(service.adminPort, '/admin/v1/sources')).status, 401);
       const metrics = (await get(service.adminPort, '/metrics')).text;
@@ -482,6 +489,9 @@ describe('SOURCES=public on an empty data directory', () => {
       const claim = why.categories.vpn!.claims.find((c) => c.feed === 'vpn-mullvad')!;
       assert.equal(claim.source?.url, byName('vpn-mullvad').url);
       assert.match(claim.source?.fetched_at ?? '', /^\d{4}-\d\d-\d\dT/);
+      // The content's own date (here the mirror's Last-Modified, its copy's file time), not the fetch, and what says so.
+      assert.equal(claim.source?.dated_by, 'last-modified');
+      assert.equal(claim.source?.changed_at, new Date(Math.floor(fs.statSync(copyOf(byName('vpn-mullvad'))!).mtimeMs / 1000) * 1000).toISOString());
 
       // Again with nothing changed: conditional requests, 304s, no new build.
       const build = service.holder.current!.buildId;

@@ -64,12 +64,18 @@ export function lineChart(title: string, unit: string, labels: string[], series:
   return svg;
 }
 
+/** Less use than this is too little to project a month from. */
+const MIN_OBSERVED_MS = 6 * 3_600_000;
+
 /**
  * This month's requests as a bar against the quota and the overage limit, with where the
- * month ends at today's pace (`elapsed`: the share of the month gone, 0..1).
+ * month ends at today's pace (`elapsed`: the share of the spendable month gone, 0..1;
+ * `observedMs`: how long that is). Under six hours of use, or a hundredth of the month, no
+ * pace is drawn: two minutes of requests say nothing of a month.
  */
-export function usageBar(requests: number, quota: number, hardLimit: number | null, elapsed: number): SVGSVGElement {
-  const pace = elapsed > 0.01 ? requests / elapsed : requests;
+export function usageBar(requests: number, quota: number, hardLimit: number | null, elapsed: number, observedMs: number): SVGSVGElement {
+  const projected = observedMs >= MIN_OBSERVED_MS && elapsed > 0.01;
+  const pace = projected ? requests / elapsed : requests;
   const end = Math.max(requests, quota, hardLimit ?? 0, pace) * 1.08;
   const svg = s('svg', { viewBox: `0 0 ${W} 96`, class: 'chart usage', role: 'img', 'aria-label': `${requests} requests of a quota of ${quota}` });
   const x = (v: number): number => 8 + ((W - 16) * v) / end;
@@ -84,6 +90,10 @@ export function usageBar(requests: number, quota: number, hardLimit: number | nu
   };
   mark(quota, `quota ${short(quota)}`, 'quota', true);
   if (hardLimit !== null) mark(hardLimit, `overage limit ${short(hardLimit)}`, 'limit', false);
-  svg.append(s('text', { x: 8, y: 92, class: 'tick' }, `${short(requests)} used · ${short(Math.round(pace))} at this pace by the month's end`));
+  const hours = Math.max(1, Math.round(observedMs / 3_600_000));
+  const pacing = projected
+    ? `${short(Math.round(pace))} at this pace by the month's end`
+    : `too early to project: ${observedMs < 3_600_000 ? `${Math.max(1, Math.round(observedMs / 60_000))} minutes` : `${hours} hours`} of use`;
+  svg.append(s('text', { x: 8, y: 92, class: 'tick', 'data-test': 'usage-pace' }, `${short(requests)} used · ${pacing}`));
   return svg;
 }

@@ -76,7 +76,11 @@ function evidence(e: any): HTMLElement {
             String(cl.priority),
             h('code', {}, cl.network),
             cl.detail === null ? 'says: not in the category' : detailText(cl.detail),
-            cl.source?.url ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${when(cl.source.fetched_at)}` : ''}` : 'imported file',
+            cl.source?.url
+              ? `${cl.source.url}${cl.source.fetched_at ? `, fetched ${when(cl.source.fetched_at)}` : ''}${
+                  cl.source.changed_at ? `, content of ${when(cl.source.changed_at)} (by ${cl.source.dated_by})` : ', content undated'
+                }`
+              : 'imported file',
           ]),
         ),
       ),

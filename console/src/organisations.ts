@@ -188,7 +188,7 @@ export const organisation: Page = (ctx, root, [id]) => {
     const elapsed = Math.min(1, Math.max(0, Date.now() - from) / (Date.parse(u.window_end) - from));
     fill(
       usage,
-      usageBar(u.requests, u.quota, u.hard_limit, elapsed),
+      usageBar(u.requests, u.quota, u.hard_limit, elapsed, Math.max(0, Date.now() - from)),
       h('p', { 'data-test': 'usage-requests' }, `${count(u.requests)} requests since ${when(new Date(from).toISOString())}`),
     );
   };

@@ -158,7 +158,14 @@ export const overview: Page = (ctx, root) => {
       body,
       healthBanner(o.health, sources),
       facts([
-        ['Serving build', o.build ? h('span', { 'data-test': 'serving-build' }, o.build.id) : 'none: lookups answer 500 until a build serves'],
+        [
+          'Serving build',
+          o.build
+            ? h('span', { 'data-test': 'serving-build' }, o.build.id)
+            : o.lookups_without_build === 503
+              ? "none yet: lookups answer 503 until the sources' first fetch builds"
+              : 'none: lookups answer 500 until a build serves',
+        ],
         ['Loaded', o.build ? `${duration(o.build.age_s)} ago` : '—'],
         ['Ready', h('span', { class: o.ready ? 'good' : 'bad' }, o.ready ? 'yes' : o.draining ? 'no: shutting down' : 'no')],
         ['HTTP server', o.http_server],

@@ -96,7 +96,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const keylessTier = deps.keylessTier ?? TIER_BASIC;
   const app = server.app();
   const adminMetrics = new Metrics();
-  const routes = new RouteTable(app, log, adminMetrics);
+  const routes = new RouteTable(app, log, adminMetrics).answersWithRc();
   // The admin port believes no forwarding header: its client is the TCP peer.
   const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128), clock: deps.clock ?? systemClock };
   new ExplainApi(holder, dataDir, operator?.db ?? null).register(routes, edge);
@@ -148,6 +148,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       startedAtMs: PROCESS_STARTED_MS,
       process: () => processReadings.read(),
       buildEveryS: deps.buildEveryS ?? null,
+      sourcesConfigured: deps.sources != null,
       owed,
       replica,
       replicaPollMs: deps.replicaPollMs ?? 0,

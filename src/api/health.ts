@@ -27,6 +27,8 @@ export interface HealthInput {
   /** A serving node's view of the store (null: not a serving node). */
   replica: FollowerState | null;
   replicaPollMs: number;
+  /** Sources are configured here: before the first build, lookups answer 503 (their first fetch is under way), not 500. */
+  sourcesConfigured?: boolean;
 }
 
 /** Past its due time, how late a build may be before it is called old: the run itself, a retry. */
@@ -42,7 +44,9 @@ export function healthProblems(h: HealthInput): HealthProblem[] {
       message: h.draining
         ? 'Not ready: shutting down.'
         : h.build === null
-          ? 'Not ready: no build serves, so lookups answer 500.'
+          ? h.sourcesConfigured
+            ? "Not ready: no build serves yet, while the sources' first fetch is under way: lookups answer 503 with Retry-After: 30 until it builds."
+            : 'Not ready: no build serves, so lookups answer 500 until one does (ipsift build, or sources to fetch).'
           : 'Not ready: a front-end thread is not serving the build yet.',
       see: '#/overview',
     });

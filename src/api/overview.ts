@@ -38,6 +38,8 @@ export interface OverviewSources {
   /** A serving node's view of the store's builds (null: not a serving node), and how often it reads it. */
   replica: (() => FollowerState) | null;
   replicaPollMs: number;
+  /** Sources are configured here (no build yet then means 503, not 500). */
+  sourcesConfigured?: boolean;
   now?: () => number;
 }
 
@@ -74,6 +76,7 @@ export class OverviewApi {
           owed: s.owed?.() ?? null,
           replica: s.replica?.() ?? null,
           replicaPollMs: s.replicaPollMs,
+          sourcesConfigured: s.sourcesConfigured,
         });
         sendJson(
           res,
@@ -92,6 +95,7 @@ export class OverviewApi {
               age_s: Math.round((nowMs - serving.loadedAt.getTime()) / 1000),
             },
             last_published_at: published?.toISOString() ?? null,
+            lookups_without_build: s.sourcesConfigured ? 503 : 500,
             threads,
             process: s.process(),
             traffic: s.history.view(window, nowMs),

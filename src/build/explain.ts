@@ -25,8 +25,11 @@ export interface Claim {
 
 export interface ClaimSource {
   url: string | null;
-  /** When the copy that answers was fetched (it last changed). */
+  /** When the copy that answers was fetched (imported). */
   fetched_at: string | null;
+  /** When its content last changed, by the publisher's evidence (dated_by says which), not by the fetch. */
+  changed_at: string | null;
+  dated_by: string | null;
   /** When it was last confirmed current (fetched, or answered 304). */
   confirmed_at: string | null;
 }
@@ -103,7 +106,15 @@ export function explainAddress(dataDir: string, ip: string, nowMs = Date.now()):
     // As the build ranks them: a stale source a band lower, an expired one not at all.
     const standing = feedStanding(feed, states, nowMs);
     if (standing.freshness === 'expired') continue;
-    const source: ClaimSource | null = st ? { url: st.url, fetched_at: st.changed_at, confirmed_at: st.good_at } : null;
+    const source: ClaimSource | null = st
+      ? {
+          url: st.url,
+          fetched_at: new Date(feed.importedMs).toISOString(),
+          changed_at: st.changed_at,
+          dated_by: st.dated_by ?? (st.changed_at ? 'observed' : null),
+          confirmed_at: st.good_at,
+        }
+      : null;
     for (const r of readFeed(feed.file)) {
       if (r.family !== family) continue;
       const start = BigInt(r.start);

@@ -133,12 +133,15 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     const through = (url: string): string => (o.mirror ? mirroredUrl(url, o.mirror) : url);
     // Every hop is checked: internal hosts only where the operator named them.
     const guard = hopGuard(s.url!, { mirror: o.mirror, operatorsOwn: !s.registry, guardedPorts: o.guardedPorts });
+    // The URL last asked (the page, then the file found on it), named in a failure's reason.
+    let asked = through(s.url!);
     try {
       // A source with `find` names a page; the file is the link found on it.
-      const foundUrl = s.find ? await findLink(through(s.url!), s.find, o.timeoutMs, guard) : null;
+      const foundUrl = s.find ? await findLink(asked, s.find, o.timeoutMs, guard) : null;
+      asked = through(foundUrl ?? s.url!);
       const sameFile = foundUrl === null || foundUrl === last?.found_url;
       const outcome = await fetchSource({
-        url: through(foundUrl ?? s.url!),
+        url: asked,
         target: `${good}.download`,
         timeoutMs: o.timeoutMs,
         maxBytes: cap,
@@ -150,7 +153,8 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
       return { outcome, foundUrl };
     } catch (e) {
       fs.rmSync(`${good}.download`, { force: true });
-      return e instanceof RefusedBody ? { refused: e.message } : { failed: (e as Error).message };
+      const why = `${(e as Error).message} (from ${redactUrl(asked)})`;
+      return e instanceof RefusedBody ? { refused: why } : { failed: why };
     }
   });
   const got = new Map<string, Got>();

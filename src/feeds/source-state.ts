@@ -87,8 +87,8 @@ export interface SourceStatus {
   /** Seconds since the content last changed (null: none yet), and how long it may (null: no limit). */
   content_age_s: number | null;
   max_age_s: number | null;
-  /** The content's freshness: fresh, stale (claims a band lower), expired (claims not counted). */
-  freshness: Freshness;
+  /** The content's freshness: fresh, stale (claims a band lower), expired (claims not counted); null while no good copy exists. */
+  freshness: Freshness | null;
   /** Why it is not fresh (null: it is). */
   freshness_reason: string | null;
   /** What dated the content (null: nothing yet), and the publisher's latest sign of activity. */
@@ -136,8 +136,9 @@ export function sourceStatuses(
       age_s: goodMs === null ? null : Math.max(0, Math.round((nowMs - goodMs) / 1000)),
       content_age_s: changedMs === null ? null : Math.max(0, Math.round((nowMs - changedMs) / 1000)),
       max_age_s: maxAgeS,
-      freshness,
-      freshness_reason: freshnessReason(dates, nowMs),
+      // No good copy yet: there is nothing to be fresh.
+      freshness: st?.sha256 ? freshness : null,
+      freshness_reason: st?.sha256 ? freshnessReason(dates, nowMs) : null,
       dated_by: st?.sha256 ? (st.dated_by ?? (st.changed_at ? 'observed' : null)) : null,
       active_at: st?.active_at ?? st?.changed_at ?? null,
       active_by: st?.active_by ?? null,
