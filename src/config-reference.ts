@@ -105,6 +105,12 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     meaning:
       "Builds kept on disk and in the object store, newest first: older ones are removed after each build with their exports, notice and index replica. The serving build, the one each dataset's downloads serve and the one replicas read always stay. A build of the public registry's data takes about 55 MB on disk and as much in a local store.",
   },
+  BUILD_MEMORY_MIB: {
+    group: 'Data and builds',
+    default: '4096',
+    meaning:
+      "The JavaScript heap (MiB) a server's build and source-refresh thread may use. A build that needs more fails with a message and the serving build stays, while lookups go on: it never takes the server with it. The export threads' typed arrays are outside it. `ipsift build`, its own process, is not bound by it.",
+  },
   EXPORTS_RESTRICTED: {
     group: 'Data and builds',
     shown: 'none',

@@ -107,6 +107,8 @@ export interface Config {
   readonly exportsRestricted: readonly string[];
   /** Builds kept on disk and in the store, newest first (the serving one and those downloads serve always stay). */
   readonly keepBuilds: number;
+  /** The heap a server's build and source refresh thread may use (MiB): past it the build fails, the server goes on. */
+  readonly buildMemoryMib: number;
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -175,6 +177,7 @@ export const DEFAULTS = Object.freeze({
   sourcesShrinkPct: 50,
   sourcesMaxEntries: 1_000_000,
   keepBuilds: 5,
+  buildMemoryMib: 4096,
 });
 
 /** A comma-separated list of source names ('' for none). */
@@ -380,6 +383,7 @@ export const CONFIG_VARIABLES = [
   'SOURCES_MAX_ENTRIES',
   'EXPORTS_RESTRICTED',
   'KEEP_BUILDS',
+  'BUILD_MEMORY_MIB',
   'ACCOUNTING',
   'REDIS_URL',
   'REDIS_PREFIX',
@@ -504,6 +508,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     sourcesMaxEntries: integer('SOURCES_MAX_ENTRIES', get('SOURCES_MAX_ENTRIES') ?? String(DEFAULTS.sourcesMaxEntries), 1, 100_000_000),
     exportsRestricted: sourceNames('EXPORTS_RESTRICTED', get('EXPORTS_RESTRICTED') ?? ''),
     keepBuilds: integer('KEEP_BUILDS', get('KEEP_BUILDS') ?? String(DEFAULTS.keepBuilds), 1, 10_000),
+    buildMemoryMib: integer('BUILD_MEMORY_MIB', get('BUILD_MEMORY_MIB') ?? String(DEFAULTS.buildMemoryMib), 8, 1_048_576),
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

@@ -17,7 +17,7 @@ import { freePort, get, openTestControlDb, plansFile, request, startTestService,
 import { TestClock, clockSkip } from './test-clock.js';
 import { createKey, createOrganisation } from '../src/control/accounts.js';
 import { loadPlans } from '../src/model/plans.js';
-import { silentLogger, type Logger } from '../src/log.js';
+import { jsonLogger, silentLogger, type Logger } from '../src/log.js';
 import { cliInThread } from './cli-in-thread.js';
 import { healthProblems, type HealthInput } from '../src/api/health.js';
 import { HARVEST_MS, KeyActivity } from '../src/control/key-activity.js';
@@ -462,6 +462,38 @@ describe('operator API (admin port)', () => {
     const method = await as(read, 'DELETE', '/builds');
     assert.deepEqual([method.status, method.json.rc, method.headers.allow], [405, 'BAD_REQUEST', 'GET, HEAD, POST']);
     assert.match(method.json.message, /^this path takes GET, HEAD, POST only/);
+  });
+
+  test('a build given too little memory fails with a message; the server goes on answering with the build it had', async () => {
+    const otherDir = tempDir();
+    importFeed({ dataDir: otherDir, file: writeFile(otherDir, 'feed.csv', FEED) });
+    const serving = runBuild({ dataDir: otherDir }).id;
+    // 60 000 ranges: a build that needs tens of MiB of heap (a few ranges fit in 8).
+    const many = Array.from({ length: 60_000 }, (_, i) => `91.${(i >> 8) & 255}.${i & 255}.${(i >> 16) * 4}/32,vpn,P${i % 997}`).join('\n');
+    importFeed({ dataDir: otherDir, file: writeFile(otherDir, 'many.csv', `network,category,provider\n${many}\n`) });
+    const lines: string[] = [];
+    const other = await startTestService(
+      { dataDir: otherDir, plansFile: plans, buildMemoryMib: 8 },
+      jsonLogger((l) => void lines.push(l)),
+    );
+    try {
+      const odb = openTestControlDb(otherDir);
+      const auth = { Authorization: `Bearer ${createAdminToken(odb, 'ops', ['admin.write']).secret}` };
+      odb.close();
+      assert.equal((await request(other.adminPort, 'POST', '/admin/v1/builds', undefined, auth)).status, 202);
+      await until(() => lines.some((l) => l.includes('build asked for failed')), 30_000, 'the build failed');
+      const failed = JSON.parse(lines.find((l) => l.includes('build asked for failed'))!) as { reason: string };
+      assert.match(
+        failed.reason,
+        /^the build ran out of its memory \(BUILD_MEMORY_MIB=8\) and stopped; the serving build is unchanged: raise BUILD_MEMORY_MIB$/,
+      );
+      assert.equal(other.holder.current?.buildId, serving);
+      assert.equal((await get(other.port, '/81.7.3.20')).status, 200, 'lookups go on');
+      // The lock went with the thread: a build can be asked for again at once.
+      assert.equal((await request(other.adminPort, 'POST', '/admin/v1/builds', undefined, auth)).status, 202);
+    } finally {
+      await other.close();
+    }
   });
 
   test('a refresh of the sources asked for fetches every source again, due or not', async () => {

@@ -22,7 +22,9 @@ export interface PipelineRun<T> {
 export function onPipelineThread(job: { kind: 'build'; config: Config }): PipelineRun<BuildRun>;
 export function onPipelineThread(job: { kind: 'refresh'; config: Config; settings: RefreshSettings }): PipelineRun<RefreshRun>;
 export function onPipelineThread(job: PipelineJob): PipelineRun<unknown> {
-  const worker = new Worker(WORKER, { workerData: job });
+  // A heap of its own, bounded (BUILD_MEMORY_MIB): a build that outgrows it ends this thread
+  // with an error, never the server answering lookups beside it.
+  const worker = new Worker(WORKER, { workerData: job, resourceLimits: { maxOldGenerationSizeMb: job.config.buildMemoryMib } });
   const done = new Promise<unknown>((resolve, reject) => {
     let settled = false;
     worker.once('message', (m: { ok?: unknown; error?: string }) => {
@@ -30,7 +32,18 @@ export function onPipelineThread(job: PipelineJob): PipelineRun<unknown> {
       if (m.error !== undefined) reject(new Error(m.error));
       else resolve(m.ok);
     });
-    worker.once('error', (e) => ((settled = true), reject(e)));
+    worker.once('error', (e) => {
+      settled = true;
+      if ((e as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        if (job.kind === 'refresh' && job.settings.lockHeld !== true) releaseBuildLock(job.config.dataDir);
+        return reject(
+          new Error(
+            `the ${job.kind} ran out of its memory (BUILD_MEMORY_MIB=${job.config.buildMemoryMib}) and stopped; the serving build is unchanged: raise BUILD_MEMORY_MIB`,
+          ),
+        );
+      }
+      reject(e);
+    });
     worker.once('exit', (code) => {
       if (settled) return;
       // Ended before it could give the lock back: a refresh that took it must not leave it held.
