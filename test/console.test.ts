@@ -397,6 +397,52 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     }
   });
 
+  test("the Data page's sources: trouble first, a page at a time, filtered as one types, sorted by a heading", async () => {
+    // Thirty healthy lists of its own before a failing one.
+    const dataDir = tempDir();
+    const healthy = Array.from({ length: 30 }, (_, i) => ({
+      name: `own-list-${String(i).padStart(2, '0')}`,
+      path: writeFile(dataDir, `own-${i}.txt`, `${Array.from({ length: i + 1 }, (_, j) => `92.${i}.${j}.0/24`).join('\n')}\n`),
+      format: 'list',
+      category: 'hosting',
+      max_age: '7d',
+    }));
+    const sources = writeFile(
+      dataDir,
+      'sources.json',
+      JSON.stringify([...healthy, { name: 'unreachable-list', url: 'http://127.0.0.1:1/list.txt', format: 'list', category: 'vpn', max_age: '7d' }]),
+    );
+    const busy = await startTestService({ dataDir, sourcesFile: sources, sources: '' });
+    try {
+      const db = openTestControlDb(dataDir);
+      const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+      db.close();
+      await until(async () => (await get(busy.adminPort, '/metrics')).text.includes('state="failed"'), 10_000, 'the source failed');
+      const { page, errors } = await tab();
+      await page.goto(`http://127.0.0.1:${busy.adminPort}/console/#/data`);
+      await page.fill('[data-test=token]', token);
+      await page.click('[data-test=signin] button[type=submit]');
+      await page.click('nav a[data-route=data]');
+      await page.waitForSelector('table[data-test=sources] tbody tr');
+      const firstRow = async (): Promise<string> => (await page.locator('table[data-test=sources] tbody tr >> nth=0').textContent())!;
+      assert.match(await firstRow(), /^unreachable-listfailed/);
+      assert.equal(await page.textContent('[data-test=sources-shown]'), '1–25 of 31');
+      await page.click('[data-test=sources-next]');
+      assert.equal(await page.textContent('[data-test=sources-shown]'), '26–31 of 31');
+      await page.fill('[data-test=sources-filter]', 'own-list-1');
+      assert.equal(await page.textContent('[data-test=sources-shown]'), '1–10 of 10');
+      await page.fill('[data-test=sources-filter]', '');
+      await page.click('table[data-test=sources] th[data-sort=Entries]');
+      await page.click('table[data-test=sources] th[data-sort=Entries]');
+      assert.match(await firstRow(), /^own-list-29ok30/, 'the most entries first, once sorted descending');
+      await shot(page, 'data-sources');
+      assert.deepEqual(errors, []);
+      await page.close();
+    } finally {
+      await busy.close();
+    }
+  });
+
   test('operator tokens: one made with its secret shown once, then revoked after a confirmation; the settings page shows each value and where it came from', async () => {
     const { page, errors } = await tab();
     await signIn(page, write);

@@ -3,6 +3,7 @@
 // feeds and the configured sources with their age and state.
 
 import { seg } from './api.js';
+import { browsable } from './browse.js';
 import { attempt, type Context, type Page } from './context.js';
 import { ago, bytes, count, duration, fill, h, section, table, when } from './dom.js';
 
@@ -178,27 +179,44 @@ export const data: Page = (ctx, root) => {
     fill(
       feeds,
       f.feeds.length
-        ? table(
-            ['Feed', 'Evidence', 'Priority', 'Size', 'Imported', 'From'],
-            f.feeds.map((x: any) => [x.name, x.evidence, String(x.priority), bytes(x.bytes), ago(x.imported_at), x.source ?? '—']),
+        ? browsable<any>(
+            f.feeds,
+            [
+              { title: 'Feed', cell: (x) => x.name, sort: (x) => x.name },
+              { title: 'Evidence', cell: (x) => x.evidence, sort: (x) => x.evidence },
+              { title: 'Priority', cell: (x) => String(x.priority), sort: (x) => x.priority },
+              { title: 'Size', cell: (x) => bytes(x.bytes), sort: (x) => x.bytes },
+              { title: 'Imported', cell: (x) => ago(x.imported_at), sort: (x) => x.imported_at },
+              { title: 'From', cell: (x) => x.source ?? '—' },
+            ],
+            { test: 'feeds', text: (x) => `${x.name} ${x.evidence} ${x.source ?? ''}` },
           )
         : h('p', {}, 'No feed imported.'),
     );
     const s = await ctx.api.get('/admin/v1/sources');
+    // Trouble first: failed and refused sources, then stale and expired ones, then the rest.
+    const trouble = (x: any): boolean => x.state !== 'ok';
     fill(
       sources,
       s.sources.length
-        ? table(
-            ['Source', 'State', 'Entries', 'Good copy', 'Content unchanged', 'Next fetch', 'Why'],
-            s.sources.map((x: any) => [
-              x.name,
-              h('span', { class: x.state === 'ok' ? 'good' : 'bad' }, x.state),
-              count(x.entries),
-              x.age_s === null ? 'none' : `${duration(x.age_s)} old`,
-              x.content_age_s === null ? '—' : `${duration(x.content_age_s)}${x.max_age_s === null ? '' : ` of ${duration(x.max_age_s)} allowed`}`,
-              when(x.next_at),
-              x.reason ?? '',
-            ]),
+        ? browsable<any>(
+            s.sources,
+            [
+              { title: 'Source', cell: (x) => x.name, sort: (x) => x.name },
+              { title: 'State', cell: (x) => h('span', { class: x.state === 'ok' ? 'good' : 'bad' }, x.state), sort: (x) => x.state },
+              { title: 'Entries', cell: (x) => count(x.entries), sort: (x) => x.entries },
+              { title: 'Good copy', cell: (x) => (x.age_s === null ? 'none' : `${duration(x.age_s)} old`), sort: (x) => x.age_s ?? Infinity },
+              {
+                title: 'Content unchanged',
+                cell: (x) =>
+                  x.content_age_s === null ? '—' : `${duration(x.content_age_s)}${x.max_age_s === null ? '' : ` of ${duration(x.max_age_s)} allowed`}`,
+                sort: (x) => x.content_age_s ?? Infinity,
+              },
+              { title: 'Last tried', cell: (x) => (x.fetched_at ? ago(x.fetched_at) : 'never'), sort: (x) => x.fetched_at ?? '' },
+              { title: 'Next fetch', cell: (x) => when(x.next_at), sort: (x) => x.next_at ?? '' },
+              { title: 'Why', cell: (x) => x.reason ?? x.freshness_reason ?? '' },
+            ],
+            { test: 'sources', text: (x) => `${x.name} ${x.state} ${x.url ?? ''} ${x.reason ?? ''}`, first: trouble },
           )
         : h('p', {}, 'No public source configured (SOURCES=public turns the registry on).'),
     );

@@ -1,7 +1,7 @@
 // Building the page: elements are made with text content and attributes only, never from
 // HTML text, so whatever a customer named a thing is shown as text, whatever it holds.
 
-type Child = Node | string | number | null | undefined | false;
+export type Child = Node | string | number | null | undefined | false;
 type Props = Record<string, string | number | boolean | null | undefined | ((e: Event) => void)>;
 
 /** An element with its properties (on… are listeners, others attributes) and children. */
