@@ -28,7 +28,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY package.json LICENSE NOTICE ./
 COPY bin ./bin
 COPY config ./config
 COPY demo ./demo
