@@ -581,12 +581,14 @@ describe('stores and workers at fault', againOn(), () => {
     const dataDir = tempDir();
     const file = accountingDir(dataDir);
     fs.writeFileSync(file, '');
-    // The other process: the file whole 300 ms later (a child, as this thread is blocked while checking).
+    // The other process: the file whole 300 ms after it says it is running (a child, as this
+    // thread is blocked while checking). Counted from its word, not its spawn: a child's start
+    // on a busy machine can take most of the check's wait by itself.
     const writer = spawn(process.execPath, [
       '-e',
-      `setTimeout(() => require('fs').copyFileSync(${JSON.stringify(accountingDir(made))}, ${JSON.stringify(file)}), 300)`,
+      `process.stdout.write('running'); setTimeout(() => require('fs').copyFileSync(${JSON.stringify(accountingDir(made))}, ${JSON.stringify(file)}), 300)`,
     ]);
-    await new Promise((r) => writer.once('spawn', r));
+    await new Promise((r) => writer.stdout.once('data', r));
     checkAccountingFile(file);
     await new Promise((r) => writer.once('exit', r));
   });
