@@ -17,6 +17,7 @@ export const buildsDir = (dataDir: string): string => path.join(dataDir, 'builds
 export const buildDir = (dataDir: string, id: string): string => path.join(buildsDir(dataDir), id);
 export const exportsDir = (dataDir: string, id: string): string => path.join(buildDir(dataDir, id), EXPORTS_DIR);
 export const currentPointerFile = (dataDir: string): string => path.join(buildsDir(dataDir), 'CURRENT');
+export const servingLogFile = (dataDir: string): string => path.join(buildsDir(dataDir), 'serving-log.jsonl');
 export const controlDbFile = (dataDir: string): string => path.join(dataDir, 'control.sqlite');
 export const accountingDir = (dataDir: string): string => path.join(dataDir, 'accounting.lmdb');
 export const storeObjectsDir = (dataDir: string): string => path.join(dataDir, 'store', 'objects');
@@ -45,6 +46,10 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
     what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).',
   },
   { path: 'builds/CURRENT', what: 'The id of the build that serves lookups. Replaced atomically; running servers notice and switch.' },
+  {
+    path: 'builds/serving-log.jsonl',
+    what: 'Which build served from when: one line each time a build is made serving here (by a build, `builds use`, the admin API or a replica). Kept when builds are pruned.',
+  },
   {
     path: 'control.sqlite',
     what: 'The control plane when CONTROL_DB is `sqlite` (the default): organisations, keys, licences, publications, downloads, audit log, admin tokens (SQLite, WAL).',

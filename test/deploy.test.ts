@@ -22,6 +22,7 @@ import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { buildAndPublish } from '../src/publish/pipeline.js';
+import { readServingLog } from '../src/index/builds.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import {
@@ -331,6 +332,13 @@ describe('one daily build per data directory', againOn(), () => {
     }
     const builds = fs.readdirSync(path.join(dir, 'builds')).filter((n) => /^\d{8}-\d+$/.test(n));
     assert.equal(builds.length, 3);
+    // What served when outlives the builds: twenty spans, each ended by the next, the last open.
+    const spans = readServingLog(dir);
+    assert.equal(spans.length, 20);
+    assert.ok(spans.every((s, i) => (i < 19 ? s.to === spans[i + 1].from : s.to === null)));
+    assert.ok(!builds.includes(spans[0].build), 'the first build is pruned; its span stays');
+    const cliLog = await cli(['builds', 'log', '--json'], { DATA_DIR: dir });
+    assert.deepEqual(JSON.parse(cliLog.stdout), [...spans].reverse());
     assert.equal(
       fs.readFileSync(path.join(dir, 'builds', 'CURRENT'), 'utf8').trim(),
       builds.sort((a, b) => Number(a.split('-')[1]) - Number(b.split('-')[1])).at(-1),

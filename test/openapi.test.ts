@@ -311,6 +311,7 @@ describe('the OpenAPI document against the server', () => {
     await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, o);
     await call('POST', '/admin/v1/builds/{id}/serve', '/admin/v1/builds/20990101-1/serve', w);
     await call('POST', '/admin/v1/builds/{id}/serve', `/admin/v1/builds/${build}/serve`, w);
+    await call('GET', '/admin/v1/serving-log', '/admin/v1/serving-log', o);
     // A build asked for, refused while it runs; then waited for, so the rest sees one build serving.
     const builds = (await call('GET', '/admin/v1/builds', '/admin/v1/builds', o)).json.builds.length;
     await call('POST', '/admin/v1/builds', '/admin/v1/builds', o);

@@ -449,6 +449,10 @@ describe('operator API (admin port)', () => {
     await until(async () => (builds = (await as(read, 'GET', '/builds')).json.builds).length === before.length + 1, 60_000, 'the build listed');
     const made = builds.find((b) => !before.some((o) => o.id === b.id))!;
     await until(() => svc.holder.current?.buildId === made.id, 10_000, `build ${made.id} serving`);
+    // The serving log names it from when it began to serve, open-ended.
+    const spans = (await as(read, 'GET', '/serving-log')).json.spans as { build: string; from: string; to: string | null }[];
+    assert.deepEqual([spans[0].build, spans[0].to], [made.id, null]);
+    assert.equal(spans[1].to, spans[0].from, 'the one before ended when it began');
     const audit = (await as(read, 'GET', '/audit')).json.entries as { action: string; actor: string }[];
     assert.equal(audit.filter((e) => e.action === 'build.start').length, 1, 'the started build audited, the refused one not');
   });

@@ -13,7 +13,7 @@ import { NO_FIELDS } from '../wire/request-bodies.js';
 import { late, sendJson, sendRc, type Pending } from '../http/reply.js';
 import type { RouteTable } from '../http/routes.js';
 import type { HttpResponse } from '../http/server/types.js';
-import { buildSummaries, listBuilds, readManifest } from '../index/builds.js';
+import { buildSummaries, listBuilds, readManifest, readServingLog } from '../index/builds.js';
 import { serveBuild } from '../index/loader.js';
 import { RC } from '../wire/errors.js';
 import type { Edge } from './edge.js';
@@ -39,6 +39,15 @@ export class BuildsApi {
       (res, req) => {
         if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
         sendJson(res, 200, { builds: buildSummaries(dataDir).reverse() }, metrics);
+      },
+      { compress: true },
+    );
+    routes.get(
+      '/admin/v1/serving-log',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        // Newest first: which build served from when to when on this node.
+        sendJson(res, 200, { spans: readServingLog(dataDir).reverse() }, metrics);
       },
       { compress: true },
     );

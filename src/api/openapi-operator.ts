@@ -538,6 +538,24 @@ export function operatorPaths(): Record<string, Schema> {
         },
       ),
     }),
+    '/admin/v1/serving-log': admin({
+      get: op('adminServingLog', 'Which build served from when to when on this node, newest first (kept when builds are pruned)', false, {
+        '200': json(
+          object({
+            spans: {
+              type: 'array',
+              items: object({
+                build: { type: 'string' },
+                from: DATE_TIME,
+                to: { type: ['string', 'null'], format: 'date-time', description: 'When the next build took over (null: it serves still).' },
+                node: { type: 'string', description: 'The host that made it serving.' },
+              }),
+            },
+          }),
+          'The spans.',
+        ),
+      }),
+    }),
     '/admin/v1/builds': admin({
       get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, {
         '200': json(

@@ -406,6 +406,6 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     fs.rmSync(staging, { recursive: true, force: true });
     throw e;
   }
-  if (serve) makeServing(options.dataDir, id);
+  if (serve) makeServing(options.dataDir, id, now);
   return { id, dir, manifest: manifest!, threadedExports: waitForExports !== null };
 }

@@ -18,6 +18,7 @@ Commands:
   build                 build from all imported feeds, serve the build and publish it
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
+  builds log            which build served from when to when
   explain <ip>          every feed that covers an address, and the rule that decided each category
   org create|list|show|plan|limit|delete  organisations, plans and overage limits
   key create|list|show|revoke|rotate  API keys
@@ -109,7 +110,11 @@ Options:
                  published build until 'ipsift publish'
   --no-serve     build only: neither serving nor published ('ipsift builds use <id>' later)`,
   builds: `Usage: ipsift builds [--json]
-       ipsift builds use <id>`,
+       ipsift builds use <id>
+       ipsift builds log [--json]
+
+log lists which build served from when to when on this node, newest first, from the serving
+log (builds/serving-log.jsonl), which is kept when old builds are pruned.`,
   explain: `Usage: ipsift explain <ip> [--json]
 
 Lists every imported feed range that covers the address, per category, in the order the build

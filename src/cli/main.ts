@@ -6,7 +6,7 @@ import { explainAddress } from '../build/explain.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
-import { buildSummaries, listBuilds } from '../index/builds.js';
+import { buildSummaries, listBuilds, readServingLog } from '../index/builds.js';
 import { serveBuild } from '../index/loader.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { importFeed, type FeedFormat } from '../feeds/import.js';
@@ -204,7 +204,13 @@ async function builds(args: string[]): Promise<void> {
     await serveBuild(dataDir, positionals[1]);
     return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
   }
-  if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}`);
+  if (positionals[0] === 'log') {
+    const spans = readServingLog(dataDir).reverse();
+    return print(values.json as boolean, spans, () =>
+      spans.length ? spans.map((s) => `${s.build}\t${s.from} – ${s.to ?? 'now'}\t${s.node}`).join('\n') : 'no build has served here yet',
+    );
+  }
+  if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}: use or log`);
   const list = buildSummaries(dataDir);
   print(values.json as boolean, list, () =>
     list.length ? list.map((b) => `${b.current ? '*' : ' '} ${b.id}\t${b.created}\t${b.bytes} bytes`).join('\n') : 'no builds',

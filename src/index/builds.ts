@@ -3,8 +3,9 @@
 // atomically (write + rename), which every running server notices and hot-swaps to.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, currentPointerFile } from '../data-dir.js';
+import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, currentPointerFile, servingLogFile } from '../data-dir.js';
 
 const BUILD_ID = /^\d{8}-\d+$/;
 
@@ -45,13 +46,47 @@ export function readCurrentBuildId(dataDir: string): string | null {
   }
 }
 
-/** Makes a build the serving one (CURRENT): running servers switch to it within INDEX_POLL_MS. */
-export function makeServing(dataDir: string, id: string): void {
+/**
+ * Makes a build the serving one (CURRENT): running servers switch to it within INDEX_POLL_MS.
+ * The switch is appended to the serving log, the record of which build served from when.
+ */
+export function makeServing(dataDir: string, id: string, now = new Date()): void {
   if (!fs.existsSync(path.join(buildDir(dataDir, id), INDEX_FILE))) throw new Error(`build ${id} has no index`);
   const file = currentPointerFile(dataDir);
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, id + '\n');
   fs.renameSync(tmp, file);
+  // One line, appended whole (O_APPEND): processes sharing the directory never interleave it.
+  fs.appendFileSync(servingLogFile(dataDir), `${JSON.stringify({ build: id, from: now.toISOString(), node: os.hostname() })}\n`);
+}
+
+/** One span of the serving log: a build, from when it served, to when the next one did (null: serving still). */
+export interface ServingSpan {
+  build: string;
+  from: string;
+  to: string | null;
+  node: string;
+}
+
+/** The serving log, oldest first, each span ended by the next (lines that do not parse are skipped). */
+export function readServingLog(dataDir: string): ServingSpan[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(servingLogFile(dataDir), 'utf8');
+  } catch {
+    return [];
+  }
+  const entries: { build: string; from: string; node: string }[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const e = JSON.parse(line) as { build?: unknown; from?: unknown; node?: unknown };
+      if (typeof e.build === 'string' && BUILD_ID.test(e.build) && typeof e.from === 'string' && !Number.isNaN(Date.parse(e.from)))
+        entries.push({ build: e.build, from: e.from, node: typeof e.node === 'string' ? e.node : '' });
+    } catch {
+      // a line cut short by a crash, or empty
+    }
+  }
+  return entries.map((e, i) => ({ ...e, to: entries[i + 1]?.from ?? null }));
 }
 
 /** A build as listed: its id, whether it serves, when it was made, the index's size. */
