@@ -415,7 +415,7 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     const busy = await startTestService({ dataDir, sourcesFile: sources, sources: '' });
     try {
       const db = openTestControlDb(dataDir);
-      const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+      const token = createAdminToken(db, 'ops', ['admin.write']).secret;
       db.close();
       await until(async () => (await get(busy.adminPort, '/metrics')).text.includes('state="failed"'), 10_000, 'the source failed');
       const { page, errors } = await tab();
@@ -436,6 +436,9 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.click('table[data-test=sources] th[data-sort=Entries]');
       assert.match(await firstRow(), /^own-list-29ok30/, 'the most entries first, once sorted descending');
       await shot(page, 'data-sources');
+      // One source fetched again from its row.
+      await page.click('[data-test=refresh-source-own-list-29]');
+      await page.waitForSelector('text=refresh of own-list-29 started');
       assert.deepEqual(errors, []);
       await page.close();
     } finally {

@@ -325,6 +325,7 @@ describe('the OpenAPI document against the server', () => {
     );
     await until(() => svc.holder.current?.buildId === listed[0].id, 10_000, 'the new build serving');
     await call('POST', '/admin/v1/sources/refresh', '/admin/v1/sources/refresh', w);
+    await call('POST', '/admin/v1/sources/{name}/refresh', '/admin/v1/sources/no-such-source/refresh', w);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/81.7.3.9', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);

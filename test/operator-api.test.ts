@@ -544,6 +544,26 @@ describe('operator API (admin port)', () => {
         30_000,
         `started again once the build ended (${r.status} ${r.text})`,
       );
+      // One source by name: fetched again, audited with its name; an unknown name is 404.
+      const before = (await fetched()) ?? '';
+      let one = await request(other.adminPort, 'POST', '/admin/v1/sources/local-list/refresh', undefined, auth);
+      await until(
+        async () => {
+          if (one.status !== 202) one = await request(other.adminPort, 'POST', '/admin/v1/sources/local-list/refresh', undefined, auth);
+          return one.status === 202;
+        },
+        30_000,
+        `one source's refresh started (${one.status} ${one.text})`,
+      );
+      await until(async () => ((await fetched()) ?? '') > before, 30_000, 'fetched again, alone');
+      const unknown = await request(other.adminPort, 'POST', '/admin/v1/sources/no-such/refresh', undefined, auth);
+      assert.deepEqual([unknown.status, unknown.json.rc], [404, 'NOT_FOUND']);
+      assert.match(unknown.json.message, /^no source named "no-such" is configured here/);
+      const audit = (await request(other.adminPort, 'GET', '/admin/v1/audit', undefined, auth)).json.entries as { action: string; target: string | null }[];
+      assert.ok(
+        audit.some((e) => e.action === 'source.refresh' && e.target === 'local-list'),
+        'audited with its name',
+      );
     } finally {
       await other.close();
     }

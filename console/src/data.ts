@@ -215,6 +215,27 @@ export const data: Page = (ctx, root) => {
               { title: 'Last tried', cell: (x) => (x.fetched_at ? ago(x.fetched_at) : 'never'), sort: (x) => x.fetched_at ?? '' },
               { title: 'Next fetch', cell: (x) => when(x.next_at), sort: (x) => x.next_at ?? '' },
               { title: 'Why', cell: (x) => x.reason ?? x.freshness_reason ?? '' },
+              // One source fetched now, due or not (audited); a build follows if it changed.
+              ...(ctx.canWrite
+                ? [
+                    {
+                      title: '',
+                      cell: (x: any) =>
+                        h(
+                          'button',
+                          {
+                            'data-test': `refresh-source-${x.name}`,
+                            onclick: () =>
+                              void attempt(ctx, async () => {
+                                const r = await ctx.api.post(`/admin/v1/sources/${seg(x.name)}/refresh`);
+                                ctx.say(r.message, 'ok');
+                              }),
+                          },
+                          'Refresh',
+                        ),
+                    },
+                  ]
+                : []),
             ],
             { test: 'sources', text: (x) => `${x.name} ${x.state} ${x.url ?? ''} ${x.reason ?? ''}`, first: trouble },
           )

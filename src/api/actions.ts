@@ -1,7 +1,7 @@
 // What an operator can set going on the admin port (admin.write, audited): a build now
-// (POST /admin/v1/builds) and a refresh of every configured source now
-// (POST /admin/v1/sources/refresh). Each answers 202 once started and runs on the pipeline
-// thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
+// (POST /admin/v1/builds), a refresh of every configured source now
+// (POST /admin/v1/sources/refresh) or of one (POST /admin/v1/sources/{name}/refresh). Each
+// answers 202 once started and runs on the pipeline thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
 // GET /admin/v1/sources, the log). One of each at a time: a second is 409 while the first runs.
 
 import type { ControlDb } from '../control/control-db.js';
@@ -21,11 +21,16 @@ import { operatorOf } from './operator.js';
  */
 export interface OperatorActions {
   builds: { start(by: string): boolean } | null;
-  refresher: { readonly busy: boolean; readonly buildRunning: boolean; runOnce(all: boolean): Promise<unknown> } | null;
+  refresher: {
+    readonly busy: boolean;
+    readonly buildRunning: boolean;
+    has(name: string): boolean;
+    runOnce(all: boolean, only?: readonly string[]): Promise<unknown>;
+  } | null;
 }
 
 /** How an action goes: started, or why not (a 409's message). */
-type Outcome = { started: true; message: string } | { started: false; why: string };
+type Outcome = { started: true; message: string } | { started: false; why: string; notFound?: boolean };
 
 export class ActionsApi {
   constructor(
@@ -37,18 +42,19 @@ export class ActionsApi {
     const { db, actions } = this;
     const { metrics } = edge;
     /** An action route: admin.write, a body that is empty or {}, then the action, audited when started. */
-    const action = (path: string, audit: string, run: (by: string) => Outcome): void => {
+    const action = (path: string, audit: string, run: (by: string, param: string) => Outcome): void => {
       routes.post(path, (res: HttpResponse, req: HttpRequest) => {
         const actor = operatorOf(db, res, req, 'admin.write', metrics);
         if (actor === null) return;
+        const param = req.getParameter(0) ?? '';
         const p = pending(res);
         readSmallBody(res, p, routes, (text) =>
           late(res, p, () => {
             const body = parseSmallBody(text, NO_FIELDS, { emptyIsObject: true });
             if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, metrics);
-            const outcome = run(actor.who);
-            if (!outcome.started) return sendRc(res, RC.CONFLICT, outcome.why, metrics);
-            recordAudit(db, actor, audit, null, null, {});
+            const outcome = run(actor.who, param);
+            if (!outcome.started) return sendRc(res, outcome.notFound ? RC.NOT_FOUND : RC.CONFLICT, outcome.why, metrics);
+            recordAudit(db, actor, audit, null, param || null, {});
             sendJson(res, 202, { status: 'started', message: outcome.message }, metrics);
           }),
         );
@@ -72,6 +78,23 @@ export class ActionsApi {
         };
       void refresher.runOnce(true);
       return { started: true, message: 'refresh of every source started: GET /admin/v1/sources shows each one as it ends' };
+    });
+    action('/admin/v1/sources/:name/refresh', 'source.refresh', (_by, name) => {
+      const refresher = actions.refresher;
+      if (refresher === null || !refresher.has(name))
+        return {
+          started: false,
+          notFound: true,
+          why: `no source named ${JSON.stringify(name.slice(0, 64))} is configured here: GET /admin/v1/sources lists them`,
+        };
+      if (refresher.busy) return { started: false, why: 'a refresh is running: GET /admin/v1/sources shows its results when it ends' };
+      if (refresher.buildRunning)
+        return {
+          started: false,
+          why: 'a build is running on this data directory (the daily run or one asked for): try again when it ends (GET /admin/v1/builds)',
+        };
+      void refresher.runOnce(true, [name]);
+      return { started: true, message: `refresh of ${name} started: GET /admin/v1/sources shows it when it ends; a build follows if it changed` };
     });
   }
 }

@@ -586,6 +586,20 @@ export function operatorPaths(): Record<string, Schema> {
         '409': rc('CONFLICT', 'A refresh or a build is running on this data directory, or no sources are configured.'),
       }),
     }),
+    '/admin/v1/sources/{name}/refresh': admin({
+      post: op(
+        'adminRefreshSource',
+        'Fetch one configured source now, due or not, and build when it changed; audited',
+        true,
+        {
+          '202': json(started, 'Started: GET /admin/v1/sources shows it when it ends.'),
+          '400': bad,
+          '404': rc('NOT_FOUND', 'No source of this name is configured here.'),
+          '409': rc('CONFLICT', 'A refresh or a build is running on this data directory.'),
+        },
+        { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }] },
+      ),
+    }),
     '/admin/v1/builds/{id}': admin({
       get: op(
         'adminBuild',

@@ -166,6 +166,8 @@ export interface RefreshSettings {
   publish: boolean;
   /** The caller holds the data directory's build lock already (the daily run). */
   lockHeld?: boolean;
+  /** Only these sources (by name), as an operator asks for one; absent: every configured source. */
+  only?: readonly string[];
 }
 
 /**
@@ -177,7 +179,8 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
   const held = o.lockHeld === true;
   if (!held && !takeBuildLock(config.dataDir)) return { busy: true, changed: false, removed: [], reports: [], build: null };
   try {
-    const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: o.all });
+    const picked = o.only ? sources.filter((s) => o.only!.includes(s.name)) : sources;
+    const result = await refreshSources(config.dataDir, picked, { ...refreshOptions(config), all: o.all });
     let build: RefreshRun['build'] = null;
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {

@@ -69,20 +69,28 @@ export class SourceRefresher {
     return buildLockHeld(this.config.dataDir);
   }
 
-  /** One refresh (all sources with `all`) after any in flight; resolves with what it did, or null when it failed. */
-  async runOnce(all = false): Promise<RefreshRun | null> {
+  /** Whether a source of this name is configured here. */
+  has(name: string): boolean {
+    return this.sources.some((s) => s.name === name);
+  }
+
+  /**
+   * One refresh (all sources with `all`, or only the named ones) after any in flight; resolves
+   * with what it did, or null when it failed.
+   */
+  async runOnce(all = false, only?: readonly string[]): Promise<RefreshRun | null> {
     while (this.running) await this.running;
     if (this.stopped) return null;
-    const run = this.refresh(all).finally(() => (this.running = null));
+    const run = this.refresh(all, only).finally(() => (this.running = null));
     this.running = run;
     return run;
   }
 
-  private async refresh(all: boolean): Promise<RefreshRun | null> {
+  private async refresh(all: boolean, only?: readonly string[]): Promise<RefreshRun | null> {
     const t = Date.now();
     try {
       const publish = this.neverPublished();
-      this.thread = onPipelineThread({ kind: 'refresh', config: this.config, settings: { all, build: true, publish } });
+      this.thread = onPipelineThread({ kind: 'refresh', config: this.config, settings: { all, build: true, publish, only } });
       const run = await this.thread.done;
       if (run.busy) this.log.info('source refresh skipped: a build is running on this data directory; the next refresh fetches what was due');
       for (const r of run.reports)
