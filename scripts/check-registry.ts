@@ -25,6 +25,7 @@ import { lastModifiedEvidence, type Evidence } from '../src/feeds/content-dates.
 import { documentDate, linkDate } from '../src/feeds/document-date.js';
 import { GithubDates, githubFileOf } from '../src/feeds/github-dates.js';
 import { freshnessOf, freshnessReason, type Freshness } from '../src/feeds/freshness.js';
+import { redactUrl } from '../src/log.js';
 
 export interface RegistryCheck {
   name: string;
@@ -71,7 +72,7 @@ export async function checkSource(s: Source, o: CheckOptions): Promise<RegistryC
   const through = (url: string): string => (o.mirror ? mirroredUrl(url, o.mirror) : url);
   const out: RegistryCheck = {
     name: s.name,
-    url: s.url!,
+    url: redactUrl(s.url!),
     reachable: false,
     problem: null,
     layout: null,

@@ -279,9 +279,10 @@ describe('one daily build per data directory', againOn(), () => {
          if (!takeBuildLock(${JSON.stringify(dir)})) process.exit(3);
          fs.mkdirSync(${JSON.stringify(dir)} + '/builds/20260101-1.' + identityTag(ownIdentity()) + '.staging', { recursive: true });
          console.log(process.pid);
-         setInterval(() => {}, 1000);`,
+         process.stdin.resume();`,
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      // Kept running by its open stdin until the kill, not by a timer.
+      { stdio: ['pipe', 'pipe', 'inherit'] },
     );
     const pid = await new Promise<string>((resolve) => holder.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())));
     assert.equal(pid, '1');

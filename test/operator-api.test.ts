@@ -514,16 +514,20 @@ describe('operator API (admin port)', () => {
       const fetched = async (): Promise<string | null> => (await get(other.adminPort, '/admin/v1/sources', auth)).json.sources[0].fetched_at;
       let first: string | null = null;
       await until(async () => (first = await fetched()) !== null, 30_000, 'the first refresh');
+      // Asked again while the refresher is busy (409) until it starts (202).
+      const startedEventually = async (p: string, what: string): Promise<void> => {
+        let r = await request(other.adminPort, 'POST', p, undefined, auth);
+        await until(
+          async () => {
+            if (r.status !== 202) r = await request(other.adminPort, 'POST', p, undefined, auth);
+            return r.status === 202;
+          },
+          30_000,
+          () => `${what} (${r.status} ${r.text})`,
+        );
+      };
       // Not due again for hours: only the request makes it fetch now.
-      let r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
-      await until(
-        async () => {
-          if (r.status !== 202) r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
-          return r.status === 202;
-        },
-        30_000,
-        `the refresh started (${r.status} ${r.text})`,
-      );
+      await startedEventually('/admin/v1/sources/refresh', 'the refresh started');
       await until(async () => ((await fetched()) ?? '') > first!, 30_000, 'fetched again');
       // While a build holds the data directory (here another process's), a refresh would find it
       // and fetch nothing: 409 with why, not a 202 that does nothing.
@@ -535,26 +539,10 @@ describe('operator API (admin port)', () => {
       } finally {
         releaseBuildLock(otherDir);
       }
-      r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
-      await until(
-        async () => {
-          if (r.status !== 202) r = await request(other.adminPort, 'POST', '/admin/v1/sources/refresh', undefined, auth);
-          return r.status === 202;
-        },
-        30_000,
-        `started again once the build ended (${r.status} ${r.text})`,
-      );
+      await startedEventually('/admin/v1/sources/refresh', 'started again once the build ended');
       // One source by name: fetched again, audited with its name; an unknown name is 404.
       const before = (await fetched()) ?? '';
-      let one = await request(other.adminPort, 'POST', '/admin/v1/sources/local-list/refresh', undefined, auth);
-      await until(
-        async () => {
-          if (one.status !== 202) one = await request(other.adminPort, 'POST', '/admin/v1/sources/local-list/refresh', undefined, auth);
-          return one.status === 202;
-        },
-        30_000,
-        `one source's refresh started (${one.status} ${one.text})`,
-      );
+      await startedEventually('/admin/v1/sources/local-list/refresh', "one source's refresh started");
       await until(async () => ((await fetched()) ?? '') > before, 30_000, 'fetched again, alone');
       const unknown = await request(other.adminPort, 'POST', '/admin/v1/sources/no-such/refresh', undefined, auth);
       assert.deepEqual([unknown.status, unknown.json.rc], [404, 'NOT_FOUND']);

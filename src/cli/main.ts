@@ -163,7 +163,18 @@ async function build(args: string[]): Promise<void> {
   const serve = !values['no-serve'];
   const publish = serve && !values['no-publish'];
   const config = loadConfig(process.env);
-  const { id, dir, manifest, publication, pruned, publish_error, build_ms, publish_ms, total_ms: total } = await buildAndPublish(config, { serve, publish });
+  const {
+    id,
+    dir,
+    manifest,
+    publication,
+    pruned,
+    prune_error,
+    publish_error,
+    build_ms,
+    publish_ms,
+    total_ms: total,
+  } = await buildAndPublish(config, { serve, publish });
   // The build serves; its publication failed: an error for the command, saying which part failed.
   if (publish_error !== null) throw new IpsiftError('PUBLISH', `build ${id} serves, but publishing it failed: ${publish_error}`);
   print(values.json as boolean, { ...manifest, dir, serving: serve, publication, pruned, build_ms, publish_ms, total_ms: total }, () => {
@@ -190,6 +201,7 @@ async function build(args: string[]): Promise<void> {
           ? `not published (--no-publish): downloads serve the last published build until 'ipsift publish'`
           : 'not published',
       ...(pruned.length ? [`removed ${pruned.length} older build(s) past KEEP_BUILDS=${config.keepBuilds}: ${pruned.join(', ')}`] : []),
+      ...(prune_error ? [`older builds not removed: ${prune_error}`] : []),
     ].join('\n');
   });
 }

@@ -277,15 +277,16 @@ export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes
     if (!r.ok) throw new AccountError(`not a CIDR: ${JSON.stringify(c)} (${r.reason})`);
     cidrs.push(c.trim());
   }
-  let expires: string | null = null;
-  if (k.expires !== undefined && k.expires !== null) {
-    const t = Date.parse(k.expires);
-    if (typeof k.expires !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(k.expires) || Number.isNaN(t)) {
-      throw new AccountError(`expires must be an ISO 8601 date-time: ${JSON.stringify(k.expires)}`);
-    }
-    expires = new Date(t).toISOString();
-  }
-  return { name, scopes, cidrs, expires };
+  return { name, scopes, cidrs, expires: expiryOf(k.expires) };
+}
+
+/** An expiry as given (ISO 8601 date-time, or null/absent for never), normalised; refused when it is not one. */
+export function expiryOf(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const t = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(t))
+    throw new AccountError(`expires must be an ISO 8601 date-time: ${JSON.stringify(value)}`);
+  return new Date(t).toISOString();
 }
 
 /** An organisation holds as many live keys as it may: one more is refused until one is revoked. */

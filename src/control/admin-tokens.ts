@@ -5,7 +5,7 @@
 // operator's, whatever its scopes.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AccountError, checkFutureExpiry, checkName, hashSecret } from './accounts.js';
+import { AccountError, checkFutureExpiry, checkName, expiryOf, hashSecret } from './accounts.js';
 import type { ControlDb } from './control-db.js';
 
 export const ADMIN_SCOPES = ['admin.read', 'admin.write'] as const;
@@ -66,13 +66,8 @@ export function createAdminToken(
   nowMs = Date.now(),
 ): { token: AdminToken; secret: string } {
   const name = checkName('an operator token', given);
-  let expiresAt: string | null = null;
-  if (expires !== null) {
-    const t = Date.parse(expires);
-    if (!/^\d{4}-\d{2}-\d{2}/.test(expires) || Number.isNaN(t)) throw new AccountError(`expires must be an ISO 8601 date-time: ${JSON.stringify(expires)}`);
-    checkFutureExpiry(expires, nowMs);
-    expiresAt = new Date(t).toISOString();
-  }
+  const expiresAt = expiryOf(expires);
+  checkFutureExpiry(expiresAt, nowMs);
   if (scopes.length === 0) throw new AccountError(`an operator token needs a scope: ${ADMIN_SCOPES.join(' or ')}`);
   for (const s of scopes)
     if (!(ADMIN_SCOPES as readonly string[]).includes(s)) throw new AccountError(`unknown scope ${JSON.stringify(s)}: one of ${ADMIN_SCOPES.join(', ')}`);

@@ -37,6 +37,7 @@ export class BuildOnDemand {
             by,
           });
         else this.log.info('build asked for published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t, by });
+        if (build.prune_error !== null) this.log.warn('older builds were not pruned', { reason: build.prune_error });
       } catch (e) {
         this.log.error('build asked for failed; the previous build keeps serving', { reason: reasonOf(e), by });
       } finally {

@@ -50,6 +50,8 @@ export interface BuildRun {
   publication: PublicationReport | null;
   /** Older builds removed past KEEP_BUILDS (their directories and objects). */
   pruned: string[];
+  /** Why pruning failed (null: it did not): the build stands either way. */
+  prune_error: string | null;
   /** Why publishing failed while the build serves (null: published, or not asked to). */
   publish_error: string | null;
   /** The build (index, exports, made serving), then publishing it, then both. */
@@ -70,13 +72,18 @@ function publishFailure(e: unknown, config: Config): string {
  * Builds past KEEP_BUILDS removed, with their objects (publish/prune.ts); `published`: the build
  * whose index the store's pointer now names.
  */
-export async function pruneOldBuilds(config: Config, published: string | null): Promise<PruneReport> {
-  const db = openControlDb(config.dataDir, config.controlDb);
+export async function pruneOldBuilds(config: Config, published: string | null): Promise<PruneReport & { error?: string }> {
+  // A build stands whether or not older ones could be removed: a failure is reported, not thrown.
   try {
-    const { store } = await openObjectStore(config);
-    return await pruneBuilds(db, store, config.dataDir, config.keepBuilds, published);
-  } finally {
-    db.close();
+    const db = openControlDb(config.dataDir, config.controlDb);
+    try {
+      const { store } = await openObjectStore(config);
+      return await pruneBuilds(db, store, config.dataDir, config.keepBuilds, published);
+    } finally {
+      db.close();
+    }
+  } catch (e) {
+    return { removed: [], kept: [], objects: 0, error: reasonOf(e) };
   }
 }
 
@@ -96,7 +103,7 @@ export async function buildAndPublish(config: Config, o: { serve: boolean; publi
     }
   }
   const done = performance.now();
-  const pruned = await pruneOldBuilds(config, publication ? id : null).catch((e: unknown) => ({ removed: [], kept: [], objects: 0, error: reasonOf(e) }));
+  const pruned = await pruneOldBuilds(config, publication ? id : null);
   return {
     id,
     dir,
@@ -104,6 +111,7 @@ export async function buildAndPublish(config: Config, o: { serve: boolean; publi
     serving: o.serve,
     publication,
     pruned: pruned.removed,
+    prune_error: pruned.error ?? null,
     publish_error: publishError,
     build_ms: Math.round(built - started),
     publish_ms: publication ? Math.round(done - built) : 0,
@@ -154,7 +162,7 @@ export interface RefreshRun {
   reports: SourceReport[];
   /** Sources whose content went stale or expired (or fresh again) in this run. */
   freshness?: RefreshResult['freshness'];
-  build: { id: string; published: boolean; publish_error?: string | null } | null;
+  build: { id: string; published: boolean; publish_error?: string | null; prune_error?: string } | null;
 }
 
 export interface RefreshSettings {
@@ -188,7 +196,8 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
       let publishError: string | null = null;
       if (o.publish) await publishBuild(config, id).catch((e: unknown) => (publishError = publishFailure(e, config)));
       build = { id, published: o.publish && publishError === null, publish_error: publishError };
-      await pruneOldBuilds(config, build.published ? id : null).catch(() => {});
+      const pruned = await pruneOldBuilds(config, build.published ? id : null);
+      if (pruned.error) build.prune_error = pruned.error;
     }
     return { changed: result.changed, removed: result.removed, reports: result.reports, freshness: result.freshness, build };
   } finally {

@@ -184,6 +184,7 @@ export class PublishScheduler {
           reason: build.publish_error,
         });
       else this.log.info('daily build published', { build: build.id, artifacts: build.publication?.artifacts ?? 0, ms: Date.now() - t });
+      if (build.prune_error !== null) this.log.warn('older builds were not pruned', { reason: build.prune_error });
     } catch (e) {
       this.log.error('daily build and publish failed; the previous build keeps serving', { reason: e instanceof Error ? e.message : String(e) });
     } finally {

@@ -98,6 +98,7 @@ export class SourceRefresher {
       for (const f of run.freshness ?? []) this.log.warn('source content freshness changed', { source: f.name, from: f.from, to: f.to });
       if (run.build?.publish_error)
         this.log.error('sources refreshed and built; the build serves, but publishing it failed', { build: run.build.id, reason: run.build.publish_error });
+      if (run.build?.prune_error) this.log.warn('older builds were not pruned', { reason: run.build.prune_error });
       this.adviseMirror(run);
       if (run.reports.length) {
         this.log.info('sources refreshed', {
