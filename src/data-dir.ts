@@ -9,10 +9,14 @@ export const INDEX_FILE = 'index.bin';
 export const MANIFEST_FILE = 'manifest.json';
 export const EXPORTS_DIR = 'exports';
 export const EXPORTS_MANIFEST = 'exports.json';
+/** What a build changed against the build before it (index/build-changes.ts), written after it. */
+export const CHANGES_FILE = 'changes.json';
 
 export const feedsDir = (dataDir: string): string => path.join(dataDir, 'feeds');
 export const sourcesDir = (dataDir: string): string => path.join(dataDir, 'sources');
 export const sourceStateFile = (dataDir: string): string => path.join(sourcesDir(dataDir), 'state.json');
+/** Sources an operator set aside (not fetched, not built from) until enabled again. */
+export const disabledSourcesFile = (dataDir: string): string => path.join(sourcesDir(dataDir), 'disabled.json');
 export const buildsDir = (dataDir: string): string => path.join(dataDir, 'builds');
 export const buildDir = (dataDir: string, id: string): string => path.join(buildsDir(dataDir), id);
 export const exportsDir = (dataDir: string, id: string): string => path.join(buildDir(dataDir, id), EXPORTS_DIR);
@@ -42,8 +46,12 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
     what: 'Per source: its validators (ETag, Last-Modified), checksum, entries, when it was last fetched and last changed, and its state (`ipsift sources status`).',
   },
   {
+    path: 'sources/disabled.json',
+    what: 'Sources an operator disabled (the console, the admin API or `ipsift sources disable`), with who and when: neither fetched nor built from until enabled again.',
+  },
+  {
     path: 'builds/<YYYYMMDD>-<n>/',
-    what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`).',
+    what: 'One immutable build: `index.bin` (the range index), `manifest.json` (what went in, checksums) and `exports/` (CSV.gz and MMDB files with `exports.json`); `changes.json`, written just after it, compares its answers with the build before it.',
   },
   { path: 'builds/CURRENT', what: 'The id of the build that serves lookups. Replaced atomically; running servers notice and switch.' },
   {

@@ -26,3 +26,23 @@ export function makeDirectory(dir: string, mode?: number): void {
     }
   }
 }
+
+/**
+ * Writes a whole file under a temporary name beside it, then renames it into place: a reader
+ * sees the old file or the new one, never half of one.
+ */
+export function writeFileWhole(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+/** A JSON file's value, or `missing` where there is no such file. */
+export function readJsonFile<T>(file: string, missing: T): T {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as T;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return missing;
+    throw e;
+  }
+}

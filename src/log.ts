@@ -35,6 +35,52 @@ export function jsonLogger(write: (line: string) => void = (l) => process.stderr
 
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
+/** A warning or error as the console's log tail shows it. */
+export interface LogLine {
+  time: string;
+  level: 'warn' | 'error';
+  msg: string;
+  fields: LogFields;
+}
+
+/**
+ * The last warnings and errors of this process, kept in memory for the console (GET
+ * /admin/v1/log), so an operator sees what went wrong without a shell on the machine. Every
+ * thread's lines reach the main thread's logger, so wrapping it there catches them all.
+ */
+export class LogTail {
+  private readonly ring: LogLine[] = [];
+  constructor(
+    readonly keep = 200,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The logger that writes as `log` does and keeps its warnings and errors here. */
+  wrap(log: Logger): Logger {
+    const keep = (level: LogLine['level'], msg: string, fields?: LogFields): void => {
+      this.ring.push({ time: new Date(this.now()).toISOString(), level, msg, fields: fields ?? {} });
+      if (this.ring.length > this.keep) this.ring.shift();
+    };
+    return {
+      info: (msg, fields) => log.info(msg, fields),
+      warn: (msg, fields) => {
+        keep('warn', msg, fields);
+        log.warn(msg, fields);
+      },
+      error: (msg, fields) => {
+        keep('error', msg, fields);
+        log.error(msg, fields);
+      },
+    };
+  }
+
+  /** Newest first; `errorsOnly`: without the warnings. */
+  lines(errorsOnly = false): LogLine[] {
+    const out = errorsOnly ? this.ring.filter((l) => l.level === 'error') : [...this.ring];
+    return out.reverse();
+  }
+}
+
 /**
  * Runtime warnings as log lines, not free text among the JSON (on every thread that may load a
  * module which warns). node:sqlite's "experimental" notice is dropped: ipsift chose that driver

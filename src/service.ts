@@ -29,9 +29,10 @@ import { SourceRefresher } from './publish/source-refresher.js';
 import { BuildOnDemand } from './publish/build-on-demand.js';
 import { configuredSources } from './publish/pipeline.js';
 import { readSourceStates, sourceStatuses } from './feeds/source-state.js';
+import { readDisabledSources } from './feeds/source-switches.js';
 import { DEFAULT_INTERVAL_MS } from './feeds/sources.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
-import type { Logger } from './log.js';
+import { LogTail, type Logger } from './log.js';
 import type { ServerKind } from './http/server/types.js';
 import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
 import { FrontEndThreads } from './frontend/threads.js';
@@ -111,7 +112,10 @@ export interface ServiceOptions {
   freePort?: (host: string) => Promise<number>;
 }
 
-export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
+export async function startService(config: Config, given: Logger, options: ServiceOptions = {}): Promise<Service> {
+  // Warnings and errors are kept for the console too, from the first line on.
+  const logTail = new LogTail();
+  const log = logTail.wrap(given);
   // Everything the command needs is checked before any work, each failure one line.
   const http = await openServer(config.httpServer, { keepAliveTimeoutMs: config.keepAliveTimeoutMs });
   checkStartup(config);
@@ -266,7 +270,9 @@ export async function startService(config: Config, log: Logger, options: Service
         maxKeysPerOrg: config.maxKeysPerOrg,
       },
       replica: follower ? () => follower.state : null,
-      sources: sources.length ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS) : null,
+      sources: sources.length
+        ? () => sourceStatuses(sources, readSourceStates(config.dataDir), Date.now(), DEFAULT_INTERVAL_MS, readDisabledSources(config.dataDir))
+        : null,
       keylessTier: config.keylessTier,
       settings: config.given,
       actions: { builds, refresher },
@@ -277,6 +283,7 @@ export async function startService(config: Config, log: Logger, options: Service
       historyFile: config.adminPort === 0 ? null : trafficHistoryFile(config.dataDir, config.adminPort),
       activity,
       clock,
+      logTail,
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

@@ -18,6 +18,7 @@ import { CONSOLE_CSP } from '../src/api/console.js';
 import { HARVEST_MS } from '../src/control/key-activity.js';
 import { TestClock } from './test-clock.js';
 import type { Service } from '../src/service.js';
+import { readDisabledSources } from '../src/feeds/source-switches.js';
 import { get, openTestControlDb, PROJECT_ROOT, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -111,6 +112,9 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     await page.click('[data-test=traffic-window] button[data-window="24h"]');
     await page.waitForSelector('h2:has-text("Traffic, the last 24 hours")');
     assert.equal(await page.getAttribute('[data-test=traffic-window] button[data-window="24h"]', 'aria-pressed'), 'true');
+    // Traffic per route family, one row each, the busiest first.
+    assert.equal(await page.locator('table[data-test=routes] tbody tr').count(), 5);
+    assert.match((await page.textContent('table[data-test=routes] thead'))!, /^RouteRequestsPer secondp50p99$/);
     assert.ok(urls.some((u) => u.endsWith('/admin/v1/overview?window=24h')));
     assert.deepEqual(errors, []);
     await page.close();
@@ -425,7 +429,7 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.click('nav a[data-route=data]');
       await page.waitForSelector('table[data-test=sources] tbody tr');
       const firstRow = async (): Promise<string> => (await page.locator('table[data-test=sources] tbody tr >> nth=0').textContent())!;
-      assert.match(await firstRow(), /^unreachable-listfailed/);
+      assert.match(await firstRow(), /^unreachable-listhttp:\/\/127\.0\.0\.1:1\/list\.txtfailed/, 'failures first, each with its URL');
       assert.equal(await page.textContent('[data-test=sources-shown]'), '1–25 of 31');
       await page.click('[data-test=sources-next]');
       assert.equal(await page.textContent('[data-test=sources-shown]'), '26–31 of 31');
@@ -434,11 +438,35 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.fill('[data-test=sources-filter]', '');
       await page.click('table[data-test=sources] th[data-sort=Entries]');
       await page.click('table[data-test=sources] th[data-sort=Entries]');
-      assert.match(await firstRow(), /^own-list-29ok30/, 'the most entries first, once sorted descending');
+      assert.match(await firstRow(), /^own-list-29\/\S+ok30/, 'the most entries first, once sorted descending');
       await shot(page, 'data-sources');
       // One source fetched again from its row.
       await page.click('[data-test=refresh-source-own-list-29]');
       await page.waitForSelector('text=refresh of own-list-29 started');
+      // The failing source's warning in the log tail.
+      await page.waitForSelector('table[data-test=log-tail] td:has-text("source not refreshed")');
+      // One set aside after a confirmation: a build without it follows, and its report says what changed.
+      const first = busy.holder.current!.buildId;
+      await page.click('[data-test=disable-source-own-list-28]');
+      assert.equal(readDisabledSources(dataDir)['own-list-28'], undefined, 'nothing before the confirmation');
+      await page.click('[data-test=confirm-disable-source-own-list-28]');
+      await page.waitForSelector('text=own-list-28 disabled');
+      await page.waitForSelector('[data-test=enable-source-own-list-28]');
+      await until(() => busy.holder.current!.buildId !== first, 30_000, 'a build without own-list-28');
+      await page.click('nav a[data-route=overview]');
+      await page.click('nav a[data-route=data]');
+      await page.waitForSelector('[data-test=build-changes] h3');
+      // Its 29 adjacent /24s are one range lost: 7 424 addresses.
+      assert.match((await page.textContent('[data-test=build-changes] h3'))!, /^Against \d{8}-\d+: 1 range changed$/);
+      assert.match((await page.textContent('[data-test=build-changes] tbody tr'))!, /^hosting1010\D?7\D?424$/);
+      await page.click('[data-test=build-changes] summary');
+      assert.match(
+        (await page.textContent('[data-test=build-changes] details tbody tr'))!,
+        /^hosting92\.28\.0\.0 – 92\.28\.28\.255\{"confidence":"medium".*\}not in it$/,
+      );
+      await page.locator('[data-test=build-changes]').screenshot({ path: path.join(ARTIFACTS, 'data-changes.png') });
+      await page.click('[data-test=enable-source-own-list-28]');
+      await page.waitForSelector('text=own-list-28 enabled');
       assert.deepEqual(errors, []);
       await page.close();
     } finally {

@@ -584,6 +584,27 @@ describe('metrics (admin port)', () => {
       ['12:00:20', '12:00:30', '12:00:40'],
     );
     assert.deepEqual([history.samples()[2].requests_per_s, history.samples()[2].lookup_p50_ms], [0, null], 'a quiet period');
+    // Per route family over the window: the 8 lookups and 1 batch since the first reading, the
+    // busiest first, each with its own latency.
+    const routes = history.routes('1h', t0 + 40_000);
+    assert.deepEqual(
+      routes.slice(0, 2).map((r) => [r.family, r.requests]),
+      [
+        ['lookup', 9],
+        ['batch', 1],
+      ],
+      'the 400 is a lookup-route answer too',
+    );
+    assert.equal(routes[0].per_s, 0.23, '9 in 40 s');
+    assert.ok(routes[0].p50_ms! > 0 && routes[1].p99_ms! > 0);
+    assert.deepEqual(
+      routes.slice(2).map((r) => [r.requests, r.p50_ms]),
+      [
+        [0, null],
+        [0, null],
+        [0, null],
+      ],
+    );
 
     // Linear within the bucket, as Prometheus's histogram_quantile: 10 requests between 0.1 and 0.25 ms.
     const before = LATENCY_BOUNDS.map(() => 0).concat(0);

@@ -9,6 +9,7 @@ import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
 import { layoutOf } from '../src/index/format.js';
 import { loadIndexFile } from '../src/index/loader.js';
+import { compareIndexes } from '../src/index/compare.js';
 import type { RangeIndex } from '../src/index/range-index.js';
 import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome } from '../src/lookup/batch.js';
 import { CATEGORIES, DETAIL_FIELDS, type Category, type Classification, type Detail } from '../src/model/categories.js';
@@ -320,5 +321,91 @@ describe('range index with feed priorities and "not" sources', () => {
     const { id } = runBuild({ dataDir });
     const index = (await loadIndexFile(path.join(buildDir(dataDir, id), INDEX_FILE))).index;
     probeAgainstReference(index, reference, 60_000);
+  });
+});
+
+describe('two builds compared', () => {
+  test('every address whose answer differs in a category lies in exactly one reported range of it, and no other does', async () => {
+    const ranges = randomRanges(77, 1200);
+    const rnd = prng(78);
+    // The second build: a fifth dropped, a fifth with another detail, and some new.
+    const next: RefRange[] = [];
+    for (const r of ranges) {
+      const roll = rnd();
+      if (roll < 0.2) continue;
+      if (roll < 0.4) next.push({ ...r, ...completed(r.category, { ...r.raw, provider: 'moved' }), raw: { ...r.raw, provider: 'moved' } });
+      else next.push(r);
+    }
+    next.push(...randomRanges(79, 200));
+    const build = async (rs: RefRange[]): Promise<{ id: string; index: RangeIndex }> => {
+      const dir = tempDir();
+      importFeed({ dataDir: dir, file: writeFile(dir, 'f.csv', toCsv(rs)), allowLargeBlocks: true });
+      const { id } = runBuild({ dataDir: dir, exports: false });
+      return { id, index: (await loadIndexFile(path.join(buildDir(dir, id), INDEX_FILE))).index };
+    };
+    const a = await build(ranges);
+    const b = await build(next);
+    const c = compareIndexes(a, b, Number.POSITIVE_INFINITY);
+    assert.equal(c.more, 0);
+    assert.equal(c.examples.length, c.ranges);
+    assert.ok(c.ranges > 100, `${c.ranges} ranges changed`);
+
+    /** The category's answer at an address in an index, as text (null: not in it). */
+    const answerAt = (index: RangeIndex, family: Family, v: bigint, k: number): string | null => {
+      const words = new Uint32Array([Number(v >> 96n), Number((v >> 64n) & 0xffffffffn), Number((v >> 32n) & 0xffffffffn), Number(v & 0xffffffffn)]);
+      const record = family === 4 ? index.lookupV4(Number(v)) : index.lookupV6(words);
+      const { mask, details } = index.recordContent(record);
+      if ((mask & (1 << k)) === 0) return null;
+      return JSON.stringify((JSON.parse(`{${details.slice(1)}}`) as Record<string, unknown>)[CATEGORIES[k]]);
+    };
+    const v6 = (text: string): bigint => {
+      const [head, tail] = text.split('::');
+      const h = head ? head.split(':') : [];
+      const t = tail ? tail.split(':') : [];
+      const groups = tail === undefined ? h : [...h, ...Array<string>(8 - h.length - t.length).fill('0'), ...t];
+      return groups.reduce((n, g) => (n << 16n) | BigInt(`0x${g}`), 0n);
+    };
+    const parse = (text: string): { family: Family; v: bigint } =>
+      text.includes(':') ? { family: 6, v: v6(text) } : { family: 4, v: text.split('.').reduce((n, o) => (n << 8n) | BigInt(o), 0n) };
+    const runs = c.examples.map((e) => ({ ...e, k: CATEGORIES.indexOf(e.category), lo: parse(e.first), hi: parse(e.last) }));
+    // Probes: both builds' range edges and their neighbours, and every reported run's edges.
+    const probes: { family: Family; v: bigint }[] = [];
+    for (const r of [...ranges, ...next]) for (const v of [r.start - 1n, r.start, r.end, r.end + 1n]) probes.push({ family: r.family, v });
+    for (const r of runs) probes.push(r.lo, r.hi, { family: r.lo.family, v: r.lo.v - 1n }, { family: r.hi.family, v: r.hi.v + 1n });
+    let differing = 0;
+    for (const p of probes) {
+      if (p.v < 0n || p.v >= (p.family === 4 ? 1n << 32n : 1n << 128n)) continue;
+      for (let k = 0; k < CATEGORIES.length; k++) {
+        const before = answerAt(a.index, p.family, p.v, k);
+        const after = answerAt(b.index, p.family, p.v, k);
+        const inside = runs.filter((r) => r.k === k && r.lo.family === p.family && r.lo.v <= p.v && p.v <= r.hi.v);
+        if (before === after) assert.equal(inside.length, 0, `${p.v} ${CATEGORIES[k]} is unchanged but reported`);
+        else {
+          differing++;
+          assert.equal(inside.length, 1, `${p.v} ${CATEGORIES[k]} changed; reported in ${inside.length} ranges`);
+          assert.equal(JSON.stringify(inside[0].before), before ?? 'null');
+          assert.equal(JSON.stringify(inside[0].after), after ?? 'null');
+        }
+      }
+    }
+    assert.ok(differing > 100);
+    // Runs are maximal: no two of a category touch with the same before and after.
+    const sorted = [...runs].sort((x, y) => x.k - y.k || x.lo.family - y.lo.family || (x.lo.v < y.lo.v ? -1 : 1));
+    for (let i = 1; i < sorted.length; i++) {
+      const [x, y] = [sorted[i - 1], sorted[i]];
+      if (x.k === y.k && x.lo.family === y.lo.family && x.hi.v + 1n === y.lo.v)
+        assert.ok(JSON.stringify([x.before, x.after]) !== JSON.stringify([y.before, y.after]), 'two touching runs with the same change');
+    }
+    // The per-category counts add up to the runs.
+    for (const [k, cat] of CATEGORIES.entries()) {
+      const mine = runs.filter((r) => r.k === k);
+      const n = c.categories[cat];
+      assert.equal(n.ranges, mine.length);
+      assert.equal(n.gained, mine.filter((r) => r.before === null).length);
+      assert.equal(n.lost, mine.filter((r) => r.after === null).length);
+      assert.equal(n.changed, mine.filter((r) => r.before !== null && r.after !== null).length);
+    }
+    // Nothing changed: nothing reported.
+    assert.equal(compareIndexes(a, { id: 'same', index: a.index }).ranges, 0);
   });
 });

@@ -326,6 +326,11 @@ describe('the OpenAPI document against the server', () => {
     await until(() => svc.holder.current?.buildId === listed[0].id, 10_000, 'the new build serving');
     await call('POST', '/admin/v1/sources/refresh', '/admin/v1/sources/refresh', w);
     await call('POST', '/admin/v1/sources/{name}/refresh', '/admin/v1/sources/no-such-source/refresh', w);
+    for (const verb of ['disable', 'enable']) await call('POST', `/admin/v1/sources/{name}/${verb}`, `/admin/v1/sources/no-such-source/${verb}`, w);
+    // The new build compared with the one before it; the first has no comparison.
+    await call('GET', '/admin/v1/builds/{id}/changes', `/admin/v1/builds/${listed[0].id}/changes`, o);
+    await call('GET', '/admin/v1/builds/{id}/changes', `/admin/v1/builds/${listed[listed.length - 1].id}/changes`, o);
+    for (const q of ['', '?level=error', '?level=debug']) await call('GET', '/admin/v1/log', `/admin/v1/log${q}`, o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/81.7.3.9', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);

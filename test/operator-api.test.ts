@@ -557,6 +557,87 @@ describe('operator API (admin port)', () => {
     }
   });
 
+  test('a source disabled is neither fetched nor built from until enabled; each build records what it changed; the log tail keeps warnings', async () => {
+    const dir = tempDir();
+    const vpn = writeFile(dir, 'vpn.txt', '81.7.3.0/24\n');
+    const hosting = writeFile(dir, 'hosting.txt', '82.1.1.0/24\n');
+    const sources = writeFile(
+      dir,
+      'sources.json',
+      JSON.stringify([
+        { name: 'vpn-list', path: vpn, format: 'list', category: 'vpn' },
+        { name: 'hosting-list', path: hosting, format: 'list', category: 'hosting' },
+      ]),
+    );
+    const otherDir = tempDir();
+    const other = await startTestService({ dataDir: otherDir, plansFile: plans, sourcesFile: sources, sources: '' });
+    try {
+      const db = openTestControlDb(otherDir);
+      const ops = createAdminToken(db, 'ops', ['admin.write']);
+      db.close();
+      const auth = { Authorization: `Bearer ${ops.secret}` };
+      const call = (method: string, p: string): Promise<Reply> => request(other.adminPort, method, `/admin/v1${p}`, undefined, auth);
+      const isVpn = async (): Promise<boolean> => (await get(other.port, '/81.7.3.20')).json.is_vpn === true;
+      await until(isVpn, 30_000, 'the first build serves the VPN list');
+      const first = other.holder.current!.buildId;
+      // The log tail: the start's warning (no build yet) is there, newest first; errors only leaves it out.
+      const tail = await call('GET', '/log');
+      assert.equal(tail.status, 200);
+      assert.ok(
+        tail.json.lines.some((l: { level: string; msg: string }) => l.level === 'warn' && /^no index loaded: lookups answer 503/.test(l.msg)),
+        JSON.stringify(tail.json),
+      );
+      assert.ok((await call('GET', '/log?level=error')).json.lines.every((l: { level: string }) => l.level === 'error'));
+      assert.deepEqual([(await call('GET', '/log?level=info')).status, (await call('GET', '/log?since=1')).status], [400, 400]);
+
+      const off = await call('POST', '/sources/vpn-list/disable');
+      assert.equal(off.status, 200, off.text);
+      assert.deepEqual([off.json.source, off.json.disabled, off.json.by], ['vpn-list', true, `admin:${ops.token.id}`]);
+      assert.match(off.json.message, /^vpn-list disabled: it is no longer fetched, and a build without it follows/);
+      // A build without it serves, unasked: the address answers no VPN, the hosting list still counts.
+      await until(async () => !(await isVpn()), 30_000, 'a build without the disabled source');
+      const second = other.holder.current!.buildId;
+      assert.notEqual(second, first);
+      const manifest = (await call('GET', `/builds/${second}`)).json;
+      assert.deepEqual(manifest.disabled, ['vpn-list']);
+      assert.deepEqual(manifest.ranges.v4, { hosting: 1 });
+      assert.ok(!manifest.feeds.some((f: { name: string }) => f.name === 'vpn-list'));
+      // What that build changed: the VPN range, lost; nothing else.
+      const changes = await call('GET', `/builds/${second}/changes`);
+      assert.equal(changes.status, 200, changes.text);
+      assert.deepEqual([changes.json.from, changes.json.to, changes.json.ranges], [first, second, 1]);
+      assert.deepEqual(changes.json.categories.vpn, { ranges: 1, gained: 0, lost: 1, changed: 0, ipv4_addresses: '256', ipv6_addresses: '0' });
+      assert.deepEqual(
+        changes.json.examples.map((e: { first: string; last: string; after: unknown }) => [e.first, e.last, e.after]),
+        [['81.7.3.0', '81.7.3.255', null]],
+      );
+      const noneBefore = await call('GET', `/builds/${first}/changes`);
+      assert.deepEqual([noneBefore.status, noneBefore.json.rc], [404, 'NOT_FOUND']);
+      assert.match(noneBefore.json.message, /has no comparison: it was the first build here/);
+      const row = (await call('GET', '/sources')).json.sources.find((x: { name: string }) => x.name === 'vpn-list');
+      assert.deepEqual([row.state, row.next_at, row.disabled.by], ['disabled', null, `admin:${ops.token.id}`]);
+      // Again: nothing changes, nothing audited. A refresh of it is refused with the way out.
+      const again = await call('POST', '/sources/vpn-list/disable');
+      assert.deepEqual([again.status, again.json.message], [200, 'vpn-list was already disabled: nothing changed']);
+      const refresh = await call('POST', '/sources/vpn-list/refresh');
+      assert.deepEqual([refresh.status, refresh.json.rc], [409, 'CONFLICT']);
+      assert.match(refresh.json.message, /^vpn-list is disabled \(since .*\): enable it first \(POST \/admin\/v1\/sources\/vpn-list\/enable\)$/);
+      assert.deepEqual((await call('POST', '/sources/nope/disable')).status, 404);
+
+      const on = await call('POST', '/sources/vpn-list/enable');
+      assert.deepEqual([on.status, on.json.disabled, on.json.since], [200, false, null]);
+      await until(isVpn, 30_000, 'a build with it again');
+      const audit = (await call('GET', '/audit')).json.entries as { action: string; target: string | null }[];
+      assert.deepEqual(
+        audit.filter((e) => e.target === 'vpn-list').map((e) => e.action),
+        ['source.enable', 'source.disable'],
+        'newest first, the repeated disable not audited',
+      );
+    } finally {
+      await other.close();
+    }
+  });
+
   test('organisations searched by part of the name (any case, wildcards taken literally) or the start of the id', async () => {
     const made: Record<string, string> = {};
     for (const name of ['Search Alpha GmbH', 'search beta', '100% Gamma_Co', 'Delta'])

@@ -118,6 +118,15 @@ function processSection(p: Process): HTMLElement {
   );
 }
 
+/** The route families the server times, as the page says them. */
+const ROUTE_NAMES: Record<string, string> = {
+  lookup: 'GET /{ip}, /myip',
+  batch: 'POST /batch',
+  account: 'account and keys',
+  database: 'database catalogue',
+  files: 'file downloads',
+};
+
 /** The traffic windows offered, as the API names them and as the page says them. */
 const WINDOWS: [string, string][] = [
   ['1h', 'hour'],
@@ -194,6 +203,21 @@ export const overview: Page = (ctx, root) => {
           { class: 'hint' },
           `One point every ${duration(o.traffic.period_s)}, from the counters the server keeps for /metrics; the last day is kept across restarts.`,
         ),
+      ),
+      section(
+        'Traffic by route',
+        table(
+          ['Route', 'Requests', 'Per second', 'p50', 'p99'],
+          (o.routes as { family: string; requests: number; per_s: number; p50_ms: number | null; p99_ms: number | null }[]).map((r) => [
+            ROUTE_NAMES[r.family] ?? r.family,
+            count(r.requests),
+            String(r.per_s),
+            r.p50_ms === null ? '—' : `${r.p50_ms} ms`,
+            r.p99_ms === null ? '—' : `${r.p99_ms} ms`,
+          ]),
+          { 'data-test': 'routes' },
+        ),
+        h('p', { class: 'hint' }, 'Over the window shown, or since this server started where it is younger; the busiest first.'),
       ),
       refusedSection(activity, WINDOWS.find(([w]) => w === shown)?.[1] ?? 'hour'),
       processSection(o.process),

@@ -1,7 +1,8 @@
 // What an operator can set going on the admin port (admin.write, audited): a build now
 // (POST /admin/v1/builds), a refresh of every configured source now
-// (POST /admin/v1/sources/refresh) or of one (POST /admin/v1/sources/{name}/refresh). Each
-// answers 202 once started and runs on the pipeline thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
+// (POST /admin/v1/sources/refresh) or of one (POST /admin/v1/sources/{name}/refresh), and a
+// source disabled or enabled (POST /admin/v1/sources/{name}/disable, /enable: 200, done at
+// once, a build following). Each other action answers 202 once started and runs on the pipeline thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
 // GET /admin/v1/sources, the log). One of each at a time: a second is 409 while the first runs.
 
 import type { ControlDb } from '../control/control-db.js';
@@ -14,6 +15,7 @@ import { RC } from '../wire/errors.js';
 import { NO_FIELDS } from '../wire/request-bodies.js';
 import type { Edge } from './edge.js';
 import { operatorOf } from './operator.js';
+import type { Disabled } from '../feeds/source-switches.js';
 
 /**
  * What the process can set going (publish/build-on-demand.ts, publish/source-refresher.ts):
@@ -25,12 +27,20 @@ export interface OperatorActions {
     readonly busy: boolean;
     readonly buildRunning: boolean;
     has(name: string): boolean;
+    disabled(name: string): Disabled | null;
+    switch(name: string, by: string | null): boolean;
     runOnce(all: boolean, only?: readonly string[]): Promise<unknown>;
   } | null;
 }
 
-/** How an action goes: started, or why not (a 409's message). */
-type Outcome = { started: true; message: string } | { started: false; why: string; notFound?: boolean };
+/**
+ * How an action goes: started (202), done at once (200, with what it answers), or why not (a
+ * 409's message, or a 404's).
+ */
+type Outcome =
+  | { started: true; message: string }
+  | { done: true; answer: Record<string, unknown>; changed: boolean }
+  | { started: false; why: string; notFound?: boolean };
 
 export class ActionsApi {
   constructor(
@@ -53,6 +63,11 @@ export class ActionsApi {
             const body = parseSmallBody(text, NO_FIELDS, { emptyIsObject: true });
             if ('refused' in body) return sendRc(res, RC.BAD_REQUEST, body.refused, metrics);
             const outcome = run(actor.who, param);
+            if ('done' in outcome) {
+              // Audited only when it changed something: a second click is not an operator's act.
+              if (outcome.changed) recordAudit(db, actor, audit, null, param || null, {});
+              return sendJson(res, 200, outcome.answer, metrics);
+            }
             if (!outcome.started) return sendRc(res, outcome.notFound ? RC.NOT_FOUND : RC.CONFLICT, outcome.why, metrics);
             recordAudit(db, actor, audit, null, param || null, {});
             sendJson(res, 202, { status: 'started', message: outcome.message }, metrics);
@@ -79,13 +94,19 @@ export class ActionsApi {
       void refresher.runOnce(true);
       return { started: true, message: 'refresh of every source started: GET /admin/v1/sources shows each one as it ends' };
     });
+    const notConfigured = (name: string): Outcome => ({
+      started: false,
+      notFound: true,
+      why: `no source named ${JSON.stringify(name.slice(0, 64))} is configured here: GET /admin/v1/sources lists them`,
+    });
     action('/admin/v1/sources/:name/refresh', 'source.refresh', (_by, name) => {
       const refresher = actions.refresher;
-      if (refresher === null || !refresher.has(name))
+      if (refresher === null || !refresher.has(name)) return notConfigured(name);
+      const off = refresher.disabled(name);
+      if (off)
         return {
           started: false,
-          notFound: true,
-          why: `no source named ${JSON.stringify(name.slice(0, 64))} is configured here: GET /admin/v1/sources lists them`,
+          why: `${name} is disabled (since ${off.at}, by ${off.by}): enable it first (POST /admin/v1/sources/${name}/enable)`,
         };
       if (refresher.busy) return { started: false, why: 'a refresh is running: GET /admin/v1/sources shows its results when it ends' };
       if (refresher.buildRunning)
@@ -96,5 +117,23 @@ export class ActionsApi {
       void refresher.runOnce(true, [name]);
       return { started: true, message: `refresh of ${name} started: GET /admin/v1/sources shows it when it ends; a build follows if it changed` };
     });
+    // Done at once (the switch is a file written here); the build it calls for follows on the
+    // pipeline thread, after any refresh or build in flight.
+    const switching =
+      (disable: boolean) =>
+      (by: string, name: string): Outcome => {
+        const refresher = actions.refresher;
+        if (refresher === null || !refresher.has(name)) return notConfigured(name);
+        const changed = refresher.switch(name, disable ? by : null);
+        const off = refresher.disabled(name);
+        const message = !changed
+          ? `${name} was already ${disable ? 'disabled' : 'enabled'}: nothing changed`
+          : disable
+            ? `${name} disabled: it is no longer fetched, and a build without it follows (GET /admin/v1/builds)`
+            : `${name} enabled: it is fetched again, and a build with it follows (GET /admin/v1/builds)`;
+        return { done: true, changed, answer: { source: name, disabled: off !== null, since: off?.at ?? null, by: off?.by ?? null, message } };
+      };
+    action('/admin/v1/sources/:name/disable', 'source.disable', switching(true));
+    action('/admin/v1/sources/:name/enable', 'source.enable', switching(false));
   }
 }

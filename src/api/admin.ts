@@ -33,6 +33,8 @@ import type { Config } from '../config.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { KeyActivity } from '../control/key-activity.js';
 import { ActivityApi } from './activity.js';
+import { LogTailApi } from './log-tail.js';
+import type { LogTail } from '../log.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -73,6 +75,8 @@ export interface AdminAppDeps {
   activity?: KeyActivity | null;
   /** The time the admin port reads (the system's where not given): a test's, which it moves. */
   clock?: Clock;
+  /** This process's last warnings and errors (null: not kept). */
+  logTail?: LogTail | null;
 }
 
 export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: RouteTable; close: () => void } {
@@ -159,6 +163,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
     if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
     new ActionsApi(operator.db, actions).register(routes, edge);
     if (deps.activity) new ActivityApi(operator.db, deps.activity).register(routes, edge);
+    if (deps.logTail) new LogTailApi(operator.db, deps.logTail).register(routes, edge);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
   new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);

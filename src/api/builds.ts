@@ -1,7 +1,8 @@
 // The data an operator looks at on the admin port, for an operator token: the builds (the
 // serving one marked), one build's report (its manifest: feeds, ranges, exports, timings),
-// making a build the serving one (admin.write; as `ipsift builds use`, after the same check
-// of its index), and the imported feeds with their age.
+// what a build changed against the one before it, making a build the serving one
+// (admin.write; as `ipsift builds use`, after the same check of its index), and the imported
+// feeds with their age.
 
 import fs from 'node:fs';
 import type { ControlDb } from '../control/control-db.js';
@@ -15,6 +16,7 @@ import type { RouteTable } from '../http/routes.js';
 import type { HttpResponse } from '../http/server/types.js';
 import { buildSummaries, listBuilds, readManifest, readServingLog } from '../index/builds.js';
 import { serveBuild } from '../index/loader.js';
+import { readBuildChanges } from '../index/build-changes.js';
 import { RC } from '../wire/errors.js';
 import type { Edge } from './edge.js';
 import { operatorOf } from './operator.js';
@@ -57,6 +59,25 @@ export class BuildsApi {
         if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
         const id = buildOf(res, req.getParameter(0) ?? '');
         if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
+      },
+      { compress: true },
+    );
+    routes.get(
+      '/admin/v1/builds/:id/changes',
+      (res, req) => {
+        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+        const id = buildOf(res, req.getParameter(0) ?? '');
+        if (id === null) return;
+        // Recorded when the build was made: nothing as heavy as two indexes is read here.
+        const changes = readBuildChanges(dataDir, id);
+        if (changes === null)
+          return sendRc(
+            res,
+            RC.NOT_FOUND,
+            `build ${id} has no comparison: it was the first build here, or made by an older ipsift ('ipsift builds compare ${id}' compares it with the build before it on disk)`,
+            metrics,
+          );
+        sendJson(res, 200, changes, metrics);
       },
       { compress: true },
     );

@@ -148,7 +148,7 @@ export function metricsText(v: MetricsView): string {
     family(
       'ipsift_source_state',
       'gauge',
-      "Each source's state, 1 on its current one: ok, stale (content unchanged past its max_age, or not confirmed within two intervals), expired (content unchanged past twice its max_age: its claims no longer count), refused (bad data, the last good copy answers), failed, never.",
+      "Each source's state, 1 on its current one: ok, stale (content unchanged past its max_age, or not confirmed within two intervals), expired (content unchanged past twice its max_age: its claims no longer count), refused (bad data, the last good copy answers), failed, never, disabled (set aside by an operator: neither fetched nor built from).",
       src.map((x) => `ipsift_source_state{source="${label(x.name)}",state="${x.state}"} 1`),
     );
   }

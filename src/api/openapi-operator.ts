@@ -137,6 +137,42 @@ export function operatorSchemas(): Record<string, Schema> {
       undefined,
       true,
     ),
+    BuildComparison: object(
+      {
+        from: { type: 'string' },
+        to: { type: 'string' },
+        ranges: { type: 'integer', minimum: 0, description: 'Ranges changed in every category together.' },
+        categories: {
+          type: 'object',
+          additionalProperties: object(
+            {
+              ranges: { type: 'integer', minimum: 0 },
+              gained: { type: 'integer', minimum: 0 },
+              lost: { type: 'integer', minimum: 0 },
+              changed: { type: 'integer', minimum: 0, description: 'In the category before and after, with another detail.' },
+              ipv4_addresses: { type: 'string', description: 'Decimal.' },
+              ipv6_addresses: { type: 'string', description: 'Decimal.' },
+            },
+            ['ranges', 'gained', 'lost', 'changed', 'ipv4_addresses', 'ipv6_addresses'],
+          ),
+        },
+        examples: {
+          type: 'array',
+          items: object(
+            {
+              category: { type: 'string' },
+              first: { type: 'string' },
+              last: { type: 'string' },
+              before: { type: ['object', 'null'], description: "The category's detail before (null: not in it)." },
+              after: { type: ['object', 'null'] },
+            },
+            ['category', 'first', 'last', 'before', 'after'],
+          ),
+        },
+        more: { type: 'integer', minimum: 0, description: 'Changed ranges beyond the examples.' },
+      },
+      ['from', 'to', 'ranges', 'categories', 'examples', 'more'],
+    ),
     AdminToken: object(adminToken, Object.keys(adminToken)),
     NewAdminToken: object({ ...adminToken, token: { type: 'string', description: 'The secret (iat_…), in this answer only.' } }, [
       ...Object.keys(adminToken),
@@ -521,6 +557,21 @@ export function operatorPaths(): Record<string, Schema> {
                     'Oldest first, at most 360, none for periods the server was down. Merged periods average their rates and p50, and keep their worst p99. Kept across restarts where ADMIN_PORT is not 0.',
                 },
               }),
+              routes: {
+                type: 'array',
+                description:
+                  'Traffic per route family (lookup, batch, account, database, files) over the window, or since this process started where it is younger; the busiest first.',
+                items: object(
+                  {
+                    family: { enum: ['lookup', 'batch', 'account', 'database', 'files'] },
+                    requests: { type: 'integer', minimum: 0 },
+                    per_s: { type: 'number', minimum: 0 },
+                    p50_ms: { type: ['number', 'null'] },
+                    p99_ms: { type: ['number', 'null'] },
+                  },
+                  ['family', 'requests', 'per_s', 'p50_ms', 'p99_ms'],
+                ),
+              },
             }),
             'The overview.',
           ),
@@ -556,13 +607,55 @@ export function operatorPaths(): Record<string, Schema> {
         ),
       }),
     }),
+    '/admin/v1/log': admin({
+      get: op(
+        'adminLogTail',
+        "This process's last warnings and errors (at most 200), newest first, as they went to the log",
+        false,
+        {
+          '200': json(
+            object({
+              keep: { type: 'integer', description: 'How many lines are kept.' },
+              lines: {
+                type: 'array',
+                items: object({
+                  time: DATE_TIME,
+                  level: { enum: ['warn', 'error'] },
+                  msg: { type: 'string' },
+                  fields: { type: 'object', description: "The line's other fields, as logged." },
+                }),
+              },
+            }),
+            'The lines.',
+          ),
+          '400': bad,
+        },
+        {
+          parameters: [
+            {
+              name: 'level',
+              in: 'query',
+              required: false,
+              description: 'warn (the default): warnings and errors; error: errors only.',
+              schema: { enum: ['warn', 'error'] },
+            },
+          ],
+        },
+      ),
+    }),
     '/admin/v1/builds': admin({
       get: op('adminBuilds', 'The builds, newest first, the serving one marked', false, {
         '200': json(
           object({
             builds: {
               type: 'array',
-              items: object({ id: { type: 'string' }, current: { type: 'boolean' }, created: DATE_TIME, bytes: { type: 'integer', minimum: 0 } }),
+              items: object({
+                id: { type: 'string' },
+                current: { type: 'boolean' },
+                created: DATE_TIME,
+                bytes: { type: 'integer', minimum: 0 },
+                compared: { type: 'boolean', description: 'Whether it recorded what it changed against the build before it (/admin/v1/builds/{id}/changes).' },
+              }),
             },
           }),
           'The builds.',
@@ -595,17 +688,58 @@ export function operatorPaths(): Record<string, Schema> {
           '202': json(started, 'Started: GET /admin/v1/sources shows it when it ends.'),
           '400': bad,
           '404': rc('NOT_FOUND', 'No source of this name is configured here.'),
-          '409': rc('CONFLICT', 'A refresh or a build is running on this data directory.'),
+          '409': rc('CONFLICT', 'A refresh or a build is running on this data directory, or the source is disabled.'),
         },
         { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }] },
       ),
     }),
+    ...Object.fromEntries(
+      (['disable', 'enable'] as const).map((verb) => [
+        `/admin/v1/sources/{name}/${verb}`,
+        admin({
+          post: op(
+            verb === 'disable' ? 'adminDisableSource' : 'adminEnableSource',
+            verb === 'disable'
+              ? 'Set a source aside: neither fetched nor built from until enabled; a build without it follows; audited when it changed'
+              : 'Take a disabled source back: fetched and built from again; a build with it follows; audited when it changed',
+            true,
+            {
+              '200': json(
+                object({
+                  source: { type: 'string' },
+                  disabled: { type: 'boolean' },
+                  since: { ...DATE_TIME, type: ['string', 'null'] },
+                  by: { type: ['string', 'null'] },
+                  message: { type: 'string' },
+                }),
+                `Done (or already ${verb}d: nothing changed).`,
+              ),
+              '400': bad,
+              '404': rc('NOT_FOUND', 'No source of this name is configured here.'),
+            },
+            { parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }] },
+          ),
+        }),
+      ]),
+    ),
     '/admin/v1/builds/{id}': admin({
       get: op(
         'adminBuild',
         "A build's report: its manifest (feeds, ranges and addresses per category, index, exports, stage timings)",
         false,
         { '200': json(ref('BuildManifest'), 'The manifest.'), '404': rc('NOT_FOUND', 'No build has this id.') },
+        { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] },
+      ),
+    }),
+    '/admin/v1/builds/{id}/changes': admin({
+      get: op(
+        'adminBuildChanges',
+        'What a build changed against the build before it, recorded when it was made: per category the ranges gained, lost and with another detail, and the first of them',
+        false,
+        {
+          '200': json(ref('BuildComparison'), 'The comparison.'),
+          '404': rc('NOT_FOUND', 'No build has this id, or it has no comparison (the first build here).'),
+        },
         { parameters: [pathParam('id', 'Build id (YYYYMMDD-n).')] },
       ),
     }),

@@ -139,7 +139,7 @@ const SOURCE_STATUS = object(
   {
     name: { type: 'string' },
     url: { type: ['string', 'null'] },
-    state: { enum: ['ok', 'stale', 'expired', 'refused', 'failed', 'never'] },
+    state: { enum: ['ok', 'stale', 'expired', 'refused', 'failed', 'never', 'disabled'] },
     reason: { type: ['string', 'null'], description: 'Why the latest attempt was refused or failed.' },
     serving: { type: 'boolean', description: 'Whether a good copy answers (the last one, where the latest attempt was refused or failed).' },
     entries: { type: 'integer', minimum: 0 },
@@ -155,7 +155,11 @@ const SOURCE_STATUS = object(
       description: 'stale: unchanged past max_age, its claims a band lower; expired: past twice max_age, its claims no longer count.',
     },
     interval_s: { type: 'integer', minimum: 60 },
-    next_at: { ...DATE_TIME, type: ['string', 'null'] },
+    next_at: { ...DATE_TIME, type: ['string', 'null'], description: 'When it is next fetched (null: never tried yet, or disabled).' },
+    disabled: {
+      oneOf: [{ type: 'null' }, object({ at: DATE_TIME, by: { type: 'string' } })],
+      description: 'Who disabled it and when (null: enabled). A disabled source is neither fetched nor built from.',
+    },
   },
   [
     'name',
@@ -174,6 +178,7 @@ const SOURCE_STATUS = object(
     'freshness',
     'interval_s',
     'next_at',
+    'disabled',
   ],
 );
 

@@ -99,6 +99,7 @@ export class OverviewApi {
             threads,
             process: s.process(),
             traffic: s.history.view(window, nowMs),
+            routes: s.history.routes(window, nowMs),
           },
           edge.metrics,
         );

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { providerNamed } from '../model/providers.js';
 import { feedStanding } from '../feeds/freshness.js';
+import { readDisabledSources } from '../feeds/source-switches.js';
 import { readSourceStates } from '../feeds/source-state.js';
 import { detailsText, flagMask } from '../model/projection.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
@@ -46,6 +47,8 @@ export interface BuildManifest {
   addresses: { v4: Partial<Record<Category, string>>; v6: Partial<Record<Category, string>> };
   /** Sources whose content is past its max_age: stale (a band lower) or expired (left out). */
   set_aside: { name: string; freshness: 'stale' | 'expired'; changed_at: string | null }[];
+  /** Feeds of sources an operator disabled (feeds/source-switches.ts): left out whatever their freshness. */
+  disabled: string[];
   /** Provider names in the feeds that the registry (model/providers.ts) does not know. */
   unknown_providers: string[];
   index: IndexStats & { file: string; sha256: string };
@@ -232,7 +235,13 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
   const notices: SourceNotice[] = [];
   const leftOut: SourceNotice[] = [];
   const restricted = new Map<RangeSet, number[]>();
+  const disabledSources = readDisabledSources(options.dataDir);
+  const disabled: string[] = [];
   for (const feed of feeds) {
+    if (feed.name in disabledSources) {
+      disabled.push(feed.name);
+      continue;
+    }
     const standing = feedStanding(feed, states, now.getTime());
     if (standing.freshness !== 'fresh') setAside.push({ name: feed.name, freshness: standing.freshness, changed_at: states[feed.name]?.changed_at ?? null });
     if (standing.freshness === 'expired') continue;
@@ -346,10 +355,11 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
       Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
     const facts = {
-      feeds: feeds.map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
+      feeds: feeds.filter((f) => !(f.name in disabledSources)).map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
       ranges: { v4: count(v4), v6: count(v6) },
       addresses: { v4: addressCounts(seg4), v6: addressCounts(seg6) },
       set_aside: setAside,
+      disabled,
       unknown_providers: unknownProviders(details),
       index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
     };

@@ -5,6 +5,7 @@
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { EVIDENCE, type EvidenceKind } from '../feeds/evidence.js';
 import { feedStanding } from '../feeds/freshness.js';
+import { readDisabledSources } from '../feeds/source-switches.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { readSourceStates } from '../feeds/source-state.js';
 import { IPV4, IPV4_MAPPED, NOT_ADDRESS, ParsedAddress, addressBigInt, normalisedText, parseAddress } from '../net/address.js';
@@ -101,7 +102,10 @@ export function explainAddress(dataDir: string, ip: string, nowMs = Date.now()):
   const out: Explanation = { ip: normalisedText(ip, 0, ip.length, p), bogon: family === 4 ? isBogonV4(p.v4) : isBogonV6(p.w), categories: {} };
   const byCategory = new Map<Category, Covering[]>();
   const states = readSourceStates(dataDir);
+  const disabled = readDisabledSources(dataDir);
   for (const feed of listFeeds(dataDir)) {
+    // As the build leaves it out.
+    if (feed.name in disabled) continue;
     const st = states[feed.name];
     // As the build ranks them: a stale source a band lower, an expired one not at all.
     const standing = feedStanding(feed, states, nowMs);

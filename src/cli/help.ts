@@ -19,6 +19,7 @@ Commands:
   builds                list builds and the one serving
   builds use <id>       make an existing build the serving one
   builds log            which build served from when to when
+  builds compare [<a>] <b>  what changed between two builds, per category
   explain <ip>          every feed that covers an address, and the rule that decided each category
   org create|list|show|plan|limit|delete  organisations, plans and overage limits
   key create|list|show|revoke|rotate  API keys
@@ -28,6 +29,7 @@ Commands:
   license grant|revoke|list           database licences per organisation and base
   publish               publish a build's database files and index to the object store again
   sources list|status|refresh|import  the public registry, each source's freshness, fetch now
+  sources disable|enable <name>       set a source aside, or take it back
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun,
@@ -112,9 +114,13 @@ Options:
   builds: `Usage: ipsift builds [--json]
        ipsift builds use <id>
        ipsift builds log [--json]
+       ipsift builds compare [<from>] <to> [--json]
 
 log lists which build served from when to when on this node, newest first, from the serving
-log (builds/serving-log.jsonl), which is kept when old builds are pruned.`,
+log (builds/serving-log.jsonl), which is kept when old builds are pruned. compare lists, per
+category, the ranges whose answer differs between two builds on disk (gained, lost, or with
+another detail) and the first of them; with one id, against the build before it. Every build
+records its comparison with the one before it when it is made (changes.json).`,
   explain: `Usage: ipsift explain <ip> [--json]
 
 Lists every imported feed range that covers the address, per category, in the order the build
@@ -181,6 +187,7 @@ for the build it makes; publish again after 'ipsift build --no-publish', or to a
        ipsift sources status [--json]
        ipsift sources refresh [--all] [--no-build] [--publish] [--json]
        ipsift sources import [--file <sources.json>] [--json]
+       ipsift sources disable|enable <name> [--no-build] [--json]
 
 The sources ipsift fetches: SOURCES picks from the registry shipped with ipsift (public for all
 of it, names, -name to leave one out), SOURCES_FILE adds your own in the same shape:
@@ -190,11 +197,14 @@ of it, names, -name to leave one out), SOURCES_FILE adds your own in the same sh
 the same name. A running server refreshes each source on its interval by itself.
 
   list      the registry: name, category, interval, licence, URL
-  status    per source: state (ok, stale, refused, failed, never), entries, age of the good
+  status    per source: state (ok, stale, expired, refused, failed, never, disabled), entries, age of the good
             copy, last change, and why a source was refused or failed
   refresh   fetch the sources that are due (--all: every one) with conditional requests, import
             what changed, and build when anything did (--no-build: not; --publish: publish it too)
   import    fetch and import every source now (--file: only that file's), without building
+  disable   set a source aside: not fetched, its feed left out of builds, until enabled again;
+            a build without it follows at once (--no-build: at the next refresh)
+  enable    take a disabled source back, and build with it again
 
 A fetch that fails, or brings an HTML page, an empty or cut-short body, more than the size cap,
 or far fewer entries than the last good copy (SOURCES_SHRINK_PCT) is refused: the last good

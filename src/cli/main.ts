@@ -8,6 +8,8 @@ import path from 'node:path';
 import type { ParseArgsConfig } from 'node:util';
 import { buildSummaries, listBuilds, readServingLog } from '../index/builds.js';
 import { serveBuild } from '../index/loader.js';
+import { buildBefore, compareBuilds } from '../index/build-changes.js';
+import type { BuildComparison } from '../index/compare.js';
 import { ConfigError, loadConfig } from '../config.js';
 import { importFeed, type FeedFormat } from '../feeds/import.js';
 import { FEED_FORMATS } from '../feeds/formats.js';
@@ -171,13 +173,14 @@ async function build(args: string[]): Promise<void> {
     pruned,
     prune_error,
     publish_error,
+    changes,
     build_ms,
     publish_ms,
     total_ms: total,
   } = await buildAndPublish(config, { serve, publish });
   // The build serves; its publication failed: an error for the command, saying which part failed.
   if (publish_error !== null) throw new IpsiftError('PUBLISH', `build ${id} serves, but publishing it failed: ${publish_error}`);
-  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, pruned, build_ms, publish_ms, total_ms: total }, () => {
+  print(values.json as boolean, { ...manifest, dir, serving: serve, publication, pruned, changes, build_ms, publish_ms, total_ms: total }, () => {
     const ranges = (r: Record<string, number | undefined>) =>
       Object.entries(r)
         .map(([c, n]) => `${c} ${n}`)
@@ -189,6 +192,7 @@ async function build(args: string[]): Promise<void> {
       `  ranges IPv6: ${ranges(manifest.ranges.v6)}`,
       `  index: ${i.v4} IPv4 + ${i.v6} IPv6 intervals, ${i.records} records, ${i.bytes} bytes`,
       ...(manifest.unknown_providers.length ? [`  ${unknownProvidersLine(manifest.unknown_providers)}`] : []),
+      ...(changes ? [`  changed against ${changes.from}: ${changes.ranges} ranges ('ipsift builds compare ${changes.from} ${id}' shows them)`] : []),
       `  timings: ${Object.entries(manifest.timings_ms)
         .map(([k, v]) => `${k} ${v} ms`)
         .join(', ')}; build ${build_ms} ms${publication ? `, publish ${publish_ms} ms` : ''}, total ${total} ms`,
@@ -222,11 +226,35 @@ async function builds(args: string[]): Promise<void> {
       spans.length ? spans.map((s) => `${s.build}\t${s.from} – ${s.to ?? 'now'}\t${s.node}`).join('\n') : 'no build has served here yet',
     );
   }
-  if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}: use or log`);
+  if (positionals[0] === 'compare') {
+    const ids = positionals.slice(1);
+    const known = listBuilds(dataDir);
+    if (ids.length < 1 || ids.length > 2) throw new UsageError('builds compare takes one build id (compared with the build before it) or two (from, to)');
+    for (const id of ids) if (!known.includes(id)) throw new UsageError(`no build ${id}: 'ipsift builds' lists them`);
+    const from = ids.length === 2 ? ids[0] : buildBefore(dataDir, ids[0]);
+    if (from === null) throw new UsageError(`${ids[0]} is the oldest build on disk: name two builds to compare`);
+    const to = ids[ids.length - 1];
+    const c = compareBuilds(dataDir, from, to, 20);
+    return print(values.json as boolean, c, () => comparisonText(c));
+  }
+  if (positionals.length) throw new UsageError(`unknown builds command ${positionals[0]}: use, log or compare`);
   const list = buildSummaries(dataDir);
   print(values.json as boolean, list, () =>
     list.length ? list.map((b) => `${b.current ? '*' : ' '} ${b.id}\t${b.created}\t${b.bytes} bytes`).join('\n') : 'no builds',
   );
+}
+
+/** A comparison as an operator reads it: a line per category that changed, then the first ranges. */
+function comparisonText(c: BuildComparison): string {
+  const lines = [`${c.from} → ${c.to}: ${c.ranges} ranges changed`];
+  for (const [category, n] of Object.entries(c.categories)) {
+    if (n.ranges === 0) continue;
+    lines.push(`  ${category}: ${n.ranges} (${n.gained} gained, ${n.lost} lost, ${n.changed} with another detail; ${n.ipv4_addresses} IPv4 addresses)`);
+  }
+  const side = (v: Record<string, unknown> | null): string => (v === null ? 'not' : JSON.stringify(v));
+  for (const e of c.examples) lines.push(`    ${e.category}	${e.first} – ${e.last}	${side(e.before)} → ${side(e.after)}`);
+  if (c.more) lines.push(`    … and ${c.more} more (--json lists the first ${c.examples.length})`);
+  return lines.join('\n');
 }
 
 function explain(args: string[]): void {

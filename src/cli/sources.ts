@@ -2,6 +2,7 @@
 // own) fetched, imported, built, and seen.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import { UsageError, parse, print } from './common.js';
 import { HELP } from './help.js';
 import { loadConfig, type Config } from '../config.js';
@@ -10,6 +11,7 @@ import { loadRegistry } from '../feeds/registry.js';
 import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { readSourceStates, sourceStatuses, type SourceStatus } from '../feeds/source-state.js';
 import { sourceStateFile } from '../data-dir.js';
+import { readDisabledSources, switchSource } from '../feeds/source-switches.js';
 import { configuredSources, refreshAndBuild, refreshOptions } from '../publish/pipeline.js';
 import { releaseBuildLock, takeBuildLock } from '../publish/build-lock.js';
 
@@ -69,16 +71,16 @@ const age = (s: number | null): string =>
 
 export function statusTable(rows: readonly SourceStatus[]): string {
   const width = Math.max(4, ...rows.map((r) => r.name.length));
-  const head = `${'name'.padEnd(width)}  state    entries  age     changed               reason`;
+  const head = `${'name'.padEnd(width)}  state     entries  age     changed               reason`;
   const lines = rows.map(
     (r) =>
-      `${r.name.padEnd(width)}  ${r.state.padEnd(7)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? r.freshness_reason ?? ''}`,
+      `${r.name.padEnd(width)}  ${r.state.padEnd(8)}  ${String(r.entries).padStart(7)}  ${age(r.age_s).padEnd(6)}  ${(r.changed_at ?? '-').slice(0, 19).padEnd(20)}  ${r.reason ?? r.freshness_reason ?? ''}`,
   );
   const count = (state: string): number => rows.filter((r) => r.state === state).length;
   return [
     head,
     ...lines,
-    `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('expired')} expired, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched`,
+    `${rows.length} sources: ${count('ok')} ok, ${count('stale')} stale, ${count('expired')} expired, ${count('refused')} refused, ${count('failed')} failed, ${count('never')} never fetched${count('disabled') ? `, ${count('disabled')} disabled` : ''}`,
   ].join('\n');
 }
 
@@ -103,7 +105,7 @@ function status(values: Record<string, unknown>): void {
     sources = held.map((name) => registry.get(name) ?? ({ name } as Source));
     note = `(SOURCES is not set: the ${held.length} sources in ${sourceStateFile(config.dataDir)})\n`;
   }
-  const rows = sourceStatuses(sources, states, Date.now(), DEFAULT_INTERVAL_MS);
+  const rows = sourceStatuses(sources, states, Date.now(), DEFAULT_INTERVAL_MS, readDisabledSources(config.dataDir));
   print(values.json as boolean, rows, () => note + statusTable(rows));
 }
 
@@ -130,17 +132,49 @@ function list(values: Record<string, unknown>): void {
   );
 }
 
+/**
+ * `sources disable|enable <name>`: the switch written (who: the OS user), then, unless
+ * --no-build, a refresh of that source here, which builds without it (or with it again); a
+ * running server switches to that build as to any other, and its own refreshes skip the source.
+ */
+async function setSwitch(disable: boolean, names: string[], values: Record<string, unknown>): Promise<void> {
+  const config = loadConfig(process.env);
+  const sources = configured(config);
+  const verb = disable ? 'disable' : 'enable';
+  if (names.length !== 1) throw new UsageError(`sources ${verb} takes one source's name: ipsift sources ${verb} <name> ('ipsift sources status' lists them)`);
+  const name = names[0];
+  if (!sources.some((s) => s.name === name)) throw new UsageError(`no source named ${name} is configured: 'ipsift sources status' lists them`);
+  const switched = switchSource(config.dataDir, name, disable ? `cli:${os.userInfo().username}` : null, new Date());
+  const said = switched
+    ? `${name} ${disable ? 'disabled: neither fetched nor built from' : 'enabled: fetched and built from again'}`
+    : `${name} was already ${verb}d`;
+  if (!switched || values['no-build'] === true) return print(values.json as boolean, { name, disabled: disable, switched, build: null }, () => said);
+  const run = await refreshAndBuild(config, sources, { all: false, build: true, publish: false, only: [name] });
+  const build = run.build?.id ?? null;
+  print(values.json as boolean, { name, disabled: disable, switched, build, busy: run.busy === true }, () =>
+    run.busy
+      ? `${said}; a build is running on this data directory, so the next refresh builds ${disable ? 'without' : 'with'} it`
+      : `${said}; ${build ? `build ${build} serves ${disable ? 'without' : 'with'} it` : 'no build needed: its feed was not in the serving build'}`,
+  );
+}
+
 export async function sourcesCommand(sub: string | undefined, args: string[]): Promise<void> {
   if (sub?.startsWith('-')) {
     args = [sub, ...args];
     sub = undefined;
   }
-  const { values } = parse(args, { file: { type: 'string' }, all: { type: 'boolean' }, 'no-build': { type: 'boolean' }, publish: { type: 'boolean' } });
+  const { values, positionals } = parse(args, {
+    file: { type: 'string' },
+    all: { type: 'boolean' },
+    'no-build': { type: 'boolean' },
+    publish: { type: 'boolean' },
+  });
   if (values.help || sub === undefined || sub === 'help') return print(false, null, () => HELP.sources);
   if (values.file !== undefined && !fs.existsSync(values.file as string)) throw new UsageError(`no sources file ${values.file as string}`);
   if (sub === 'import') return importAll(values);
   if (sub === 'refresh') return refresh(values);
   if (sub === 'status') return status(values);
   if (sub === 'list') return list(values);
-  throw new UsageError(`unknown sources command ${sub}: list, status, refresh or import`);
+  if (sub === 'disable' || sub === 'enable') return setSwitch(sub === 'disable', positionals, values);
+  throw new UsageError(`unknown sources command ${sub}: list, status, refresh, import, disable or enable`);
 }

@@ -11,6 +11,7 @@ import { FeedImportError, importFeed, type ImportResult } from './import.js';
 import { findFeed, removeFeed } from './feed-store.js';
 import { fetchSource, findLink, hopGuard, RefusedBody, type FetchOutcome } from './source-fetch.js';
 import { type Freshness, freshnessOf } from './freshness.js';
+import { readDisabledSources } from './source-switches.js';
 import { datedLater, datesOfNewContent, type Evidence, lastModifiedEvidence, noteActivity } from './content-dates.js';
 import { documentDate, linkDate } from './document-date.js';
 import { GithubDates, githubFileOf } from './github-dates.js';
@@ -25,6 +26,11 @@ export interface RefreshOptions {
   nowMs?: number;
   /** Every source, due or not. */
   all?: boolean;
+  /**
+   * Only these sources are fetched (an operator's refresh of one); the others stay configured:
+   * kept, dated and judged fresh or not as in any refresh.
+   */
+  only?: readonly string[];
   /** Fetch https://HOST/PATH as <mirror>/HOST/PATH. */
   mirror?: string;
   concurrency?: number;
@@ -121,8 +127,13 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
   }
 
   // Due by its interval, or its good copy's feed is gone (removed by hand): imported again.
+  // A disabled source is neither fetched nor imported, asked for or not (source-switches.ts).
+  const disabled = readDisabledSources(dataDir);
   const due = sources.filter(
-    (s) => o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || (!!states[s.name]?.sha256 && !findFeed(dataDir, s.name)),
+    (s) =>
+      !(s.name in disabled) &&
+      (o.only === undefined || o.only.includes(s.name)) &&
+      (o.all || isDue(states[s.name], s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs) || (!!states[s.name]?.sha256 && !findFeed(dataDir, s.name))),
   );
   const fetched = due.filter((s) => s.url);
   const tasks = fetched.map((s) => async (): Promise<Got> => {
@@ -316,6 +327,12 @@ export async function refreshSources(dataDir: string, sources: readonly Source[]
     st.freshness = to;
     if (from !== to) {
       freshness.push({ name: s.name, from, to });
+      if (st.sha256) changed = true;
+    }
+    // Disabled or enabled since the last refresh: a build leaves its feed out, or takes it back.
+    const off = s.name in disabled;
+    if ((st.disabled ?? false) !== off) {
+      st.disabled = off;
       if (st.sha256) changed = true;
     }
   }

@@ -2,11 +2,11 @@
 // validators for conditional requests, the last good copy's checksum, size and entries, when it
 // was fetched and changed, and how the last attempt went. Written whole and renamed.
 
-import fs from 'node:fs';
-import { makeDirectory } from '../files.js';
+import { makeDirectory, readJsonFile, writeFileWhole } from '../files.js';
 import { sourceStateFile, sourcesDir } from '../data-dir.js';
 import { type DateEvidence, type Freshness, freshnessOf, freshnessReason } from './freshness.js';
 import { redactUrl } from '../log.js';
+import type { Disabled, DisabledSources } from './source-switches.js';
 
 /** How the last attempt went: ok (fetched, or unchanged), refused (bad data), failed (no answer). */
 export type Attempt = 'ok' | 'refused' | 'failed';
@@ -42,33 +42,28 @@ export interface SourceState {
   found_url?: string | null;
   /** The content's freshness as of the last refresh (a change of it calls for a build). */
   freshness?: Freshness;
+  /** Whether it was disabled as of the last refresh (a switch calls for a build). */
+  disabled?: boolean;
 }
 
 export type SourceStates = Record<string, SourceState>;
 
 export function readSourceStates(dataDir: string): SourceStates {
-  try {
-    return JSON.parse(fs.readFileSync(sourceStateFile(dataDir), 'utf8')) as SourceStates;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw e;
-  }
+  return readJsonFile<SourceStates>(sourceStateFile(dataDir), {});
 }
 
 export function writeSourceStates(dataDir: string, states: SourceStates): void {
   makeDirectory(sourcesDir(dataDir));
-  const file = sourceStateFile(dataDir);
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(states, null, 1));
-  fs.renameSync(tmp, file);
+  writeFileWhole(sourceStateFile(dataDir), JSON.stringify(states, null, 1));
 }
 
 /**
  * What an operator sees per source: ok; stale (its content unchanged past its max_age, or no
  * good copy confirmed within two intervals); expired (content unchanged past twice max_age:
- * its claims no longer count); refused; failed; never fetched.
+ * its claims no longer count); refused; failed; never fetched; disabled by an operator (neither
+ * fetched nor built from, whatever its last state).
  */
-export type SourceHealth = 'ok' | 'stale' | 'expired' | 'refused' | 'failed' | 'never';
+export type SourceHealth = 'ok' | 'stale' | 'expired' | 'refused' | 'failed' | 'never' | 'disabled';
 
 export interface SourceStatus {
   name: string;
@@ -98,7 +93,10 @@ export interface SourceStatus {
   /** The publisher's learnt cadence (seconds; null: too few signs yet). */
   cadence_s: number | null;
   interval_s: number;
+  /** When it is next fetched (null: never tried yet, or disabled). */
   next_at: string | null;
+  /** Who disabled it and when (null: enabled). */
+  disabled: Disabled | null;
 }
 
 /** The status of each configured source, from its state. */
@@ -107,6 +105,7 @@ export function sourceStatuses(
   states: SourceStates,
   nowMs: number,
   defaultIntervalMs: number,
+  disabled: DisabledSources = {},
 ): SourceStatus[] {
   return sources.map((s) => {
     const st = states[s.name];
@@ -121,6 +120,8 @@ export function sourceStatuses(
       else if (freshness !== 'fresh') state = freshness;
       else state = goodMs !== null && nowMs - goodMs > 2 * interval ? 'stale' : 'ok';
     }
+    const off = disabled[s.name] ?? null;
+    if (off) state = 'disabled';
     const changedMs = st?.changed_at ? Date.parse(st.changed_at) : null;
     return {
       name: s.name,
@@ -144,7 +145,8 @@ export function sourceStatuses(
       active_by: st?.active_by ?? null,
       cadence_s: st?.cadence_s ?? null,
       interval_s: Math.round(interval / 1000),
-      next_at: st ? new Date(Date.parse(st.attempted_at) + retryMs(st.attempt, interval)).toISOString() : null,
+      next_at: st && !off ? new Date(Date.parse(st.attempted_at) + retryMs(st.attempt, interval)).toISOString() : null,
+      disabled: off,
     };
   });
 }

@@ -71,9 +71,23 @@ export interface HistoryView {
   samples: TrafficSample[];
 }
 
+/** One route family's traffic over a window: requests, their rate, and latency quantiles. */
+export interface RouteTraffic {
+  family: string;
+  requests: number;
+  per_s: number;
+  p50_ms: number | null;
+  p99_ms: number | null;
+}
+
+/** How often the per-family counters are kept for the route table (a day of them is 1 440). */
+const ROUTE_SNAPSHOT_MS = 60_000;
+
 export class MetricsHistory {
   /** Samples with their time, oldest first. */
   private readonly kept: { atMs: number; sample: TrafficSample }[] = [];
+  /** Each family's cumulative histogram once a minute (this process only), oldest first. */
+  private readonly snapshots: { atMs: number; histograms: number[][] }[] = [];
   private last: Reading | null = null;
   readonly periodMs: number;
   readonly keep: number;
@@ -95,6 +109,11 @@ export class MetricsHistory {
     const reading: Reading = { atMs: nowMs, statuses: m.responses(), histograms: FAMILIES.map((_, f) => m.histogram(f).cumulative) };
     const last = this.last;
     this.last = reading;
+    const newest = this.snapshots[this.snapshots.length - 1];
+    if (newest === undefined || nowMs - newest.atMs >= ROUTE_SNAPSHOT_MS) {
+      this.snapshots.push({ atMs: nowMs, histograms: reading.histograms });
+      while (this.snapshots.length > 1 && this.snapshots[0].atMs < nowMs - WINDOWS['24h'] - ROUTE_SNAPSHOT_MS) this.snapshots.shift();
+    }
     if (last === null || nowMs <= last.atMs) return;
     const seconds = (nowMs - last.atMs) / 1000;
     let requests = 0;
@@ -158,6 +177,31 @@ export class MetricsHistory {
   /** The samples kept, oldest first. */
   samples(): readonly TrafficSample[] {
     return this.kept.map((k) => k.sample);
+  }
+
+  /**
+   * Traffic per route family over the last `window` (or since this process started, where it
+   * is younger), from the counters read at the last sample: the busiest first.
+   */
+  routes(window: HistoryWindow, nowMs: number): RouteTraffic[] {
+    const latest = this.last;
+    if (latest === null) return [];
+    const from = nowMs - WINDOWS[window];
+    const base = this.snapshots.find((x) => x.atMs >= from) ?? this.snapshots[0];
+    const seconds = Math.max(1, (latest.atMs - base.atMs) / 1000);
+    const ms = (v: number | null): number | null => (v === null ? null : Math.round(v * 1000) / 1000);
+    return FAMILIES.map((family, f) => {
+      const before = base.histograms[f];
+      const after = latest.histograms[f];
+      const requests = after[after.length - 1] - before[before.length - 1];
+      return {
+        family,
+        requests,
+        per_s: Math.round((requests / seconds) * 100) / 100,
+        p50_ms: ms(quantileMs(before, after, 0.5)),
+        p99_ms: ms(quantileMs(before, after, 0.99)),
+      };
+    }).sort((a, b) => b.requests - a.requests);
   }
 
   /** The last `window` up to nowMs, in WINDOW_POINTS points at most. */

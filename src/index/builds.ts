@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, currentPointerFile, servingLogFile } from '../data-dir.js';
+import { CHANGES_FILE, INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir, currentPointerFile, servingLogFile } from '../data-dir.js';
 
 const BUILD_ID = /^\d{8}-\d+$/;
 
@@ -95,6 +95,8 @@ export interface BuildSummary {
   current: boolean;
   created: string;
   bytes: number;
+  /** Whether it recorded what it changed against the build before it (GET /admin/v1/builds/{id}/changes). */
+  compared: boolean;
 }
 
 /** Every build, oldest first, with the serving one marked. */
@@ -102,13 +104,19 @@ export function buildSummaries(dataDir: string): BuildSummary[] {
   const current = readCurrentBuildId(dataDir);
   return listBuilds(dataDir).map((id) => {
     const manifest = readManifest(dataDir, id) as { created: string; index: { bytes: number } };
-    return { id, current: id === current, created: manifest.created, bytes: manifest.index.bytes };
+    return {
+      id,
+      current: id === current,
+      created: manifest.created,
+      bytes: manifest.index.bytes,
+      compared: fs.existsSync(path.join(buildDir(dataDir, id), CHANGES_FILE)),
+    };
   });
 }
 
-/** A build's manifest, as written (build/build.ts BuildManifest: feeds, ranges, exports, timings). */
 /**
- * A build's manifest as written, but for one name: builds before 2026-11-27 wrote
+ * A build's manifest as written (build/build.ts BuildManifest: feeds, ranges, exports,
+ * timings), but for one name: builds before 2026-11-27 wrote
  * `published` for what is `made_serving` (made the serving build when built; publishing is
  * the upload to the store, which a manifest does not record).
  */

@@ -194,6 +194,45 @@ export class RangeIndex {
     for (let i = 0; i < n; i++) records[i] = keys[lo[i] * V6_KEY_ROW + 1];
   }
 
+  // A walk over every interval, for comparing builds: not on any request's path.
+
+  /** The first address of IPv4 interval i, and its record. */
+  v4Interval(i: number): { start: number; record: number } {
+    return { start: this.v4Rows[i * V4_ROW], record: this.v4Rows[i * V4_ROW + 1] };
+  }
+
+  /** The first address of IPv6 interval i, and its record. */
+  v6Interval(i: number): { start: bigint; record: number } {
+    const s = this.v6Starts;
+    const k = i * 4;
+    const start = (BigInt(s[k]) << 96n) | (BigInt(s[k + 1]) << 64n) | (BigInt(s[k + 2]) << 32n) | BigInt(s[k + 3]);
+    return { start, record: this.v6Keys[i * V6_KEY_ROW + 1] };
+  }
+
+  /** A record's category mask and its whole details text (every category's `,"<cat>":{…}`). */
+  recordContent(record: number): { mask: number; details: string } {
+    const row = record * this.stride;
+    let length = 0;
+    for (let t = 2; t < this.stride; t++) length = Math.max(length, this.records[row + t]);
+    const off = this.records[row];
+    return { mask: this.records[row + 1], details: this.blob.toString('utf8', off, off + length) };
+  }
+
+  /** Whether record r of this index answers as record `otherRecord` of `other` does (byte for byte). */
+  sameContent(r: number, other: RangeIndex, otherRecord: number): boolean {
+    const a = r * this.stride;
+    const b = otherRecord * other.stride;
+    if (this.records[a + 1] !== other.records[b + 1]) return false;
+    let la = 0;
+    let lb = 0;
+    for (let t = 2; t < this.stride; t++) la = Math.max(la, this.records[a + t]);
+    for (let t = 2; t < other.stride; t++) lb = Math.max(lb, other.records[b + t]);
+    if (la !== lb) return false;
+    const oa = this.records[a];
+    const ob = other.records[b];
+    return this.blob.compare(other.blob, ob, ob + lb, oa, oa + la) === 0;
+  }
+
   /** Writes the answer after `{"ip":"…"` for (record, tier) into out at pos; returns the end. */
   copyFragment(record: number, tier: number, out: Uint8Array, pos: number): number {
     const f = this.flags;

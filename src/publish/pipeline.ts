@@ -12,6 +12,7 @@ import { openControlDb } from '../control/control-db.js';
 import { runBuild, type BuildManifest } from '../build/build.js';
 import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { listFeeds } from '../feeds/feed-store.js';
+import { recordBuildChanges } from '../index/build-changes.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import { publishIndexReplica } from '../replica/index-replica.js';
@@ -54,6 +55,8 @@ export interface BuildRun {
   prune_error: string | null;
   /** Why publishing failed while the build serves (null: published, or not asked to). */
   publish_error: string | null;
+  /** What it changed against the build before it (null: the first build, or the comparison failed). */
+  changes: { from: string; ranges: number } | null;
   /** The build (index, exports, made serving), then publishing it, then both. */
   build_ms: number;
   publish_ms: number;
@@ -87,10 +90,24 @@ export async function pruneOldBuilds(config: Config, published: string | null): 
   }
 }
 
+/**
+ * What a new build changed against the one before it, kept beside it (index/build-changes.ts)
+ * once the build's own memory is let go. A comparison that fails leaves the build as it is.
+ */
+function noteChanges(config: Config, id: string): { from: string; ranges: number } | null {
+  try {
+    const c = recordBuildChanges(config.dataDir, id);
+    return c && { from: c.from, ranges: c.ranges };
+  } catch {
+    return null;
+  }
+}
+
 /** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
 export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
   const started = performance.now();
   const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve, exportsRestricted: config.exportsRestricted });
+  const changes = noteChanges(config, id);
   const built = performance.now();
   // The build serves already: a failed publication is reported as such, not as a failed build.
   let publication: PublicationReport | null = null;
@@ -113,6 +130,7 @@ export async function buildAndPublish(config: Config, o: { serve: boolean; publi
     pruned: pruned.removed,
     prune_error: pruned.error ?? null,
     publish_error: publishError,
+    changes,
     build_ms: Math.round(built - started),
     publish_ms: publication ? Math.round(done - built) : 0,
     total_ms: Math.round(done - started),
@@ -187,12 +205,14 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
   const held = o.lockHeld === true;
   if (!held && !takeBuildLock(config.dataDir)) return { busy: true, changed: false, removed: [], reports: [], build: null };
   try {
-    const picked = o.only ? sources.filter((s) => o.only!.includes(s.name)) : sources;
-    const result = await refreshSources(config.dataDir, picked, { ...refreshOptions(config), all: o.all });
+    // Every configured source is passed, `only` or not: one left out would be pruned as no
+    // longer configured, its feed removed from the build.
+    const result = await refreshSources(config.dataDir, sources, { ...refreshOptions(config), all: o.all, only: o.only });
     let build: RefreshRun['build'] = null;
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {
       const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted });
+      noteChanges(config, id);
       let publishError: string | null = null;
       if (o.publish) await publishBuild(config, id).catch((e: unknown) => (publishError = publishFailure(e, config)));
       build = { id, published: o.publish && publishError === null, publish_error: publishError };

@@ -10,6 +10,7 @@ import type { Source } from '../feeds/sources.js';
 import { DEFAULT_INTERVAL_MS } from '../feeds/sources.js';
 import { isDue } from '../feeds/refresh.js';
 import { readSourceStates, retryMs } from '../feeds/source-state.js';
+import { type Disabled, readDisabledSources, switchSource } from '../feeds/source-switches.js';
 import { nextFreshnessChange } from '../feeds/freshness.js';
 import type { Logger } from '../log.js';
 import { reasonOf } from '../errors.js';
@@ -41,9 +42,14 @@ export class SourceRefresher {
   /** When the next source falls due (ms from now), between half a minute and an hour. */
   nextDueInMs(nowMs = Date.now()): number {
     const states = readSourceStates(this.config.dataDir);
+    const disabled = readDisabledSources(this.config.dataDir);
     let next = Infinity;
     for (const s of this.sources) {
       const st = states[s.name];
+      const off = s.name in disabled;
+      // A switch not yet built calls for a refresh now; a disabled source is otherwise never due.
+      if (st && (st.disabled ?? false) !== off) return 0;
+      if (off) continue;
       if (isDue(st, s.intervalMs ?? DEFAULT_INTERVAL_MS, nowMs)) return 0;
       next = Math.min(next, Date.parse(st!.attempted_at) + retryMs(st!.attempt, s.intervalMs ?? DEFAULT_INTERVAL_MS) - nowMs);
       // A source going stale or expired calls for a build even when nothing is due.
@@ -53,8 +59,10 @@ export class SourceRefresher {
     return Math.min(Math.max(next, 0), MAX_WAIT_MS);
   }
 
+  /** One timer at a time: a schedule replaces the one pending. */
   private schedule(ms: number): void {
     if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.runOnce().finally(() => this.schedule(Math.max(MIN_WAIT_MS, this.nextDueInMs()))), ms);
     this.timer.unref();
   }
@@ -72,6 +80,26 @@ export class SourceRefresher {
   /** Whether a source of this name is configured here. */
   has(name: string): boolean {
     return this.sources.some((s) => s.name === name);
+  }
+
+  /** Whether an operator disabled it (it is then neither fetched nor built from). */
+  disabled(name: string): Disabled | null {
+    return readDisabledSources(this.config.dataDir)[name] ?? null;
+  }
+
+  /**
+   * Disables (`by` given) or enables (`by` null) a configured source; when that changed
+   * anything, a refresh of it follows (after any in flight), which builds without it or with it
+   * again. Returns whether it changed.
+   */
+  switch(name: string, by: string | null): boolean {
+    if (!switchSource(this.config.dataDir, name, by, new Date())) return false;
+    // Where a build held the data directory, the switch waits for the next scheduled refresh: it
+    // is brought forward (a pending switch makes nextDueInMs 0).
+    void this.runOnce(false, [name]).finally(() => {
+      this.schedule(Math.max(MIN_WAIT_MS, this.nextDueInMs()));
+    });
+    return true;
   }
 
   /**
