@@ -26,7 +26,8 @@ export interface TestRedis {
 const answers = (port: number): Promise<boolean> =>
   new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => s.write('PING\r\n'));
-    s.once('data', (d) => (s.destroy(), resolve(d.toString().startsWith('+PONG'))));
+    // A server with a password answers NOAUTH: up, all the same.
+    s.once('data', (d) => (s.destroy(), resolve(/^(\+PONG|-NOAUTH)/.test(d.toString()))));
     s.once('error', () => resolve(false));
   });
 
@@ -38,12 +39,13 @@ const command = (port: number, line: string): Promise<void> =>
     s.once('error', reject);
   });
 
-export async function startRedis(dir?: string): Promise<TestRedis> {
+/** `password`: the server asks for it (requirepass), and `url` carries it. */
+export async function startRedis(dir?: string, options: { password?: string } = {}): Promise<TestRedis> {
   if (REDIS_SERVER === null) throw new Error('redis-server is not installed (Debian: apt-get install redis-server)');
   const port = await freePort();
   let child: ChildProcess | null = null;
   const r: TestRedis = {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${options.password ? `:${options.password}@` : ''}127.0.0.1:${port}`,
     port,
     async kill() {
       const c = child;
@@ -54,7 +56,8 @@ export async function startRedis(dir?: string): Promise<TestRedis> {
       // appendfsync always: a kill -9 (what the tests do) loses nothing written. With everysec a
       // write may wait behind a background fsync after its reply has gone (one lease lost, once, on Bun).
       const keep = dir === undefined ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir];
-      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, '--daemonize', 'no', '--logfile', ''], {
+      const auth = options.password ? ['--requirepass', options.password] : [];
+      child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...keep, ...auth, '--daemonize', 'no', '--logfile', ''], {
         stdio: 'ignore',
       });
       await until(() => answers(port), 5_000, `redis-server answering on port ${port}`);
