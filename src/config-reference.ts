@@ -111,6 +111,12 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     meaning:
       "The JavaScript heap (MiB) a server's build and source-refresh thread may use. A build that needs more fails with a message and the serving build stays, while lookups go on: it never takes the server with it. The export threads' typed arrays are outside it. `ipsift build`, its own process, is not bound by it.",
   },
+  EXPORT_THREADS: {
+    group: 'Data and builds',
+    shown: 'one a core, four at most',
+    meaning:
+      "Threads a build writes its database exports on (builds of 50 000 records or more). Each holds one database's tree at a time, about 0.5 GB for 1 M ranges: on two cores a 1 M-range build peaks at about 1.7 GB of RSS with two and 1.2 GB with one, whose exports take half as long again.",
+  },
   EXPORTS_RESTRICTED: {
     group: 'Data and builds',
     shown: 'none',

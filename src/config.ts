@@ -109,6 +109,8 @@ export interface Config {
   readonly keepBuilds: number;
   /** The heap a server's build and source refresh thread may use (MiB): past it the build fails, the server goes on. */
   readonly buildMemoryMib: number;
+  /** Threads a build writes its exports on (null: one a core, four at most). */
+  readonly exportThreads: number | null;
   /**
    * scheme://host[:port][/prefix] every absolute URL is built from ('' for none: links are
    * relative references, or absolute from a trusted proxy's forwarded headers).
@@ -178,6 +180,7 @@ export const DEFAULTS = Object.freeze({
   sourcesMaxEntries: 1_000_000,
   keepBuilds: 5,
   buildMemoryMib: 4096,
+  exportThreads: null,
 });
 
 /** A comma-separated list of source names ('' for none). */
@@ -384,6 +387,7 @@ export const CONFIG_VARIABLES = [
   'EXPORTS_RESTRICTED',
   'KEEP_BUILDS',
   'BUILD_MEMORY_MIB',
+  'EXPORT_THREADS',
   'ACCOUNTING',
   'REDIS_URL',
   'REDIS_PREFIX',
@@ -509,6 +513,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     exportsRestricted: sourceNames('EXPORTS_RESTRICTED', get('EXPORTS_RESTRICTED') ?? ''),
     keepBuilds: integer('KEEP_BUILDS', get('KEEP_BUILDS') ?? String(DEFAULTS.keepBuilds), 1, 10_000),
     buildMemoryMib: integer('BUILD_MEMORY_MIB', get('BUILD_MEMORY_MIB') ?? String(DEFAULTS.buildMemoryMib), 8, 1_048_576),
+    exportThreads: get('EXPORT_THREADS') ? integer('EXPORT_THREADS', get('EXPORT_THREADS')!, 1, 64) : DEFAULTS.exportThreads,
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),
     keyChangesPerMinute: integer('KEY_CHANGES_PER_MIN', get('KEY_CHANGES_PER_MIN') ?? String(DEFAULTS.keyChangesPerMinute), 1, 100_000),
     ...overrides,

@@ -4,6 +4,8 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import path from 'node:path';
 import { CATEGORIES, type Category } from '../model/categories.js';
 import { providerNamed } from '../model/providers.js';
@@ -34,6 +36,8 @@ export interface BuildOptions {
   threadedExports?: boolean;
   /** Feeds whose terms forbid redistribution that the exports include anyway (EXPORTS_RESTRICTED). */
   exportsRestricted?: readonly string[];
+  /** Threads the exports are written on (EXPORT_THREADS; default: one a core, four at most). */
+  exportThreads?: number | null;
 }
 
 export interface BuildManifest {
@@ -210,6 +214,35 @@ function sha256File(file: string): string {
   return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 }
 
+/**
+ * A full collection now, where the runtime allows one (V8's gc, exposed for the call; Bun's
+ * own): a thread about to sleep through the exports gives back what it let go.
+ */
+function collectGarbage(): void {
+  const bun = (globalThis as { Bun?: { gc(full: boolean): void } }).Bun;
+  if (bun) return bun.gc(true);
+  try {
+    v8.setFlagsFromString('--expose-gc');
+    (vm.runInNewContext('gc') as () => void)();
+  } catch {
+    // no way to ask: the memory is collected when the runtime chooses
+  }
+}
+
+/** Empties every array of a range set, segments or intervals in place: what the caller still holds of it is let go. */
+function letGo(set: object): void {
+  for (const value of Object.values(set)) if (Array.isArray(value)) value.length = 0;
+}
+
+/** Encodes the index into `file`; the bytes are let go on return (the export threads need none of them). */
+function writeIndexFile(file: string, input: Parameters<typeof encodeIndex>[0], lap: (stage: string) => void): { stats: IndexStats; sha256: string } {
+  const { bytes, stats } = encodeIndex(input);
+  lap('encode_index');
+  fs.writeFileSync(file, bytes);
+  lap('write_index');
+  return { stats, sha256: crypto.createHash('sha256').update(bytes).digest('hex') };
+}
+
 /** `threadedExports`: whether this build wrote its exports on other threads. */
 export function runBuild(options: BuildOptions): { id: string; dir: string; manifest: BuildManifest; threadedExports: boolean } {
   const timings: Record<string, number> = {};
@@ -301,25 +334,23 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       exportsFrom.iv6 === iv6
         ? v6Words
         : v6WordsOf(exportsFrom.iv6.start as bigint[], new Uint32Array(new SharedArrayBuffer(exportsFrom.iv6.start.length * 16)));
-    // Large builds export on other threads while this one writes the index (below).
+    // Large builds export on other threads once the index is written. Their input is copied
+    // to shared memory now; the build's own arrays are let go before the threads start, so the
+    // threads' trees never share the process with them (a 1 M-range build held 0.6 GB of them).
     const exportsWanted = options.exports ?? true;
-    waitForExports =
-      exportsWanted && (options.threadedExports ?? records.count >= PARALLEL_EXPORT_RECORDS)
-        ? startExportsParallel(
-            staging,
-            shareExportInput(
-              exportsFrom.iv4.start as number[],
-              exportsFrom.iv4.record,
-              exportV6Words,
-              exportsFrom.iv6.record,
-              exportsFrom.records.count,
-              exportsFrom.records.details,
-              details.map((t) => t.texts),
-              notices,
-            ),
-            now,
-          )
-        : null;
+    const threaded = exportsWanted && (options.threadedExports ?? records.count >= PARALLEL_EXPORT_RECORDS);
+    const sharedInput = threaded
+      ? shareExportInput(
+          exportsFrom.iv4.start as number[],
+          exportsFrom.iv4.record,
+          exportV6Words,
+          exportsFrom.iv6.record,
+          exportsFrom.records.count,
+          exportsFrom.records.details,
+          details.map((t) => t.texts),
+          notices,
+        )
+      : null;
 
     const c = CATEGORIES.length;
     const masks: number[] = new Array(records.count);
@@ -337,21 +368,12 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       ends[r] = d.ends;
     }
     lap('record_texts');
-    const { bytes, stats } = encodeIndex({
-      v4Starts: iv4.start,
-      v4Records: iv4.record,
-      v6Words,
-      v6Records: iv6.record,
-      masks,
-      details: texts,
-      ends,
-    });
-    lap('encode_index');
-
-    fs.writeFileSync(path.join(staging, INDEX_FILE), bytes);
-    lap('write_index');
-    // What the manifest says of the feeds and the index, while the export threads work: after
-    // them, it would be a second and more of one thread alone.
+    const index = writeIndexFile(
+      path.join(staging, INDEX_FILE),
+      { v4Starts: iv4.start, v4Records: iv4.record, v6Words, v6Records: iv6.record, masks, details: texts, ends },
+      lap,
+    );
+    // What the manifest says of the feeds and the index, from the arrays about to be let go.
     const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
       Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
     const facts = {
@@ -361,9 +383,19 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
       set_aside: setAside,
       disabled,
       unknown_providers: unknownProviders(details),
-      index: { ...stats, file: INDEX_FILE, sha256: crypto.createHash('sha256').update(bytes).digest('hex') },
+      index: { ...index.stats, file: INDEX_FILE, sha256: index.sha256 },
     };
     lap('manifest_facts');
+    if (sharedInput) {
+      for (const a of [masks, texts, ends]) a.length = 0;
+      for (const set of [...v4, ...v6, ...(exportsFrom.iv4 === iv4 ? [] : [exportsFrom.iv4, exportsFrom.iv6]), iv4, iv6]) letGo(set);
+      for (const segs of [seg4, seg6]) for (const set of segs) letGo(set);
+      records.details.length = 0;
+      exportsFrom.records.details.length = 0;
+      // This thread only sleeps while the threads work: nothing would collect what it let go.
+      collectGarbage();
+      waitForExports = startExportsParallel(staging, sharedInput, now, options.exportThreads ?? undefined);
+    }
     const exportsSummary: BuildManifest['exports'] = {};
     if (exportsWanted) {
       let ex: ExportsManifest;

@@ -32,9 +32,11 @@ const COST: Record<string, number> = {
 /**
  * Young generation of an export thread: exports make many short-lived objects, and with the
  * default a fifth of a thread's time went to scavenges. 256 MiB took about 1 s off a 31 s
- * build of 1 M ranges (A/B, two runs each).
+ * build of 1 M ranges, but every thread touches all of it: a 1 M-range build peaked at 2.61 GB
+ * with it, 1.81 GB at 64 MiB (with the build's arrays let go before the threads start), the
+ * exports' time within the runs' noise (32 to 35 s on two cores).
  */
-const YOUNG_GENERATION_MB = 256;
+const YOUNG_GENERATION_MB = 64;
 /** Longest a build waits for its export threads. */
 const TIMEOUT_MS = 60 * 60 * 1000;
 

@@ -106,7 +106,12 @@ function noteChanges(config: Config, id: string): { from: string; ranges: number
 /** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
 export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
   const started = performance.now();
-  const { id, dir, manifest } = runBuild({ dataDir: config.dataDir, serve: o.serve, exportsRestricted: config.exportsRestricted });
+  const { id, dir, manifest } = runBuild({
+    dataDir: config.dataDir,
+    serve: o.serve,
+    exportsRestricted: config.exportsRestricted,
+    exportThreads: config.exportThreads,
+  });
   const changes = noteChanges(config, id);
   const built = performance.now();
   // The build serves already: a failed publication is reported as such, not as a failed build.
@@ -211,7 +216,7 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
     let build: RefreshRun['build'] = null;
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {
-      const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted });
+      const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted, exportThreads: config.exportThreads });
       noteChanges(config, id);
       let publishError: string | null = null;
       if (o.publish) await publishBuild(config, id).catch((e: unknown) => (publishError = publishFailure(e, config)));
