@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import autocannon from 'autocannon';
 import { openControlDb } from '../src/control/control-db.js';
-import { publishExports, readExportsManifest } from '../src/publish/publish.js';
+import { publishExports, readExportsManifest } from '../src/pipeline/publish.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { readCurrentBuildId } from '../src/index/builds.js';
 import { loadNativeUws } from '../src/http/server/uws.js';

@@ -22,7 +22,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['accounting', 'config-reference', 'feeds', 'index', 'objects'],
   ['exports', 'lookup', 'replica'],
   ['build', 'catalogue', 'batch', 'control'],
-  ['publish'],
+  ['pipeline'],
   ['http'],
   ['api', 'startup'],
   ['frontend', 'demo'],

@@ -12,7 +12,7 @@ import { createKey, createOrganisation } from '../src/control/accounts.js';
 import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
-import { publishExports } from '../src/publish/publish.js';
+import { publishExports } from '../src/pipeline/publish.js';
 import { latestPublication, type Publication } from '../src/control/publications.js';
 import { importFeed } from '../src/feeds/import.js';
 import { parseRange } from '../src/http/file-transfer.js';

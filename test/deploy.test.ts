@@ -11,17 +11,17 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { openControlDb } from '../src/control/control-db.js';
 import { runBuild } from '../src/build/build.js';
-import { missedRun, PublishScheduler, servingToday } from '../src/publish/scheduler.js';
-import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
+import { missedRun, PublishScheduler, servingToday } from '../src/pipeline/scheduler.js';
+import { releaseBuildLock, takeBuildLock } from '../src/pipeline/build-lock.js';
 import { identityTag, ownIdentity } from '../src/process-identity.js';
-import { ClusterBuildLock } from '../src/publish/cluster-lock.js';
+import { ClusterBuildLock } from '../src/pipeline/cluster-lock.js';
 import { jsonLogger, silentLogger } from '../src/log.js';
 import { ensureDemo } from '../src/demo.js';
 import { IpsiftError } from '../src/errors.js';
 import { REDIS_SERVER, startRedis } from './redis-server.js';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
-import { buildAndPublish } from '../src/publish/pipeline.js';
+import { buildAndPublish } from '../src/pipeline/pipeline.js';
 import { readServingLog } from '../src/index/builds.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
@@ -274,7 +274,7 @@ describe('one daily build per data directory', againOn(), () => {
         '--input-type=module',
         '-e',
         `import fs from 'node:fs';
-         const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/publish/build-lock.js'))});
+         const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/pipeline/build-lock.js'))});
          const { identityTag, ownIdentity } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/process-identity.js'))});
          if (!takeBuildLock(${JSON.stringify(dir)})) process.exit(3);
          fs.mkdirSync(${JSON.stringify(dir)} + '/builds/20260101-1.' + identityTag(ownIdentity()) + '.staging', { recursive: true });
@@ -298,7 +298,7 @@ describe('one daily build per data directory', againOn(), () => {
         process.execPath,
         '--input-type=module',
         '-e',
-        `const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/publish/build-lock.js'))});
+        `const { takeBuildLock } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/pipeline/build-lock.js'))});
          const { runBuild } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'dist/src/build/build.js'))});
          if (!takeBuildLock(${JSON.stringify(dir)})) { console.log('refused'); process.exit(0); }
          runBuild({ dataDir: ${JSON.stringify(dir)}, exports: false });

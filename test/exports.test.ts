@@ -21,7 +21,7 @@ import { ParsedAddress, parseAddress } from '../src/net/address.js';
 import { isBogonV4, isBogonV6 } from '../src/net/bogons.js';
 import { prng, writeFeedCsv } from '../scripts/gen-feeds.js';
 import { TODAY, answerOf, openTestControlDb, tempDir } from './helpers.js';
-import { publishExports } from '../src/publish/publish.js';
+import { publishExports } from '../src/pipeline/publish.js';
 import { gzippedPath, LocalStore } from '../src/objects/local-store.js';
 import { gzipMmdbs } from '../src/exports/mmdb-gzip.js';
 import { EXPORTS_DIR, EXPORTS_MANIFEST, INDEX_FILE } from '../src/data-dir.js';

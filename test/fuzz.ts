@@ -114,7 +114,6 @@ function mutate(rnd: () => number, s: string): string {
   }
 }
 
-/** One request's bytes, and whether it is a HEAD. */
 /** Requests as a client would mean them (the route's own method and parameters), before mutation. */
 const MEANT: readonly (readonly [string, string])[] = [
   ['GET', '/81.7.3.9'],
@@ -232,6 +231,7 @@ export function operatorTargets(ids: { org: string; key: string }): Targets {
   };
 }
 
+/** One request's bytes, and whether it is a HEAD. */
 function requestOf(rnd: () => number, later: () => number, keys: readonly string[], links: readonly string[], t: Targets): { bytes: Buffer; head: boolean } {
   let method = pick(rnd, METHODS);
   let target = pick(rnd, t.paths) + pick(rnd, t.queries);

@@ -24,7 +24,7 @@ import { runBuild } from '../src/build/build.js';
 import { readCurrentBuildId } from '../src/index/builds.js';
 import { grantLicence } from '../src/control/licences.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { publishExports } from '../src/publish/publish.js';
+import { publishExports } from '../src/pipeline/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { fileTransfers } from '../src/http/file-transfer.js';
 import type { Service } from '../src/service.js';

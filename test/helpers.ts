@@ -14,7 +14,7 @@ import { openControlDb, type ControlDb } from '../src/control/control-db.js';
 import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
-import { publishExports } from '../src/publish/publish.js';
+import { publishExports } from '../src/pipeline/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { loadConfig, type AccountingConfig, type Config, type ControlDbConfig } from '../src/config.js';

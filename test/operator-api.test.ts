@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
-import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
+import { releaseBuildLock, takeBuildLock } from '../src/pipeline/build-lock.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 import type { Service } from '../src/service.js';
 import { freePort, get, openTestControlDb, plansFile, request, startTestService, tempDir, testStoreEnv, until, type Reply, writeFile } from './helpers.js';

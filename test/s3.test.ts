@@ -12,7 +12,7 @@ import { openControlDb } from '../src/control/control-db.js';
 import { loadPlans } from '../src/model/plans.js';
 import { runBuild } from '../src/build/build.js';
 import { grantLicence } from '../src/control/licences.js';
-import { publishExports } from '../src/publish/publish.js';
+import { publishExports } from '../src/pipeline/publish.js';
 import { importFeed } from '../src/feeds/import.js';
 import { S3Store } from '../src/objects/s3-store.js';
 import { fetchBytes, get, plansFile, startTestService, tempDir, writeFile } from './helpers.js';

@@ -22,11 +22,11 @@ import { TIER_MAX } from '../src/model/projection.js';
 import { explainAddress } from '../src/build/explain.js';
 import { loadConfig } from '../src/config.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { configuredSources } from '../src/publish/pipeline.js';
+import { configuredSources } from '../src/pipeline/pipeline.js';
 import { copyOf, layoutSampleOf, sampleOf, startRealMirror, type RealMirror } from '../scripts/real-mirror.js';
 import { REAL, evidenceOf } from '../scripts/real-data.js';
-import { PublishScheduler } from '../src/publish/scheduler.js';
-import { releaseBuildLock, takeBuildLock } from '../src/publish/build-lock.js';
+import { PublishScheduler } from '../src/pipeline/scheduler.js';
+import { releaseBuildLock, takeBuildLock } from '../src/pipeline/build-lock.js';
 import { PROJECT_ROOT, get, openTestControlDb, startTestService, tempDir, until, writeFile } from './helpers.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');

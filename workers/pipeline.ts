@@ -1,10 +1,10 @@
-// Pipeline thread: one step of the build pipeline (src/publish/pipeline.ts) for a server's
+// Pipeline thread: one step of the build pipeline (src/pipeline/pipeline.ts) for a server's
 // daily run or source refresh, off its event loop. Takes the job in workerData, posts back
 // {ok: result} or {error: message}, then ends.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { buildAndPublish, configuredSources, refreshAndBuild } from '../src/publish/pipeline.js';
-import type { PipelineJob } from '../src/publish/pipeline-thread.js';
+import { buildAndPublish, configuredSources, refreshAndBuild } from '../src/pipeline/pipeline.js';
+import type { PipelineJob } from '../src/pipeline/pipeline-thread.js';
 
 const job = workerData as PipelineJob;
 

@@ -18,7 +18,7 @@ import { operatorOf } from './operator.js';
 import type { Disabled } from '../feeds/source-switches.js';
 
 /**
- * What the process can set going (publish/build-on-demand.ts, publish/source-refresher.ts):
+ * What the process can set going (pipeline/build-on-demand.ts, pipeline/source-refresher.ts):
  * null where it cannot (a serving-only node; no sources).
  */
 export interface OperatorActions {

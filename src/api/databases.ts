@@ -10,7 +10,7 @@ import type { Caller } from '../control/auth.js';
 import type { ControlDb } from '../control/control-db.js';
 import type { Catalogue } from '../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../control/licences.js';
-import { readExportsManifest } from '../publish/publish.js';
+import { readExportsManifest } from '../pipeline/publish.js';
 import { latestPublication } from '../control/publications.js';
 import { DATABASE_REFUSALS } from './database-refusals.js';
 import { FILES_PREFIX, gzippedPath, type LocalStore } from '../objects/local-store.js';

@@ -38,10 +38,10 @@ export interface LookupApp {
   edge: Edge;
 }
 
-/** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
 /** Before the first build serves: ask again in half a minute (a first fetch of the public sources takes seconds to a minute). */
 export const NO_DATA_RETRY_AFTER_S = 30;
 const NO_DATA_YET = { headers: [['Retry-After', String(NO_DATA_RETRY_AFTER_S)]] as [string, string][] };
+/** Slots for views of every length up to n, filled so the array stays packed (fast to index). */
 const viewSlots = (n: number): (Uint8Array | null)[] => new Array<Uint8Array | null>(n + 1).fill(null);
 
 /** Owns the reusable output buffer of this thread's single-lookup answers. */

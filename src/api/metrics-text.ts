@@ -38,7 +38,6 @@ const label = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"
 
 const seconds = (d: Date | null | undefined): number => (d ? d.getTime() / 1000 : 0);
 
-/** Open file descriptors, where /proc tells (Linux); null elsewhere. */
 /** Open file descriptors of the process (null where /proc is not there). */
 export function openFds(): number | null {
   try {

@@ -44,8 +44,10 @@ function lookupResult(): Schema {
 
 /** `{error}` bodies of the lookup group, each message exact. */
 const errorBody = (...messages: string[]): Schema => object({ error: { enum: messages } });
-/** `{rc}` bodies of the database group and key management. */
-/** A result-code body; `message`, where given, says what was wrong and how to put it right. */
+/**
+ * `{rc}` bodies of the database group and key management: a result code; `message`, where
+ * given, says what was wrong and how to put it right.
+ */
 const rcBody = (...codes: string[]): Schema => object({ rc: { enum: codes }, message: { type: 'string' } }, ['rc']);
 
 const H = {

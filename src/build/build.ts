@@ -28,7 +28,7 @@ import { EXPORTS_DIR, INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../
 export interface BuildOptions {
   dataDir: string;
   now?: Date;
-  /** Make the new build the serving one (default true). Publishing to the store is another step (publish/publish.ts). */
+  /** Make the new build the serving one (default true). Publishing to the store is another step (pipeline/publish.ts). */
   serve?: boolean;
   /** Write the catalogue's database exports into the build (default true). */
   exports?: boolean;

@@ -13,7 +13,7 @@ import { UsageError, parse, print, printable } from './common.js';
 import { HELP } from './help.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
 import type { LicenceType } from '../control/licences.js';
-import { publishBuild } from '../publish/pipeline.js';
+import { publishBuild } from '../pipeline/pipeline.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { loadConfig } from '../config.js';
 

@@ -21,7 +21,7 @@ import { tuneV8 } from './v8-tuning.js';
 import { UsageError, parse, print, terminalSafe } from './common.js';
 import { IpsiftError } from '../errors.js';
 import { accountCommand } from './accounts.js';
-import { buildAndPublish } from '../publish/pipeline.js';
+import { buildAndPublish } from '../pipeline/pipeline.js';
 import { sourcesCommand } from './sources.js';
 import { HELP, helpFor } from './help.js';
 import { RUNTIME, VERSION } from '../version.js';

@@ -12,8 +12,8 @@ import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { readSourceStates, sourceStatuses, type SourceStatus } from '../feeds/source-state.js';
 import { sourceStateFile } from '../data-dir.js';
 import { readDisabledSources, switchSource } from '../feeds/source-switches.js';
-import { configuredSources, refreshAndBuild, refreshOptions } from '../publish/pipeline.js';
-import { releaseBuildLock, takeBuildLock } from '../publish/build-lock.js';
+import { configuredSources, refreshAndBuild, refreshOptions } from '../pipeline/pipeline.js';
+import { releaseBuildLock, takeBuildLock } from '../pipeline/build-lock.js';
 
 function configured(config: Config): Source[] {
   const sources = configuredSources(config);

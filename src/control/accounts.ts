@@ -252,7 +252,6 @@ export interface NewKey {
   expires?: string | null;
 }
 
-/** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
 /**
  * Refuses an expiry given for a new key that has already passed: the key would be made dead,
  * a mistake its holder finds only when it fails. (Existing keys are judged by their expiry as usual.)
@@ -263,6 +262,7 @@ export function checkFutureExpiry(expires: string | null | undefined, nowMs: num
   if (!Number.isNaN(t) && t <= nowMs) throw new AccountError(`expires must be in the future: ${new Date(t).toISOString()} has passed`);
 }
 
+/** Validated scopes, CIDRs (normalised text) and expiry; throws AccountError with the reason. */
 export function checkKeyFields(k: Omit<NewKey, 'orgId'>): { name: string; scopes: Scope[]; cidrs: string[]; expires: string | null } {
   const name = checkName('a key', k.name);
   const scopes: Scope[] = [];
@@ -354,7 +354,6 @@ export interface Page<T> {
   next: string | null;
 }
 
-/** An organisation's keys, oldest first, `limit` at a time after the key `after` (an id). */
 /** Why a key list's cursor was refused: one answer whether the id is unknown or another organisation's. */
 export const KEY_CURSOR_RULE = "after must be the next of an earlier page of this organisation's keys";
 
@@ -378,7 +377,6 @@ export function pageKeys(db: ControlDb, orgId: string, limit: number, after?: st
   return { items, next: rows.length > limit ? items[items.length - 1].id : null };
 }
 
-/** Organisations in account-number order, `limit` at a time after account number `after`. */
 /** A LIKE pattern's text taken literally ('!' is the escape character of the statements below). */
 const likeText = (s: string): string => s.replace(/[!%_]/g, '!$&');
 

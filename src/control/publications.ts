@@ -1,5 +1,5 @@
 // Publications: which artifact of which build each dataset's downloads serve. A row is written
-// when an artifact reaches the object store (publish/publish.ts); the newest of a dataset is
+// when an artifact reaches the object store (pipeline/publish.ts); the newest of a dataset is
 // what downloads, metadata and checksums answer with.
 
 import type { ControlDb } from './control-db.js';

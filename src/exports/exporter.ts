@@ -469,7 +469,6 @@ function writeProvidersDatabase(dir: string, db: DatabaseDef, input: ExportInput
   };
 }
 
-/** Writes every database's artifacts into dir/exports and returns (and writes) the manifest. */
 /** Writes the given databases' artifacts into dir (no manifest): a part of writeExports. */
 export function writeDatabases(dir: string, input: ExportInput, built: Date, databases: readonly DatabaseDef[]): ExportsManifest {
   makeDirectory(dir);

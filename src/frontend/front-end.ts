@@ -12,7 +12,7 @@ import type { AccountingStore } from '../accounting/accounting-store.js';
 import { openAccountingStore } from '../accounting/open-accounting-store.js';
 import type { BatchRunner } from '../batch/runner.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
-import { retryAfterOf } from '../publish/scheduler.js';
+import { retryAfterOf } from '../pipeline/scheduler.js';
 import type { Config } from '../config.js';
 import { AccountApi } from '../api/account.js';
 import { KeysApi } from '../api/keys.js';

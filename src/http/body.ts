@@ -197,13 +197,13 @@ export function readBody(
 /** The largest body of a small JSON request (key creation, a token, the admin API). */
 export const MAX_SMALL_BODY = 64 * 1024;
 
-/** Reads a small request body; calls back once with the text, or null when over the limit. */
 /** A small body's bytes that are not UTF-8 (refused, never stored as U+FFFD). */
 export const NOT_UTF8 = Symbol('not UTF-8');
 /** A small body as read: its text, null when it is too large, or NOT_UTF8. */
 export type SmallBody = string | null | typeof NOT_UTF8;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Reads a small request body; calls back once with the text, null when over the limit, or NOT_UTF8. */
 export function readSmallBody(res: HttpResponse, p: Pending, routes: RouteTable, done: (text: SmallBody) => void): void {
   const parts: Buffer[] = [];
   let length = 0;

@@ -15,10 +15,10 @@ export const BATCH_REQUEST = closed({ ips: { type: 'array', items: { type: 'stri
 /** POST /api/v1/iam/apikeys: the contract's `name`, and the key's scopes, ranges and expiry. */
 export const KEY_CREATE_REQUEST = closed({ name: NAME, allowed_scopes: SCOPE_LIST, allowed_cidrs: CIDR_LIST, expires: EXPIRY }, ['name']);
 
-/** POST /api/v1/auth/token: a subset of the key's scopes and a lifetime (the body may be empty). */
 /** A token's lifetime when the request names none, and the longest it may ask for (seconds). */
 export const DEFAULT_TOKEN_LIFETIME_S = 15 * 60;
 export const MAX_TOKEN_LIFETIME_S = 24 * 60 * 60;
+/** POST /api/v1/auth/token: a subset of the key's scopes and a lifetime (the body may be empty). */
 export const TOKEN_REQUEST = closed({
   scopes: SCOPE_LIST,
   lifetime_s: { type: 'integer', minimum: 1, maximum: MAX_TOKEN_LIFETIME_S, default: DEFAULT_TOKEN_LIFETIME_S },

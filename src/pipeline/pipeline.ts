@@ -72,7 +72,7 @@ function publishFailure(e: unknown, config: Config): string {
 }
 
 /**
- * Builds past KEEP_BUILDS removed, with their objects (publish/prune.ts); `published`: the build
+ * Builds past KEEP_BUILDS removed, with their objects (pipeline/prune.ts); `published`: the build
  * whose index the store's pointer now names.
  */
 export async function pruneOldBuilds(config: Config, published: string | null): Promise<PruneReport & { error?: string }> {
