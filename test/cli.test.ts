@@ -11,6 +11,7 @@ import { PROJECT_ROOT, get, tempDir, until, writeFile } from './helpers.js';
 import { HELP, helpFor } from '../src/cli/help.js';
 import { freePort } from '../src/startup.js';
 import { cliInThread, type CliRun } from './cli-in-thread.js';
+import { COMMAND_LIST } from '../src/cli/command-list.js';
 
 const run = promisify(execFile);
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -287,6 +288,16 @@ describe('ipsift command line', () => {
     assert.equal(helpFor(['feed', 'import', '--', '--help']), null, 'after -- it is an argument');
     const r = await cli(['admin', 'token', '--help']);
     assert.deepEqual([r.code, r.stdout], [0, HELP.admin + '\n']);
+    // One table: every command in it has its help, a line in the overview, and its place in
+    // the completion script with its subcommands; and runs from it (an unknown sub-command of
+    // each is the command's own usage error, not "unknown command").
+    const completion = (await cli(['completion'])).stdout;
+    for (const c of COMMAND_LIST) {
+      assert.ok(HELP[c.name], `${c.name} has its help`);
+      for (const [usage] of c.lines) assert.ok(HELP[''].includes(`  ${usage}  `) || HELP[''].includes(`  ${usage} `), usage);
+      assert.match(completion, new RegExp(`words="[^"]*\\b${c.name}\\b`), c.name);
+      if ('subs' in c) assert.ok(completion.includes(`${c.name}) words="${c.subs.join(' ')}"`), c.name);
+    }
     assert.equal((await cli(['frobnicate'])).code, 2);
     assert.equal((await cli(['build'], { DATA_DIR: tempDir() })).code, 1);
   });

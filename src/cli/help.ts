@@ -3,6 +3,7 @@
 
 import { EVIDENCE, EVIDENCE_KINDS } from '../feeds/evidence.js';
 import { FEED_FORMATS } from '../feeds/formats.js';
+import { commandLines } from './command-list.js';
 
 export const HELP: Record<string, string> = {
   '': `ipsift — IP classification service
@@ -11,25 +12,7 @@ Usage: ipsift <command> [options]
        ipsift --version
 
 Commands:
-  serve                 run the HTTP service (default command)
-  feed import <file>    import a feed (canonical CSV or plain list)
-  feed list             list imported feeds
-  feed remove <name>    remove an imported feed
-  build                 build from all imported feeds, serve the build and publish it
-  builds                list builds and the one serving
-  builds use <id>       make an existing build the serving one
-  builds log            which build served from when to when
-  builds compare [<a>] <b>  what changed between two builds, per category
-  explain <ip>          every feed that covers an address, and the rule that decided each category
-  org create|list|show|plan|limit|delete  organisations, plans and overage limits
-  key create|list|show|revoke|rotate  API keys
-  admin token create|list|revoke      operator tokens for the admin API
-  audit                 who changed which organisation, licence or key, when, from where
-  usage <org-id>        requests in the current window against quota and overage limit
-  license grant|revoke|list           database licences per organisation and base
-  publish               publish a build's database files and index to the object store again
-  sources list|status|refresh|import  the public registry, each source's freshness, fetch now
-  sources disable|enable <name>       set a source aside, or take it back
+${commandLines()}
 
 Every command takes --help. Configuration comes from the environment (see README):
 DATA_DIR (default ./data), HOST, PORT, ADMIN_HOST, ADMIN_PORT, HTTP_SERVER (auto, uws, bun,
@@ -210,6 +193,11 @@ A fetch that fails, or brings an HTML page, an empty or cut-short body, more tha
 or far fewer entries than the last good copy (SOURCES_SHRINK_PCT) is refused: the last good
 copy keeps answering, and status says why. SOURCES_MIRROR=<base> fetches https://HOST/PATH as
 <base>/HOST/PATH.`,
+  completion: `Usage: ipsift completion
+
+Prints a bash completion script for ipsift's commands and their subcommands, made from the
+same table as this help: \`ipsift completion > /etc/bash_completion.d/ipsift\`, or
+\`source <(ipsift completion)\` in ~/.bashrc.`,
   usage: `Usage: ipsift usage <org-id> [--json]
 
 Requests counted in the current calendar month (UTC) against the plan's quota and the
