@@ -1,4 +1,4 @@
-// The console's files as the admin port serves them (api/console.ts): the compiled modules
+// The console's files as the admin port serves them (api/admin/console.ts): the compiled modules
 // (dist/console-modules, from console/tsconfig.json) and the style sheet go under
 // dist/console/assets/<hash>/, the hash of all of them together, and the page names that
 // directory and preloads every module, so that a browser fetches them at once and keeps them

@@ -14,7 +14,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { importFeed } from '../src/feeds/import.js';
 import { runBuild } from '../src/build/build.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { CONSOLE_CSP } from '../src/api/console.js';
+import { CONSOLE_CSP } from '../src/api/admin/console.js';
 import { HARVEST_MS } from '../src/control/key-activity.js';
 import { TestClock } from './test-clock.js';
 import type { Service } from '../src/service.js';

@@ -32,7 +32,7 @@ import { grantLicence, listLicences, revokeLicence } from '../src/control/licenc
 import { IpsiftError } from '../src/errors.js';
 import { runBuild } from '../src/build/build.js';
 import { importFeed } from '../src/feeds/import.js';
-import { openApiDocument } from '../src/api/openapi.js';
+import { openApiDocument } from '../src/api/public/openapi.js';
 import type { ControlDbConfig } from '../src/config.js';
 import { get, plansFile, PROJECT_ROOT, request, startTestService, tempDir, until, writeFile } from './helpers.js';
 import { TestClock } from './test-clock.js';

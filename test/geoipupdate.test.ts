@@ -17,7 +17,7 @@ import { listOrganisations } from '../src/control/accounts.js';
 import { latestPublication } from '../src/control/publications.js';
 import { grantLicence } from '../src/control/licences.js';
 import maxmind from 'maxmind';
-import { basicCredentials, tarHeader } from '../src/api/geoipupdate.js';
+import { basicCredentials, tarHeader } from '../src/api/public/geoipupdate.js';
 import type { Service } from '../src/service.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { fetchBytes, get, openTestControlDb, publishedDataDir, startTestService, tempDir, writeFile } from './helpers.js';

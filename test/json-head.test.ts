@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { Rate } from '../src/model/plans.js';
-import type { Admission } from '../src/api/gate.js';
-import { JsonHead } from '../src/api/json-head.js';
+import type { Admission } from '../src/api/admission/gate.js';
+import { JsonHead } from '../src/api/admission/json-head.js';
 import { parseList, type Member } from './structured-fields.js';
 
 /**

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { listOrganisations } from '../src/control/accounts.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
-import { openApiDocument } from '../src/api/openapi.js';
+import { openApiDocument } from '../src/api/public/openapi.js';
 import type { Service } from '../src/service.js';
 import { fetchBytes, openTestControlDb, publishedDataDir, request, startTestService, until, type Reply } from './helpers.js';
 import { againOn } from './again.js';

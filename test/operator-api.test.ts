@@ -19,7 +19,7 @@ import { createKey, createOrganisation } from '../src/control/accounts.js';
 import { loadPlans } from '../src/model/plans.js';
 import { jsonLogger, silentLogger, type Logger } from '../src/log.js';
 import { cliInThread } from './cli-in-thread.js';
-import { healthProblems, type HealthInput } from '../src/api/health.js';
+import { healthProblems, type HealthInput } from '../src/api/admin/health.js';
 import { HARVEST_MS, KeyActivity } from '../src/control/key-activity.js';
 import type { KeyTally } from '../src/control/auth.js';
 

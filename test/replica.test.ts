@@ -15,7 +15,7 @@ import { runBuild } from '../src/build/build.js';
 import { POINTER_KEY } from '../src/replica/index-replica.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { importFeed } from '../src/feeds/import.js';
-import { openApiDocument } from '../src/api/openapi.js';
+import { openApiDocument } from '../src/api/public/openapi.js';
 import type { Service } from '../src/service.js';
 import { S3Store } from '../src/objects/s3-store.js';
 import { PROJECT_ROOT, get, plansFile, startTestService, tempDir, until, writeFile } from './helpers.js';

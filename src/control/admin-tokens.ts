@@ -1,4 +1,4 @@
-// Operator credentials for the admin API (api/operator.ts): secrets made by
+// Operator credentials for the admin API (api/admin/operator.ts): secrets made by
 // `ipsift admin token create`, shown once and stored as their SHA-256 like API keys, with a
 // scope — admin.read (GET) or admin.write (everything) — revocable, and ending by themselves
 // where made with an expiry. Kept apart from API keys: a customer's key can never become an

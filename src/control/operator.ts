@@ -1,5 +1,5 @@
 // The operator's service layer: every change to organisations, licences and keys that the CLI
-// (cli/accounts.ts) and the admin API (api/operator.ts) make goes through here, so that
+// (cli/accounts.ts) and the admin API (api/admin/operator.ts) make goes through here, so that
 // neither can do what the other cannot — the same validation, the same answers (the CLI's
 // --json is the API's body) and one audit entry per change.
 

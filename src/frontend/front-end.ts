@@ -14,16 +14,11 @@ import type { BatchRunner } from '../batch/runner.js';
 import { loadCatalogue } from '../catalogue/catalogue.js';
 import { retryAfterOf } from '../pipeline/scheduler.js';
 import type { Config } from '../config.js';
-import { AccountApi } from '../api/account.js';
-import { KeysApi } from '../api/keys.js';
-import { TokensApi } from '../api/tokens.js';
-import { DatabaseApi } from '../api/databases.js';
-import { GeoipUpdateApi } from '../api/geoipupdate.js';
 import { fileTransfers } from '../http/file-transfer.js';
-import { Gate } from '../api/gate.js';
+import { Gate } from '../api/admission/gate.js';
 import type { Metrics } from '../http/metrics.js';
-import { createLookupApp } from '../api/lookup.js';
-import type { LookupShared } from '../api/lookup-shared.js';
+import { createPublicApp } from '../api/public/app.js';
+import type { LookupShared } from '../api/public/lookup-shared.js';
 import type { HttpServer, Listener } from '../http/server/types.js';
 import type { IndexSource } from '../index/loader.js';
 import type { Logger } from '../log.js';
@@ -91,14 +86,23 @@ export async function startFrontEnd(s: FrontEndSetup): Promise<FrontEnd> {
   };
   try {
     const { store: objects, local: files } = await openObjectStore(config);
-    const { app, metrics, routes, edge } = createLookupApp(s.server, config, s.holder, s.pool, gate, log, s.shared, s.clock);
-    new AccountApi(gate, log).register(routes, edge);
-    new KeysApi(control, gate, keys, log, config).register(routes, edge);
-    new TokensApi(control, gate, keys).register(routes, edge);
     const state = s.schedulerState;
-    const databases = new DatabaseApi(control, catalogue, objects, files, gate, config.dataDir, config.publicUrl, () => (state ? retryAfterOf(state) : null));
-    databases.register(routes, edge);
-    if (files) new GeoipUpdateApi(databases, files, gate).register(routes, edge);
+    const { app, metrics, routes } = createPublicApp({
+      server: s.server,
+      config,
+      holder: s.holder,
+      pool: s.pool,
+      gate,
+      keys,
+      control,
+      catalogue,
+      objects,
+      files,
+      publishRetryAfter: () => (state ? retryAfterOf(state) : null),
+      log,
+      shared: s.shared,
+      clock: s.clock,
+    });
     const listener = await s.server.listen(app, config.host, s.port, s.sharedPort);
     const unwatch = metrics.watchEventLoop();
     const handOver = (): void => {

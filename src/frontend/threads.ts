@@ -11,7 +11,7 @@ import type { BatchPool } from '../batch/pool.js';
 import { BatchShares, serveBatches } from '../batch/remote.js';
 import type { Config } from '../config.js';
 import { BodyMemory } from '../http/body.js';
-import type { ThreadState, ThreadsView } from '../api/admin-state.js';
+import type { ThreadState, ThreadsView } from '../api/admin/state.js';
 import { Metrics } from '../http/metrics.js';
 import type { IndexHolder, ServingIndex } from '../index/loader.js';
 import type { Logger } from '../log.js';

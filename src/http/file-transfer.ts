@@ -1,6 +1,6 @@
 // Answering with a file: ETag and If-None-Match, one Range, HEAD, and streaming with
-// backpressure through a bounded set of read buffers. The database downloads (api/databases.ts)
-// and geoipupdate's tar answers (api/geoipupdate.ts) both send files through here.
+// backpressure through a bounded set of read buffers. The database downloads (api/public/databases.ts)
+// and geoipupdate's tar answers (api/public/geoipupdate.ts) both send files through here.
 
 import fs from 'node:fs';
 import type { HttpResponse } from './server/types.js';

@@ -1,5 +1,5 @@
 // The head every JSON answer of the service carries: Content-Type and Cache-Control in one
-// native call. Lookups (api/json-head.ts), errors and documents (reply.ts) all write it from
+// native call. Lookups (api/admission/json-head.ts), errors and documents (reply.ts) all write it from
 // here, so the caching rule is stated once.
 
 import type { HttpResponse } from './server/types.js';

@@ -5,38 +5,19 @@
 // before returning; answer synchronously or register onAborted; every late write inside one
 // cork; status, then headers, then body; copy onData chunks; res never leaves this thread.
 
-import type { HttpApp, HttpResponse, HttpServer } from '../http/server/types.js';
-import { ERRORS, type ApiError } from '../wire/errors.js';
-import type { Caller } from '../control/auth.js';
-import type { BatchRunner } from '../batch/runner.js';
-import { Gate, PENDING, type Admission } from './gate.js';
-import { JsonHead, sendRefusal } from './json-head.js';
-import type { Config } from '../config.js';
-import type { IndexSource } from '../index/loader.js';
-import type { Logger } from '../log.js';
-import { answerBytes, recordOf, writeAnswer } from '../lookup/answer.js';
-import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import { KeptClient, RequestClient, type Client } from '../http/client.js';
-import { sendError } from '../http/reply.js';
-import { RouteTable } from '../http/routes.js';
-import { Cors } from '../http/cors.js';
-import { Metrics } from '../http/metrics.js';
-import { BatchApi } from './batch.js';
-import type { LookupShared } from './lookup-shared.js';
-import type { Edge } from './edge.js';
-import { OpenApiRoute } from './openapi.js';
-import { systemClock, type Clock } from '../clock.js';
-
-export interface LookupApp {
-  app: HttpApp;
-  metrics: Metrics;
-  /** This thread's request client, for the other APIs registered on the app. */
-  client: RequestClient;
-  /** Where the other APIs register their routes (for 405s). */
-  routes: RouteTable;
-  /** What they register with (metrics, client, clock). */
-  edge: Edge;
-}
+import type { HttpResponse } from '../../http/server/types.js';
+import { ERRORS, type ApiError } from '../../wire/errors.js';
+import type { Caller } from '../../control/auth.js';
+import { Gate, PENDING, type Admission } from '../admission/gate.js';
+import { type JsonHead, sendRefusal } from '../admission/json-head.js';
+import type { IndexSource } from '../../index/loader.js';
+import { answerBytes, recordOf, writeAnswer } from '../../lookup/answer.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../../net/address.js';
+import { KeptClient, type Client } from '../../http/client.js';
+import { sendError } from '../../http/reply.js';
+import type { RouteTable } from '../../http/routes.js';
+import type { Metrics } from '../../http/metrics.js';
+import type { Edge } from '../admission/edge.js';
 
 /** Before the first build serves: ask again in half a minute (a first fetch of the public sources takes seconds to a minute). */
 export const NO_DATA_RETRY_AFTER_S = 30;
@@ -208,28 +189,4 @@ export class LookupApi {
       { listedAs: '/:ip', ...LOOKUP },
     );
   }
-}
-
-/** The public app of one thread: the lookup routes, batches and the OpenAPI document; the other APIs register on its route table. */
-export function createLookupApp(
-  server: HttpServer,
-  config: Config,
-  holder: IndexSource,
-  pool: BatchRunner,
-  gate: Gate,
-  log: Logger,
-  shared: LookupShared = {},
-  clock: Clock = systemClock,
-): LookupApp {
-  const app = server.app();
-  const metrics = new Metrics(shared.metrics);
-  const head = new JsonHead();
-  const client = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
-  const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog, clock);
-  const edge: Edge = { metrics, client, clock };
-  new LookupApi(holder, gate, head, config.sources !== '' || config.sourcesFile !== '').register(routes, edge);
-  new BatchApi(config, holder, pool, gate, head, log, shared).register(routes, edge);
-  new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
-  routes.fallback();
-  return { app, metrics, client, routes, edge };
 }

@@ -3,12 +3,12 @@
 // old it is, each front-end thread's event loop, the process, and what this ipsift is.
 
 import fs from 'node:fs';
-import type { FollowerState } from '../replica/index-replica.js';
-import type { BatchPool } from '../batch/pool.js';
-import type { IndexHolder } from '../index/loader.js';
-import { RUNTIME, VERSION } from '../version.js';
-import type { SourceStatus } from '../feeds/source-state.js';
-import { FAMILIES, LATENCY_BOUNDS, type Metrics } from '../http/metrics.js';
+import type { FollowerState } from '../../replica/index-replica.js';
+import type { BatchPool } from '../../batch/pool.js';
+import type { IndexHolder } from '../../index/loader.js';
+import { RUNTIME, VERSION } from '../../version.js';
+import type { SourceStatus } from '../../feeds/source-state.js';
+import { FAMILIES, LATENCY_BOUNDS, type Metrics } from '../../http/metrics.js';
 
 export interface MetricsView {
   holder: IndexHolder;

@@ -7,38 +7,34 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ERRORS } from '../wire/errors.js';
-import type { Explanation } from '../build/explain.js';
-import type { IndexHolder } from '../index/loader.js';
-import { answerObject } from '../lookup/answer.js';
-import { TIER_MAX } from '../model/projection.js';
-import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../net/address.js';
-import type { Edge } from './edge.js';
-import { late, pending, sendError, sendJson } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { ControlDb } from '../control/control-db.js';
-import { operatorOf } from './operator.js';
+import { ERRORS } from '../../wire/errors.js';
+import type { Explanation } from '../../build/explain.js';
+import type { IndexHolder } from '../../index/loader.js';
+import { answerObject } from '../../lookup/answer.js';
+import { TIER_MAX } from '../../model/projection.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../../net/address.js';
+import { late, pending, sendError, sendJson } from '../../http/reply.js';
+import type { AdminRoutes } from './admin-routes.js';
 
-const EXPLAIN_WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workers/explain.js');
+const EXPLAIN_WORKER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../workers/explain.js');
 
-/** `control`: the control database whose operator tokens (admin.read) may ask; null: anyone may. */
 export class ExplainApi {
   constructor(
     private readonly holder: IndexHolder,
     private readonly dataDir: string,
-    private readonly control: ControlDb | null,
   ) {}
 
-  register(routes: RouteTable, edge: Edge): void {
-    const { holder, dataDir, control } = this;
+  register(admin: AdminRoutes): void {
+    const { table: routes, edge } = admin;
+    const { holder, dataDir } = this;
     const { metrics } = edge;
     let running = false;
     const parsed = new ParsedAddress();
-    routes.get(
+    admin.get(
       '/explain/:ip',
+      'admin.read',
       (res, req) => {
         // Like the rest of the admin API: it reads every feed, so only an operator may start it.
-        if (control !== null && operatorOf(control, res, req, 'admin.read', metrics) === null) return;
         let ip: string;
         try {
           ip = decodeURIComponent(req.getParameter(0) ?? '');

@@ -3,14 +3,11 @@
 // (environment, CONFIG_FILE, default). Credentials are never shown: a URL's password is
 // masked, and the cloud credentials the S3 client reads are reported as set or not.
 
-import { CONFIG_REFERENCE } from '../config-reference.js';
-import { CREDENTIAL_VARIABLES, type Config } from '../config.js';
-import type { ControlDb } from '../control/control-db.js';
-import { sendJson } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import { redactUrl } from '../log.js';
-import type { Edge } from './edge.js';
-import { operatorOf } from './operator.js';
+import { CONFIG_REFERENCE } from '../../config-reference.js';
+import { CREDENTIAL_VARIABLES, type Config } from '../../config.js';
+import { sendJson } from '../../http/reply.js';
+import { redactUrl } from '../../log.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 /** A URL (REDIS_URL, CONTROL_DB, an S3 endpoint, SOURCES_MIRROR): shown through redactUrl, which masks what may be a secret. */
 const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i;
@@ -38,16 +35,13 @@ export function settingsDocument(given: Config['given']): Record<string, unknown
 }
 
 export class SettingsApi {
-  constructor(
-    private readonly control: ControlDb,
-    private readonly given: Config['given'],
-  ) {}
+  constructor(private readonly given: Config['given']) {}
 
-  register(routes: RouteTable, edge: Edge): void {
+  register(admin: AdminRoutes): void {
+    const { edge } = admin;
     // Made once: the settings are those the process started with.
     const doc = settingsDocument(this.given);
-    routes.get('/admin/v1/settings', (res, req) => {
-      if (operatorOf(this.control, res, req, 'admin.read', edge.metrics) === null) return;
+    admin.get('/admin/v1/settings', 'admin.read', (res) => {
       sendJson(res, 200, doc, edge.metrics);
     });
   }

@@ -10,16 +10,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { negotiate, writeCoding } from '../http/content-coding.js';
-import type { RouteTable } from '../http/routes.js';
-import type { HttpResponse } from '../http/server/types.js';
-import { BR, GZIP } from '../wire/codings.js';
-import type { Edge } from './edge.js';
-import { sendError } from '../http/reply.js';
-import { ERRORS } from '../wire/errors.js';
+import { negotiate, writeCoding } from '../../http/content-coding.js';
+import type { RouteTable } from '../../http/routes.js';
+import type { HttpResponse } from '../../http/server/types.js';
+import { BR, GZIP } from '../../wire/codings.js';
+import type { Edge } from '../admission/edge.js';
+import { sendError } from '../../http/reply.js';
+import { ERRORS } from '../../wire/errors.js';
 
 /** Where `npm run build` writes the console (dist/console, beside dist/src). */
-export const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../console');
+export const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../console');
 
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";

@@ -1,17 +1,17 @@
 // /api/v1/auth/token: a key exchanged for a short-lived token (POST), and the presented token
 // revoked (DELETE). Tokens are signed with the data directory's key and checked like keys.
 
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { RC } from '../wire/errors.js';
-import type { KeyCache } from '../control/auth.js';
-import type { ControlDb } from '../control/control-db.js';
-import { parseSmallBody, readSmallBody } from '../http/body.js';
-import { late, pending, sendError, sendJson, sendRc } from '../http/reply.js';
-import { TOKEN_REQUEST } from '../wire/request-bodies.js';
-import type { RouteTable } from '../http/routes.js';
-import type { Gate } from './gate.js';
-import { bearerCaller, type Edge } from './edge.js';
-import { DEFAULT_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../control/tokens.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { RC } from '../../wire/errors.js';
+import type { KeyCache } from '../../control/auth.js';
+import type { ControlDb } from '../../control/control-db.js';
+import { parseSmallBody, readSmallBody } from '../../http/body.js';
+import { late, pending, sendError, sendJson, sendRc } from '../../http/reply.js';
+import { TOKEN_REQUEST } from '../../wire/request-bodies.js';
+import type { RouteTable } from '../../http/routes.js';
+import type { Gate } from '../admission/gate.js';
+import { bearerCaller, type Edge } from '../admission/edge.js';
+import { DEFAULT_TOKEN_LIFETIME_S, revokeToken as revokeTokenRow } from '../../control/tokens.js';
 
 export class TokensApi {
   private edge!: Edge;

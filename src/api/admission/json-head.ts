@@ -19,11 +19,11 @@
 // before the key). A number wider than its slot rebuilds the template with a wider one.
 // Every value is a number made here, so nothing from a client reaches this text.
 
-import type { HttpResponse } from '../http/server/types.js';
-import type { Rate } from '../model/plans.js';
+import type { HttpResponse } from '../../http/server/types.js';
+import type { Rate } from '../../model/plans.js';
 import type { Admission, Refusal } from './gate.js';
-import type { Metrics } from '../http/metrics.js';
-import { CONTENT_TYPE, NO_STORE, writeJsonType } from '../http/json.js';
+import type { Metrics } from '../../http/metrics.js';
+import { CONTENT_TYPE, NO_STORE, writeJsonType } from '../../http/json.js';
 
 /** Seconds in the longest window (a 31-day month): the allowance reset's slot. */
 const RESET_DIGITS = 7;

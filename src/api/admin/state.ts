@@ -1,7 +1,7 @@
 // What the admin port reports of the process beside the index: the lifecycle and the front-end
 // threads. The admin app and the overview both read it, so it lives apart from either.
 
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../../http/metrics.js';
 
 /** What readiness reports beyond the index: false once the service is shutting down. */
 export interface Lifecycle {

@@ -5,25 +5,25 @@
 // returning; answer synchronously or register onAborted; every late write inside one cork;
 // status, then headers, then body; copy onData chunks; res never leaves this thread.
 
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { ERRORS, statusLine } from '../wire/errors.js';
-import { QueueFullError } from '../batch/pool.js';
-import type { BatchRunner } from '../batch/runner.js';
-import { REFUSE_KEYLESS, REFUSE_PLAN } from '../batch/protocol.js';
-import { Gate, PENDING, type Admission } from './gate.js';
-import { sendRefusal, type JsonHead } from './json-head.js';
-import type { Config } from '../config.js';
-import type { IndexSource } from '../index/loader.js';
-import type { Logger } from '../log.js';
-import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome, type BatchOutcome } from '../lookup/batch.js';
-import { BodyMemory, readBody } from '../http/body.js';
-import type { RequestClient } from '../http/client.js';
-import { late, sendError, type Pending } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { Metrics } from '../http/metrics.js';
-import { negotiate, writeCoding } from '../http/content-coding.js';
-import { IDENTITY, type Coding } from '../wire/codings.js';
-import type { Edge } from './edge.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { ERRORS, statusLine } from '../../wire/errors.js';
+import { QueueFullError } from '../../batch/pool.js';
+import type { BatchRunner } from '../../batch/runner.js';
+import { REFUSE_KEYLESS, REFUSE_PLAN } from '../../batch/protocol.js';
+import { Gate, PENDING, type Admission } from '../admission/gate.js';
+import { sendRefusal, type JsonHead } from '../admission/json-head.js';
+import type { Config } from '../../config.js';
+import type { IndexSource } from '../../index/loader.js';
+import type { Logger } from '../../log.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome, type BatchOutcome } from '../../lookup/batch.js';
+import { BodyMemory, readBody } from '../../http/body.js';
+import type { RequestClient } from '../../http/client.js';
+import { late, sendError, type Pending } from '../../http/reply.js';
+import type { RouteTable } from '../../http/routes.js';
+import type { Metrics } from '../../http/metrics.js';
+import { negotiate, writeCoding } from '../../http/content-coding.js';
+import { IDENTITY, type Coding } from '../../wire/codings.js';
+import type { Edge } from '../admission/edge.js';
 import type { LookupShared } from './lookup-shared.js';
 
 /** One batch request as its runs see it. */

@@ -3,7 +3,7 @@
 // memory), a serving node behind the store's build or no longer reading it. Each problem says
 // where the detail is; sources in trouble are told by the sources API (the console adds them).
 
-import type { FollowerState } from '../replica/index-replica.js';
+import type { FollowerState } from '../../replica/index-replica.js';
 import type { OwedReading } from './metrics-text.js';
 
 export interface HealthProblem {

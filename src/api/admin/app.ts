@@ -2,39 +2,40 @@
 // answers as it does (explain.ts), the sources' freshness (sources.ts), the operator's API
 // (operator.ts, overview.ts, builds.ts, plan-answers.ts) and its console (console.ts).
 
-import type { HttpApp, HttpServer } from '../http/server/types.js';
-import type { BatchPool } from '../batch/pool.js';
-import type { IndexHolder } from '../index/loader.js';
-import { writeJson } from '../http/reply.js';
-import { Metrics } from '../http/metrics.js';
-import { RouteTable } from '../http/routes.js';
-import type { Logger } from '../log.js';
+import type { HttpApp, HttpServer } from '../../http/server/types.js';
+import type { BatchPool } from '../../batch/pool.js';
+import type { IndexHolder } from '../../index/loader.js';
+import { writeJson } from '../../http/reply.js';
+import { Metrics } from '../../http/metrics.js';
+import { RouteTable } from '../../http/routes.js';
+import type { Logger } from '../../log.js';
 import { ExplainApi } from './explain.js';
 import { PROCESS_STARTED_MS, metricsText, type OwedReading } from './metrics-text.js';
-import { OpenApiRoute } from './openapi.js';
+import { OpenApiRoute } from '../public/openapi.js';
 import { OperatorApi } from './operator.js';
 import { SourcesApi } from './sources.js';
 import { BuildsApi } from './builds.js';
 import { ConsoleRoute, readConsole } from './console.js';
 import { OverviewApi } from './overview.js';
 import { PlanAnswersApi } from './plan-answers.js';
-import { MetricsHistory } from '../http/metrics-history.js';
-import { TIER_BASIC } from '../model/projection.js';
-import type { SourceStatus } from '../feeds/source-state.js';
-import { RequestClient } from '../http/client.js';
-import type { Edge } from './edge.js';
-import type { OperatorDeps } from '../control/operator.js';
-import type { FollowerState } from '../replica/index-replica.js';
-import type { Lifecycle, ThreadState, ThreadsView } from './admin-state.js';
+import { MetricsHistory } from '../../http/metrics-history.js';
+import { TIER_BASIC } from '../../model/projection.js';
+import type { SourceStatus } from '../../feeds/source-state.js';
+import { RequestClient } from '../../http/client.js';
+import type { Edge } from '../admission/edge.js';
+import type { OperatorDeps } from '../../control/operator.js';
+import type { FollowerState } from '../../replica/index-replica.js';
+import type { Lifecycle, ThreadState, ThreadsView } from './state.js';
 import { SettingsApi } from './settings.js';
 import { ProcessReadings } from './process-view.js';
 import { ActionsApi, type OperatorActions } from './actions.js';
-import type { Config } from '../config.js';
-import { type Clock, systemClock } from '../clock.js';
-import type { KeyActivity } from '../control/key-activity.js';
+import type { Config } from '../../config.js';
+import { type Clock, systemClock } from '../../clock.js';
+import type { KeyActivity } from '../../control/key-activity.js';
 import { ActivityApi } from './activity.js';
 import { LogTailApi } from './log-tail.js';
-import type { LogTail } from '../log.js';
+import type { LogTail } from '../../log.js';
+import { AdminRoutes } from './admin-routes.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -103,7 +104,9 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const routes = new RouteTable(app, log, adminMetrics).answersWithRc();
   // The admin port believes no forwarding header: its client is the TCP peer.
   const edge: Edge = { metrics: adminMetrics, client: new RequestClient([], 128), clock: deps.clock ?? systemClock };
-  new ExplainApi(holder, dataDir, operator?.db ?? null).register(routes, edge);
+  // Every operator route declares its scope; one function admits each request (admin-routes.ts).
+  const admin = new AdminRoutes(routes, edge, operator?.db ?? null);
+  new ExplainApi(holder, dataDir).register(admin);
   routes.get('/healthz', (res) => writeJson(res, 200, { status: 'ok' }));
   new OpenApiRoute('/openapi.json').register(routes, edge);
   routes.get('/readyz', (res) => {
@@ -140,9 +143,9 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
   const stopHistory = history.start(edge.clock);
   if (operator) {
     const processReadings = new ProcessReadings(pool, () => threads?.threadMetrics() ?? [metrics()]);
-    new OperatorApi(operator).register(routes, edge);
+    new OperatorApi(operator).register(admin);
     const threadStates = threads && ((): ThreadState[] => threads.threadStates());
-    new OverviewApi(operator.db, {
+    new OverviewApi({
       holder,
       history,
       serverKind: server.kind,
@@ -157,16 +160,16 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       replica,
       replicaPollMs: deps.replicaPollMs ?? 0,
       now: edge.clock.now,
-    }).register(routes, edge);
-    new BuildsApi(operator.db, dataDir).register(routes, edge);
-    new PlanAnswersApi(operator.db, holder, operator.plans, keylessTier).register(routes, edge);
-    if (settings !== null) new SettingsApi(operator.db, settings).register(routes, edge);
-    new ActionsApi(operator.db, actions).register(routes, edge);
-    if (deps.activity) new ActivityApi(operator.db, deps.activity).register(routes, edge);
-    if (deps.logTail) new LogTailApi(operator.db, deps.logTail).register(routes, edge);
+    }).register(admin);
+    new BuildsApi(operator.db, dataDir).register(admin);
+    new PlanAnswersApi(holder, operator.plans, keylessTier).register(admin);
+    if (settings !== null) new SettingsApi(settings).register(admin);
+    new ActionsApi(operator.db, actions).register(admin);
+    if (deps.activity) new ActivityApi(operator.db, deps.activity).register(admin);
+    if (deps.logTail) new LogTailApi(deps.logTail).register(admin);
     new ConsoleRoute(readConsole()).register(routes, edge);
   }
-  new SourcesApi(operator?.db ?? null, sources ?? (() => [])).register(routes, edge);
+  new SourcesApi(sources ?? (() => [])).register(admin);
   routes.fallback();
   return { app, routes, close: stopHistory };
 }

@@ -5,21 +5,19 @@
 // feeds with their age.
 
 import fs from 'node:fs';
-import type { ControlDb } from '../control/control-db.js';
-import { IpsiftError, reasonOf } from '../errors.js';
-import { listFeeds } from '../feeds/feed-store.js';
-import { parseSmallBody, readSmallBody } from '../http/body.js';
-import { recordAudit } from '../control/audit.js';
-import { NO_FIELDS } from '../wire/request-bodies.js';
-import { late, sendJson, sendRc, type Pending } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { HttpResponse } from '../http/server/types.js';
-import { buildSummaries, listBuilds, readManifest, readServingLog } from '../index/builds.js';
-import { serveBuild } from '../index/loader.js';
-import { readBuildChanges } from '../index/build-changes.js';
-import { RC } from '../wire/errors.js';
-import type { Edge } from './edge.js';
-import { operatorOf } from './operator.js';
+import type { ControlDb } from '../../control/control-db.js';
+import { IpsiftError, reasonOf } from '../../errors.js';
+import { listFeeds } from '../../feeds/feed-store.js';
+import { parseSmallBody, readSmallBody } from '../../http/body.js';
+import { recordAudit } from '../../control/audit.js';
+import { NO_FIELDS } from '../../wire/request-bodies.js';
+import { late, sendJson, sendRc, type Pending } from '../../http/reply.js';
+import type { HttpResponse } from '../../http/server/types.js';
+import { buildSummaries, listBuilds, readManifest, readServingLog } from '../../index/builds.js';
+import { serveBuild } from '../../index/loader.js';
+import { readBuildChanges } from '../../index/build-changes.js';
+import { RC } from '../../wire/errors.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 export class BuildsApi {
   constructor(
@@ -27,7 +25,8 @@ export class BuildsApi {
     private readonly dataDir: string,
   ) {}
 
-  register(routes: RouteTable, edge: Edge): void {
+  register(admin: AdminRoutes): void {
+    const { table: routes, edge } = admin;
     const { db, dataDir } = this;
     const { metrics } = edge;
     /** The build id of the path, or null once answered 404. */
@@ -36,36 +35,36 @@ export class BuildsApi {
       sendRc(res, RC.NOT_FOUND, `no build ${id}: GET /admin/v1/builds lists them`, metrics);
       return null;
     };
-    routes.get(
+    admin.get(
       '/admin/v1/builds',
-      (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      'admin.read',
+      (res) => {
         sendJson(res, 200, { builds: buildSummaries(dataDir).reverse() }, metrics);
       },
       { compress: true },
     );
-    routes.get(
+    admin.get(
       '/admin/v1/serving-log',
-      (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      'admin.read',
+      (res) => {
         // Newest first: which build served from when to when on this node.
         sendJson(res, 200, { spans: readServingLog(dataDir).reverse() }, metrics);
       },
       { compress: true },
     );
-    routes.get(
+    admin.get(
       '/admin/v1/builds/:id',
+      'admin.read',
       (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
         const id = buildOf(res, req.getParameter(0) ?? '');
         if (id !== null) sendJson(res, 200, readManifest(dataDir, id), metrics);
       },
       { compress: true },
     );
-    routes.get(
+    admin.get(
       '/admin/v1/builds/:id/changes',
+      'admin.read',
       (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
         const id = buildOf(res, req.getParameter(0) ?? '');
         if (id === null) return;
         // Recorded when the build was made: nothing as heavy as two indexes is read here.
@@ -84,9 +83,7 @@ export class BuildsApi {
     // One build checked at a time: the check reads a whole index into memory (226 MiB for 1 M
     // ranges), and a token holder asking many at once would hold as many.
     let checking = false;
-    routes.post('/admin/v1/builds/:id/serve', (res, req) => {
-      const actor = operatorOf(db, res, req, 'admin.write', metrics);
-      if (actor === null) return;
+    admin.post('/admin/v1/builds/:id/serve', 'admin.write', (res, req, { actor }) => {
       const id = buildOf(res, req.getParameter(0) ?? '');
       if (id === null) return;
       if (checking)
@@ -123,10 +120,10 @@ export class BuildsApi {
           .finally(done);
       });
     });
-    routes.get(
+    admin.get(
       '/admin/v1/feeds',
-      (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
+      'admin.read',
+      (res) => {
         const feeds = listFeeds(dataDir).map((f) => ({
           name: f.name,
           bytes: f.bytes,

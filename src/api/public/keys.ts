@@ -6,9 +6,9 @@
 // later than its own and source ranges inside its own (both inherited when not given); it may
 // rotate only a key that holds no more than it does, and revoke only a key whose scopes it holds.
 
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { RC } from '../wire/errors.js';
-import { KEY_CREATE_REQUEST, NO_FIELDS } from '../wire/request-bodies.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { RC } from '../../wire/errors.js';
+import { KEY_CREATE_REQUEST, NO_FIELDS } from '../../wire/request-bodies.js';
 import {
   AccountError,
   KeyLimitError,
@@ -21,20 +21,20 @@ import {
   revokeKey,
   rotateKey,
   type ApiKey,
-} from '../control/accounts.js';
-import type { Caller, KeyCache } from '../control/auth.js';
-import type { ControlDb } from '../control/control-db.js';
-import type { Logger } from '../log.js';
-import { networksOf, networksWithin, type Network } from '../net/network.js';
-import { parseSmallBody, readSmallBody, type SmallBody } from '../http/body.js';
-import { late, pending, sendJson, sendRc } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { Gate } from './gate.js';
-import { bearerCaller, type Edge } from './edge.js';
-import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../control/audit.js';
-import { LIMIT_RULE, listLimit } from '../control/operator.js';
-import type { Rate } from '../model/plans.js';
-import { keyListBucket } from '../accounting/windows.js';
+} from '../../control/accounts.js';
+import type { Caller, KeyCache } from '../../control/auth.js';
+import type { ControlDb } from '../../control/control-db.js';
+import type { Logger } from '../../log.js';
+import { networksOf, networksWithin, type Network } from '../../net/network.js';
+import { parseSmallBody, readSmallBody, type SmallBody } from '../../http/body.js';
+import { late, pending, sendJson, sendRc } from '../../http/reply.js';
+import type { RouteTable } from '../../http/routes.js';
+import type { Gate } from '../admission/gate.js';
+import { bearerCaller, type Edge } from '../admission/edge.js';
+import { nthLatestKeyChangeAt, recordAudit, type Actor } from '../../control/audit.js';
+import { LIMIT_RULE, listLimit } from '../../control/operator.js';
+import type { Rate } from '../../model/plans.js';
+import { keyListBucket } from '../../accounting/windows.js';
 
 /** What a key's holder may do to keys on the public port (config: MAX_KEYS_PER_ORG, KEY_CHANGES_PER_MIN). */
 export interface KeyLimits {

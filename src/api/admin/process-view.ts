@@ -1,8 +1,8 @@
 // The process as the console's overview shows it: memory, CPU, open files, the batch pool and
 // each front-end thread's event-loop delay, from the same readings /metrics exposes.
 
-import type { BatchPool } from '../batch/pool.js';
-import type { Metrics } from '../http/metrics.js';
+import type { BatchPool } from '../../batch/pool.js';
+import type { Metrics } from '../../http/metrics.js';
 import { openFds } from './metrics-text.js';
 
 export interface ProcessView {

@@ -4,15 +4,13 @@
 // each key was last used and from where (control/key-activity.ts). With org_id, every key of
 // that organisation, used or not.
 
-import { getKey, getOrganisation, listKeys } from '../control/accounts.js';
-import type { ControlDb } from '../control/control-db.js';
-import type { KeyActivity } from '../control/key-activity.js';
-import { WINDOWS, type HistoryWindow } from '../http/metrics-history.js';
-import { sendJson, sendRc } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import { RC } from '../wire/errors.js';
-import type { Edge } from './edge.js';
-import { operatorOf } from './operator.js';
+import { getKey, getOrganisation, listKeys } from '../../control/accounts.js';
+import type { ControlDb } from '../../control/control-db.js';
+import type { KeyActivity } from '../../control/key-activity.js';
+import { WINDOWS, type HistoryWindow } from '../../http/metrics-history.js';
+import { sendJson, sendRc } from '../../http/reply.js';
+import { RC } from '../../wire/errors.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 const ZERO = { requests: 0, limited: 0, refused: 0 };
 
@@ -22,12 +20,13 @@ export class ActivityApi {
     private readonly activity: KeyActivity,
   ) {}
 
-  register(routes: RouteTable, edge: Edge): void {
+  register(admin: AdminRoutes): void {
+    const { edge } = admin;
     const { db, activity } = this;
-    routes.get(
+    admin.get(
       '/admin/v1/activity',
+      'admin.read',
       (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', edge.metrics) === null) return;
         const q = new URLSearchParams(req.getQuery() ?? '');
         const unknown = [...q.keys()].find((k) => k !== 'window' && k !== 'org_id');
         if (unknown !== undefined) return sendRc(res, RC.BAD_REQUEST, `unknown parameter ${JSON.stringify(unknown)}: window and org_id only`, edge.metrics);

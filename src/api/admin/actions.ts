@@ -5,17 +5,15 @@
 // once, a build following). Each other action answers 202 once started and runs on the pipeline thread; its outcome shows where a scheduled one's does (GET /admin/v1/builds,
 // GET /admin/v1/sources, the log). One of each at a time: a second is 409 while the first runs.
 
-import type { ControlDb } from '../control/control-db.js';
-import { recordAudit } from '../control/audit.js';
-import { parseSmallBody, readSmallBody } from '../http/body.js';
-import { late, pending, sendJson, sendRc } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { RC } from '../wire/errors.js';
-import { NO_FIELDS } from '../wire/request-bodies.js';
-import type { Edge } from './edge.js';
-import { operatorOf } from './operator.js';
-import type { Disabled } from '../feeds/source-switches.js';
+import type { ControlDb } from '../../control/control-db.js';
+import { recordAudit } from '../../control/audit.js';
+import { parseSmallBody, readSmallBody } from '../../http/body.js';
+import { late, pending, sendJson, sendRc } from '../../http/reply.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { RC } from '../../wire/errors.js';
+import { NO_FIELDS } from '../../wire/request-bodies.js';
+import type { Disabled } from '../../feeds/source-switches.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 /**
  * What the process can set going (pipeline/build-on-demand.ts, pipeline/source-refresher.ts):
@@ -48,14 +46,13 @@ export class ActionsApi {
     private readonly actions: OperatorActions,
   ) {}
 
-  register(routes: RouteTable, edge: Edge): void {
+  register(admin: AdminRoutes): void {
+    const { table: routes, edge } = admin;
     const { db, actions } = this;
     const { metrics } = edge;
     /** An action route: admin.write, a body that is empty or {}, then the action, audited when started. */
     const action = (path: string, audit: string, run: (by: string, param: string) => Outcome): void => {
-      routes.post(path, (res: HttpResponse, req: HttpRequest) => {
-        const actor = operatorOf(db, res, req, 'admin.write', metrics);
-        if (actor === null) return;
+      admin.post(path, 'admin.write', (res: HttpResponse, req: HttpRequest, { actor }) => {
         const param = req.getParameter(0) ?? '';
         const p = pending(res);
         readSmallBody(res, p, routes, (text) =>

@@ -2,14 +2,14 @@
 // client and clock. Each API is a class whose constructor takes what it serves from and whose
 // register(routes, edge) adds its routes.
 
-import type { RequestClient } from '../http/client.js';
-import type { Metrics } from '../http/metrics.js';
-import { sendRc } from '../http/reply.js';
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { ERRORS, RC } from '../wire/errors.js';
-import { bearerToken, type Caller } from '../control/auth.js';
+import type { RequestClient } from '../../http/client.js';
+import type { Metrics } from '../../http/metrics.js';
+import { sendRc } from '../../http/reply.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { ERRORS, RC } from '../../wire/errors.js';
+import { bearerToken, type Caller } from '../../control/auth.js';
 import { Gate } from './gate.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../clock.js';
 
 /** Why a route that takes only a Bearer credential refused a request without one. */
 export const BEARER_REQUIRED = 'a key or token is required here as Authorization: Bearer <key> (alone: no X-Api-Key or apikey beside it)';

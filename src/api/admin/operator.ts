@@ -2,17 +2,16 @@
 // organisation, usage, download history and the audit log, through the same service layer as
 // the CLI (control/operator.ts). Every request carries an operator token
 // (`Authorization: Bearer iat_…`, made by `ipsift admin token create`): admin.read for GET,
-// admin.write for changes. Errors are {"rc": code, "message": why}: 400 BAD_REQUEST, 401
+// admin.write for changes, admitted by admin-routes.ts. Errors are {"rc": code, "message": why}: 400 BAD_REQUEST, 401
 // UNAUTHORIZED (no token, unknown or revoked), 403 FORBIDDEN (scope), 404 NOT_FOUND, 409 CONFLICT.
 
-import { RC } from '../wire/errors.js';
-import { findAdminToken, type AdminScope, type AdminToken } from '../control/admin-tokens.js';
-import type { Actor } from '../control/audit.js';
-import { bearerToken } from '../control/auth.js';
-import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../control/operator.js';
-import type { LicenceType } from '../control/licences.js';
-import { parseSmallBody, readSmallBody } from '../http/body.js';
-import type { BodySchema } from '../wire/body-schema.js';
+import { RC } from '../../wire/errors.js';
+import type { AdminScope } from '../../control/admin-tokens.js';
+import type { Actor } from '../../control/audit.js';
+import { LIMIT_RULE, Operator, OperatorError, listLimit, type OperatorDeps } from '../../control/operator.js';
+import type { LicenceType } from '../../control/licences.js';
+import { parseSmallBody, readSmallBody } from '../../http/body.js';
+import type { BodySchema } from '../../wire/body-schema.js';
 import {
   ADMIN_TOKEN_CREATE_REQUEST,
   LICENCE_GRANT_REQUEST,
@@ -20,15 +19,10 @@ import {
   OPERATOR_KEY_CREATE_REQUEST,
   ORGANISATION_CREATE_REQUEST,
   ORGANISATION_UPDATE_REQUEST,
-} from '../wire/request-bodies.js';
-import { peerText } from '../http/client.js';
-import { authorizationOf } from './gate.js';
-import type { ControlDb } from '../control/control-db.js';
-import type { Metrics } from '../http/metrics.js';
-import type { Edge } from './edge.js';
-import { late, pending, sendJson, sendRc } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
+} from '../../wire/request-bodies.js';
+import { late, pending, sendJson, sendRc } from '../../http/reply.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 const BASE = '/admin/v1';
 
@@ -73,39 +67,11 @@ const optionalStrings = (body: Doc, field: string): string[] | undefined => {
   return v as string[];
 };
 
-/**
- * The operator token of an admin-port request, or null once refused: 401 for no token, an
- * unknown or revoked one, or two different Authorization headers; 403 without the scope.
- */
-export function operatorTokenOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): AdminToken | null {
-  const header = authorizationOf(req);
-  if (header === null) {
-    sendRc(res, RC.UNAUTHORIZED, 'one Authorization header, please: two different credentials were sent', metrics);
-    return null;
-  }
-  const secret = bearerToken(header);
-  const token = secret ? findAdminToken(db, secret) : null;
-  if (token === null) {
-    sendRc(res, RC.UNAUTHORIZED, 'an operator token is required: Authorization: Bearer iat_… (ipsift admin token create)', metrics);
-    return null;
-  }
-  if (!token.scopes.includes(scope)) {
-    sendRc(res, RC.FORBIDDEN, `this operator token lacks the ${scope} scope`, metrics);
-    return null;
-  }
-  return token;
-}
-
-/** The acting operator of an admin-port request (operatorTokenOf), as the audit log names it. */
-export function operatorOf(db: ControlDb, res: HttpResponse, req: HttpRequest, scope: AdminScope, metrics: Metrics): Actor | null {
-  const token = operatorTokenOf(db, res, req, scope, metrics);
-  return token && { who: `admin:${token.id}`, source: peerText(new Uint8Array(res.getRemoteAddress())) };
-}
-
 export class OperatorApi {
   constructor(private readonly deps: OperatorDeps) {}
 
-  register(routes: RouteTable, edge: Edge): void {
+  register(admin: AdminRoutes): void {
+    const { table: routes, edge } = admin;
     const { deps } = this;
     const { metrics } = edge;
     /** Registers a route: token and scope first, then (for writes) the JSON body, then the work. */
@@ -146,7 +112,7 @@ export class OperatorApi {
       );
     };
 
-    const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => operatorOf(deps.db, res, req, scope, metrics);
+    const authorise = (res: HttpResponse, req: HttpRequest, scope: AdminScope): Actor | null => admin.admit(res, req, scope)?.actor ?? null;
 
     const ok = (doc: unknown, status = 200): { status: number; doc: unknown } => ({ status, doc });
 

@@ -5,20 +5,17 @@
 // http/metrics-history.ts), and who the token is (its scopes decide which controls the
 // console draws; the API refuses writes whatever it draws).
 
-import type { ControlDb } from '../control/control-db.js';
-import type { IndexHolder } from '../index/loader.js';
-import { WINDOWS, type HistoryWindow, type MetricsHistory } from '../http/metrics-history.js';
-import { sendJson, sendRc } from '../http/reply.js';
-import { RC } from '../wire/errors.js';
-import type { RouteTable } from '../http/routes.js';
-import { RUNTIME, VERSION } from '../version.js';
-import type { Edge } from './edge.js';
-import { operatorOf, operatorTokenOf } from './operator.js';
-import type { Lifecycle, ThreadState } from './admin-state.js';
+import type { IndexHolder } from '../../index/loader.js';
+import { WINDOWS, type HistoryWindow, type MetricsHistory } from '../../http/metrics-history.js';
+import { sendJson, sendRc } from '../../http/reply.js';
+import { RC } from '../../wire/errors.js';
+import { RUNTIME, VERSION } from '../../version.js';
+import type { Lifecycle, ThreadState } from './state.js';
 import type { ProcessView } from './process-view.js';
 import { healthProblems } from './health.js';
 import type { OwedReading } from './metrics-text.js';
-import type { FollowerState } from '../replica/index-replica.js';
+import type { FollowerState } from '../../replica/index-replica.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 export interface OverviewSources {
   holder: IndexHolder;
@@ -44,18 +41,16 @@ export interface OverviewSources {
 }
 
 export class OverviewApi {
-  constructor(
-    private readonly db: ControlDb,
-    private readonly s: OverviewSources,
-  ) {}
+  constructor(private readonly s: OverviewSources) {}
 
-  register(routes: RouteTable, edge: Edge): void {
-    const { db, s } = this;
+  register(admin: AdminRoutes): void {
+    const { edge } = admin;
+    const { s } = this;
     const now = s.now ?? Date.now;
-    routes.get(
+    admin.get(
       '/admin/v1/overview',
+      'admin.read',
       (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', edge.metrics) === null) return;
         const query = new URLSearchParams(req.getQuery() ?? '');
         const window = (query.get('window') ?? '1h') as HistoryWindow;
         const unknown = [...query.keys()].find((k) => k !== 'window');
@@ -106,8 +101,7 @@ export class OverviewApi {
       },
       { compress: true },
     );
-    routes.get('/admin/v1/token', (res, req) => {
-      const token = operatorTokenOf(db, res, req, 'admin.read', edge.metrics);
+    admin.get('/admin/v1/token', 'admin.read', (res, _req, { token }) => {
       if (token === null) return;
       sendJson(res, 200, { id: token.id, name: token.name, scopes: token.scopes }, edge.metrics);
     });

@@ -4,16 +4,16 @@
 // cannot drift from what the server says; test/openapi.test.ts checks real answers of every
 // route against it.
 
-import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../model/categories.js';
-import { ERRORS, RC } from '../wire/errors.js';
-import { BATCH_REQUEST, KEY_CREATE_REQUEST, TOKEN_REQUEST } from '../wire/request-bodies.js';
-import { VERSION } from '../version.js';
-import type { Edge } from './edge.js';
-import type { RouteTable } from '../http/routes.js';
-import { staticBody } from '../http/compressing-response.js';
-import { writePublicJsonType } from '../http/json.js';
-import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
-import { operatorPaths, operatorSchemas } from './openapi-operator.js';
+import { CATEGORIES, CONFIDENCE_VALUES, DETAIL_FIELDS, METHOD_VALUES, type DetailField } from '../../model/categories.js';
+import { ERRORS, RC } from '../../wire/errors.js';
+import { BATCH_REQUEST, KEY_CREATE_REQUEST, TOKEN_REQUEST } from '../../wire/request-bodies.js';
+import { VERSION } from '../../version.js';
+import type { Edge } from '../admission/edge.js';
+import type { RouteTable } from '../../http/routes.js';
+import { staticBody } from '../../http/compressing-response.js';
+import { writePublicJsonType } from '../../http/json.js';
+import { ADMIN, DATE, DATE_TIME, REPLICA, apiKeyFields, json, object, ref, type Schema } from '../openapi-schema.js';
+import { operatorPaths, operatorSchemas } from '../admin/openapi.js';
 
 const DETAIL_SCHEMAS: Record<DetailField, Schema> = {
   provider: { type: 'string' },

@@ -3,32 +3,29 @@
 // tier, and keyless callers' KEYLESS_TIER), so that support can see what a customer sees
 // without a customer's key. Nothing is counted against anyone.
 
-import type { ControlDb } from '../control/control-db.js';
-import type { IndexHolder } from '../index/loader.js';
-import { answerObject } from '../lookup/answer.js';
-import type { Plans } from '../model/plans.js';
-import { TIERS } from '../model/projection.js';
-import { sendError, sendJson } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import { ERRORS } from '../wire/errors.js';
-import type { Edge } from './edge.js';
-import { operatorOf } from './operator.js';
+import type { IndexHolder } from '../../index/loader.js';
+import { answerObject } from '../../lookup/answer.js';
+import type { Plans } from '../../model/plans.js';
+import { TIERS } from '../../model/projection.js';
+import { sendError, sendJson } from '../../http/reply.js';
+import { ERRORS } from '../../wire/errors.js';
+import type { AdminRoutes } from './admin-routes.js';
 
 export class PlanAnswersApi {
   constructor(
-    private readonly db: ControlDb,
     private readonly holder: IndexHolder,
     private readonly plans: Plans,
     private readonly keylessTier: number,
   ) {}
 
-  register(routes: RouteTable, edge: Edge): void {
-    const { db, holder, plans, keylessTier } = this;
+  register(admin: AdminRoutes): void {
+    const { edge } = admin;
+    const { holder, plans, keylessTier } = this;
     const { metrics } = edge;
-    routes.get(
+    admin.get(
       '/admin/v1/answers/:ip',
+      'admin.read',
       (res, req) => {
-        if (operatorOf(db, res, req, 'admin.read', metrics) === null) return;
         let ip: string;
         try {
           ip = decodeURIComponent(req.getParameter(0) ?? '');

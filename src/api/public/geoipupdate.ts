@@ -24,18 +24,18 @@
 
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { RC, type RcError } from '../wire/errors.js';
-import type { LocalStore } from '../objects/local-store.js';
-import type { RequestClient } from '../http/client.js';
-import type { Gate } from './gate.js';
-import type { Metrics } from '../http/metrics.js';
-import { late, pending, sendJson, sendRc } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { RC, type RcError } from '../../wire/errors.js';
+import type { LocalStore } from '../../objects/local-store.js';
+import type { RequestClient } from '../../http/client.js';
+import type { Gate } from '../admission/gate.js';
+import type { Metrics } from '../../http/metrics.js';
+import { late, pending, sendJson, sendRc } from '../../http/reply.js';
+import type { RouteTable } from '../../http/routes.js';
 import { KEY_REFUSALS, rc, type Ask, type DatabaseApi, type Outcome } from './databases.js';
-import { parseRange, sendFile, type FileAnswer } from '../http/file-transfer.js';
-import type { Edge } from './edge.js';
-import type { Clock } from '../clock.js';
+import { parseRange, sendFile, type FileAnswer } from '../../http/file-transfer.js';
+import type { Edge } from '../admission/edge.js';
+import type { Clock } from '../../clock.js';
 
 /** `Basic base64(user:password)`, as the user and the password; null when it is not that. */
 export function basicCredentials(header: string): { user: string; password: string } | null {

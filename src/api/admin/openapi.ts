@@ -1,15 +1,15 @@
 // The operator's API (operator.ts) in the OpenAPI document: paths under /admin/v1 on the
 // admin port, and the schemas of its answers (the same documents the CLI prints with --json).
 
-import type { BodySchema } from '../wire/body-schema.js';
+import type { BodySchema } from '../../wire/body-schema.js';
 import {
   ADMIN_TOKEN_CREATE_REQUEST,
   LICENCE_GRANT_REQUEST,
   OPERATOR_KEY_CREATE_REQUEST,
   ORGANISATION_CREATE_REQUEST,
   ORGANISATION_UPDATE_REQUEST,
-} from '../wire/request-bodies.js';
-import { ADMIN, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from './openapi-schema.js';
+} from '../../wire/request-bodies.js';
+import { ADMIN, DATE_TIME, apiKeyFields, json, object, ref, type Schema } from '../openapi-schema.js';
 
 const rc = (code: string, description: string): Schema => json(object({ rc: { const: code }, message: { type: 'string' } }), description);
 const refusals = (write: boolean): Record<string, Schema> => ({

@@ -1,13 +1,13 @@
 // GET /api/v1/account/me: the caller's organisation, key, plan and usage in the current UTC
 // month, in the lookup group's {"error": …} shape.
 
-import type { HttpRequest, HttpResponse } from '../http/server/types.js';
-import { ERRORS } from '../wire/errors.js';
-import type { Logger } from '../log.js';
-import { sendError, sendJson } from '../http/reply.js';
-import type { RouteTable } from '../http/routes.js';
-import { Gate } from './gate.js';
-import type { Edge } from './edge.js';
+import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
+import { ERRORS } from '../../wire/errors.js';
+import type { Logger } from '../../log.js';
+import { sendError, sendJson } from '../../http/reply.js';
+import type { RouteTable } from '../../http/routes.js';
+import { Gate } from '../admission/gate.js';
+import type { Edge } from '../admission/edge.js';
 
 export class AccountApi {
   private edge!: Edge;
