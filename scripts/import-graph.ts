@@ -21,7 +21,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['config', 'data-dir'],
   ['accounting', 'config-reference', 'feeds', 'index', 'objects'],
   ['exports', 'lookup', 'replica'],
-  ['build', 'catalogue', 'batch', 'control'],
+  ['build', 'catalogue', 'batch', 'control', 'history'],
   ['pipeline'],
   ['http'],
   ['api', 'startup'],

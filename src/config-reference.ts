@@ -105,6 +105,12 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     meaning:
       "Builds kept on disk and in the object store, newest first: older ones are removed after each build with their exports, notice and index replica. The serving build, the one each dataset's downloads serve and the one replicas read always stay. A build of the public registry's data takes about 55 MB on disk and as much in a local store.",
   },
+  HISTORY_DAYS: {
+    group: 'Data and builds',
+    default: '365',
+    meaning:
+      'Days of answers kept for lookups as of a time (`GET /{ip}?at=…`, plans scale and max): the timeline of every range boundary and what it answered, extended after each build that serves, in `history/timeline.json`. Older answers are dropped but the last one before the edge.',
+  },
   BUILD_MEMORY_MIB: {
     group: 'Data and builds',
     default: '4096',

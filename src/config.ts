@@ -107,6 +107,8 @@ export interface Config {
   readonly exportsRestricted: readonly string[];
   /** Builds kept on disk and in the store, newest first (the serving one and those downloads serve always stay). */
   readonly keepBuilds: number;
+  /** Days of answers the timeline keeps for lookups as of a time (history/). */
+  readonly historyDays: number;
   /** The heap a server's build and source refresh thread may use (MiB): past it the build fails, the server goes on. */
   readonly buildMemoryMib: number;
   /** Threads a build writes its exports on (null: one a core, four at most). */
@@ -179,6 +181,7 @@ export const DEFAULTS = Object.freeze({
   sourcesShrinkPct: 50,
   sourcesMaxEntries: 1_000_000,
   keepBuilds: 5,
+  historyDays: 365,
   buildMemoryMib: 4096,
   exportThreads: null,
 });
@@ -386,6 +389,7 @@ export const CONFIG_VARIABLES = [
   'SOURCES_MAX_ENTRIES',
   'EXPORTS_RESTRICTED',
   'KEEP_BUILDS',
+  'HISTORY_DAYS',
   'BUILD_MEMORY_MIB',
   'EXPORT_THREADS',
   'ACCOUNTING',
@@ -512,6 +516,7 @@ export function loadConfig(env: Record<string, string | undefined>, overrides: P
     sourcesMaxEntries: integer('SOURCES_MAX_ENTRIES', get('SOURCES_MAX_ENTRIES') ?? String(DEFAULTS.sourcesMaxEntries), 1, 100_000_000),
     exportsRestricted: sourceNames('EXPORTS_RESTRICTED', get('EXPORTS_RESTRICTED') ?? ''),
     keepBuilds: integer('KEEP_BUILDS', get('KEEP_BUILDS') ?? String(DEFAULTS.keepBuilds), 1, 10_000),
+    historyDays: integer('HISTORY_DAYS', get('HISTORY_DAYS') ?? String(DEFAULTS.historyDays), 1, 36_500),
     buildMemoryMib: integer('BUILD_MEMORY_MIB', get('BUILD_MEMORY_MIB') ?? String(DEFAULTS.buildMemoryMib), 8, 1_048_576),
     exportThreads: get('EXPORT_THREADS') ? integer('EXPORT_THREADS', get('EXPORT_THREADS')!, 1, 64) : DEFAULTS.exportThreads,
     maxKeysPerOrg: integer('MAX_KEYS_PER_ORG', get('MAX_KEYS_PER_ORG') ?? String(DEFAULTS.maxKeysPerOrg), 1, 1_000_000),

@@ -31,6 +31,8 @@ export const demoKeysFile = (dataDir: string): string => path.join(dataDir, 'dem
 export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir, 'daily-build.lock');
 /** Who a server served and refused, and each key's last use, by its admin port (as the traffic history). */
 export const keyActivityFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `keys-${adminPort}.json`);
+/** The timeline of answers (history/timeline.ts): what every address answered, as builds served. */
+export const timelineFile = (dataDir: string): string => path.join(dataDir, 'history', 'timeline.json');
 /** The traffic history of the server whose admin port is `adminPort`: one file per server, so several share a data directory. */
 export const trafficHistoryFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `traffic-${adminPort}.bin`);
 
@@ -71,6 +73,10 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
   { path: 'token.key', what: 'The key that signs short-lived tokens (mode 0600). Every server of a cluster needs the same one.' },
   { path: 'demo-keys.json', what: 'The demo keys made on a fresh data directory (mode 0600), shown once.' },
   { path: 'daily-build.lock', what: 'Held while the daily build runs, so one machine builds at a time.' },
+  {
+    path: 'history/timeline.json',
+    what: 'The timeline of answers: every range boundary any served build had, with what it answered from when, kept for HISTORY_DAYS; `?at=` lookups read it. Extended after each build that serves, rebuilt from the builds on disk if lost.',
+  },
   {
     path: 'history/traffic-<admin port>.bin',
     what: "The console's traffic history: a day of 10-second samples in a ring file of fixed size (346 KB), kept across restarts. None is kept for an ADMIN_PORT of 0.",

@@ -33,6 +33,8 @@ import { readDisabledSources } from './feeds/source-switches.js';
 import { DEFAULT_INTERVAL_MS } from './feeds/sources.js';
 import { checkPortFree, checkStartup, isFresh } from './startup.js';
 import { LogTail, type Logger } from './log.js';
+import { updateTimeline } from './history/timeline-file.js';
+import { reasonOf } from './errors.js';
 import type { ServerKind } from './http/server/types.js';
 import { startFrontEnd, type FrontEnd } from './frontend/front-end.js';
 import { FrontEndThreads } from './frontend/threads.js';
@@ -146,6 +148,14 @@ export async function startService(config: Config, given: Logger, options: Servi
     await follower.start(config.replicaPollMs);
   }
   await holder.reload();
+  // The timeline of answers catches up with what served while this process did not run (the
+  // demo's first build, a CLI build), or is rebuilt from the builds on disk where it was lost.
+  if (!serving)
+    try {
+      updateTimeline(config.dataDir, Date.now(), config.historyDays);
+    } catch (e) {
+      log.warn('the timeline of answers could not be brought up to date; lookups as of a time answer from what it holds', { reason: reasonOf(e) });
+    }
   holder.watch(config.indexPollMs);
   if (!holder.current)
     log.warn(
@@ -284,6 +294,7 @@ export async function startService(config: Config, given: Logger, options: Servi
       activity,
       clock,
       logTail,
+      historyDays: config.historyDays,
     });
     closeAdmin = stopAdmin;
     const adm = await http.server.listen(admin, config.adminHost, config.adminPort);

@@ -354,7 +354,7 @@ describe('two builds compared', () => {
     const answerAt = (index: RangeIndex, family: Family, v: bigint, k: number): string | null => {
       const words = new Uint32Array([Number(v >> 96n), Number((v >> 64n) & 0xffffffffn), Number((v >> 32n) & 0xffffffffn), Number(v & 0xffffffffn)]);
       const record = family === 4 ? index.lookupV4(Number(v)) : index.lookupV6(words);
-      const { mask, details } = index.recordContent(record);
+      const { mask, text: details } = index.recordContent(record);
       if ((mask & (1 << k)) === 0) return null;
       return JSON.stringify((JSON.parse(`{${details.slice(1)}}`) as Record<string, unknown>)[CATEGORIES[k]]);
     };

@@ -8,6 +8,7 @@ import type { BuildComparison } from '../index/compare.js';
 import { serveBuild } from '../index/loader.js';
 import { unknownProvidersLine } from '../model/providers.js';
 import { buildAndPublish } from '../pipeline/pipeline.js';
+import { updateTimeline } from '../history/timeline-file.js';
 import { UsageError, parse, print } from './common.js';
 import { HELP } from './help.js';
 
@@ -75,6 +76,7 @@ export async function builds(args: string[]): Promise<void> {
     if (positionals.length !== 2) throw new UsageError('builds use takes exactly one build id');
     if (!listBuilds(dataDir).includes(positionals[1])) throw new UsageError(`no build ${positionals[1]}`);
     await serveBuild(dataDir, positionals[1]);
+    updateTimeline(dataDir, Date.now(), loadConfig(process.env).historyDays);
     return print(values.json as boolean, { current: positionals[1] }, () => `serving build is now ${positionals[1]}`);
   }
   if (positionals[0] === 'log') {

@@ -46,7 +46,7 @@ class RecordAnswers {
   of(record: number): (string | null)[] {
     let answers = this.parsed.get(record);
     if (answers === undefined) {
-      const { mask, details } = this.index.recordContent(record);
+      const { mask, text: details } = this.index.recordContent(record);
       const all = details === '' ? {} : (JSON.parse(`{${details.slice(1)}}`) as Record<string, unknown>);
       answers = CATEGORIES.map((c, k) => ((mask & (1 << k)) === 0 ? null : JSON.stringify(all[c] ?? {})));
       this.parsed.set(record, answers);

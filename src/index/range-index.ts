@@ -209,13 +209,16 @@ export class RangeIndex {
     return { start, record: this.v6Keys[i * V6_KEY_ROW + 1] };
   }
 
-  /** A record's category mask and its whole details text (every category's `,"<cat>":{…}`). */
-  recordContent(record: number): { mask: number; details: string } {
+  /**
+   * A record's category mask, its whole details text (every category's `,"<cat>":{…}`) and,
+   * per tier, the UTF-8 length of the prefix that tier shows.
+   */
+  recordContent(record: number): { mask: number; text: string; ends: number[] } {
     const row = record * this.stride;
-    let length = 0;
-    for (let t = 2; t < this.stride; t++) length = Math.max(length, this.records[row + t]);
+    const ends: number[] = [];
+    for (let t = 2; t < this.stride; t++) ends.push(this.records[row + t]);
     const off = this.records[row];
-    return { mask: this.records[row + 1], details: this.blob.toString('utf8', off, off + length) };
+    return { mask: this.records[row + 1], text: this.blob.toString('utf8', off, off + Math.max(...ends)), ends };
   }
 
   /** Whether record r of this index answers as record `otherRecord` of `other` does (byte for byte). */

@@ -13,6 +13,7 @@ import { runBuild, type BuildManifest } from '../build/build.js';
 import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { listFeeds } from '../feeds/feed-store.js';
 import { recordBuildChanges } from '../index/build-changes.js';
+import { updateTimeline } from '../history/timeline-file.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import { publishIndexReplica } from '../replica/index-replica.js';
@@ -95,6 +96,12 @@ export async function pruneOldBuilds(config: Config, published: string | null): 
  * once the build's own memory is let go. A comparison that fails leaves the build as it is.
  */
 function noteChanges(config: Config, id: string): { from: string; ranges: number } | null {
+  // What it answers from now on joins the timeline of answers (history/), if it serves.
+  try {
+    updateTimeline(config.dataDir, Date.now(), config.historyDays);
+  } catch {
+    // the timeline catches up at the next build, or is rebuilt from the builds on disk
+  }
   try {
     const c = recordBuildChanges(config.dataDir, id);
     return c && { from: c.from, ranges: c.ranges };

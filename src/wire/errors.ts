@@ -69,6 +69,8 @@ export const ERRORS = Object.freeze({
   keyRevoked: apiError(401, 'API key revoked'),
   keyExpired: apiError(401, 'API key expired'),
   keyRequired: apiError(401, 'an API key is required'),
+  /** `at` asked of a key whose plan keeps no history (decisions.md: scale and max keep it). */
+  historyNotInPlan: apiError(403, 'lookups as of a time (at) are not in this plan: the scale and max plans include them'),
   sourceNotAllowed: apiError(403, 'source address not allowed for this API key'),
   rateLimited: apiError(429, 'rate limit exceeded'),
   keylessCap: apiError(429, 'daily limit for unauthenticated requests exceeded; use an API key'),
@@ -131,7 +133,9 @@ export const ERROR_HELP: Readonly<Record<keyof typeof ERRORS, string>> = Object.
   keyInvalid: 'No key or token has this secret. Check for a copy-paste cut, or make a new key.',
   keyRevoked: 'The key was revoked (or rotated: the old secret ends). Use its replacement.',
   keyExpired: 'The key or token is past its expiry. Make a new token from the key, or a new key.',
-  keyRequired: '`GET /api/v1/account/me` needs a key. Send `Authorization: Bearer <key>` or `X-Api-Key: <key>`.',
+  keyRequired: '`GET /api/v1/account/me`, and a lookup as of a time (`at`), need a key. Send `Authorization: Bearer <key>` or `X-Api-Key: <key>`.',
+  historyNotInPlan:
+    'A lookup as of a time (`at`) was asked with a key whose plan keeps no history. The scale and max plans include it; ask without `at` for the answer of now.',
   sourceNotAllowed: "The caller's address is outside the key's allowed networks. Call from an allowed network or change the key's `allowed_cidrs`.",
   rateLimited:
     "The key's (or keyless source's) rate bucket is empty, or the batch queue is full. Wait for `Retry-After` seconds; the `RateLimit` header says when the bucket refills.",

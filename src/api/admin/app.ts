@@ -76,6 +76,8 @@ export interface AdminAppDeps {
   activity?: KeyActivity | null;
   /** The time the admin port reads (the system's where not given): a test's, which it moves. */
   clock?: Clock;
+  /** Days of answers the timeline keeps (HISTORY_DAYS). */
+  historyDays?: number;
   /** This process's last warnings and errors (null: not kept). */
   logTail?: LogTail | null;
 }
@@ -161,7 +163,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       replicaPollMs: deps.replicaPollMs ?? 0,
       now: edge.clock.now,
     }).register(admin);
-    new BuildsApi(operator.db, dataDir).register(admin);
+    new BuildsApi(operator.db, dataDir, deps.historyDays).register(admin);
     new PlanAnswersApi(holder, operator.plans, keylessTier).register(admin);
     if (settings !== null) new SettingsApi(settings).register(admin);
     new ActionsApi(operator.db, actions).register(admin);

@@ -16,6 +16,7 @@ import type { HttpResponse } from '../../http/server/types.js';
 import { buildSummaries, listBuilds, readManifest, readServingLog } from '../../index/builds.js';
 import { serveBuild } from '../../index/loader.js';
 import { readBuildChanges } from '../../index/build-changes.js';
+import { DEFAULT_HISTORY_DAYS, updateTimeline } from '../../history/timeline-file.js';
 import { RC } from '../../wire/errors.js';
 import type { AdminRoutes } from './admin-routes.js';
 
@@ -23,6 +24,7 @@ export class BuildsApi {
   constructor(
     private readonly db: ControlDb,
     private readonly dataDir: string,
+    private readonly historyDays = DEFAULT_HISTORY_DAYS,
   ) {}
 
   register(admin: AdminRoutes): void {
@@ -107,6 +109,10 @@ export class BuildsApi {
           return late(res, p, () => sendRc(res, RC.BAD_REQUEST, body.refused, metrics));
         }
         serveBuild(dataDir, id)
+          .then(() => {
+            // What it answers from now on joins the timeline of answers.
+            updateTimeline(dataDir, Date.now(), this.historyDays);
+          })
           .then(
             () =>
               late(res, p, () => {

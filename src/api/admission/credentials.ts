@@ -71,12 +71,17 @@ function oneOf(joined: string): string | null {
  * comes twice with different values, else its decoded value.
  */
 export function queryKey(query: string | undefined): string | null | undefined {
+  queryAt = undefined;
   if (query === undefined || query === '') return undefined;
   let key: string | undefined;
   for (let at = 0; at < query.length; ) {
     let end = query.indexOf('&', at);
     if (end < 0) end = query.length;
-    if (query.startsWith('apikey=', at)) {
+    if (query.startsWith('at=', at)) {
+      // Noted in passing: a lookup as of a time (history/). Two of them are not guessed between.
+      const v = query.slice(at + 3, end);
+      queryAt = queryAt === undefined || queryAt === v ? v : null;
+    } else if (query.startsWith('apikey=', at)) {
       let v: string;
       try {
         v = decodeURIComponent(query.slice(at + 7, end));
@@ -90,6 +95,14 @@ export function queryKey(query: string | undefined): string | null | undefined {
   }
   return key;
 }
+
+/**
+ * The raw `at` parameter of the query the last presentedKeyOf read: undefined when absent,
+ * null when it came twice with different values. Module state, read right after that call:
+ * the query is walked once, and a lookup without `at` pays one comparison for it.
+ */
+let queryAt: string | null | undefined;
+export const lastQueryAt = (): string | null | undefined => queryAt;
 
 /** The key a request presents in its headers or query (null: two different ones). Read before any await. */
 export function presentedKeyOf(req: HttpRequest): string | null {

@@ -30,6 +30,7 @@ import { LookupApi } from './lookup.js';
 import type { LookupShared } from './lookup-shared.js';
 import { OpenApiRoute } from './openapi.js';
 import { TokensApi } from './tokens.js';
+import { TimelineReader } from '../../history/timeline-file.js';
 
 /** What the public app answers from: the index and batch pool, admission, and the stores. */
 export interface PublicAppDeps {
@@ -69,7 +70,7 @@ export function createPublicApp(d: PublicAppDeps): PublicApp {
   const client = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
   const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog, clock);
   const edge: Edge = { metrics, client, clock };
-  new LookupApi(d.holder, d.gate, head, config.sources !== '' || config.sourcesFile !== '').register(routes, edge);
+  new LookupApi(d.holder, d.gate, head, config.sources !== '' || config.sourcesFile !== '', new TimelineReader(config.dataDir)).register(routes, edge);
   new BatchApi(config, d.holder, d.pool, d.gate, head, log, shared).register(routes, edge);
   new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
   new AccountApi(d.gate, log).register(routes, edge);

@@ -6,7 +6,7 @@
 // cork; status, then headers, then body; copy onData chunks; res never leaves this thread.
 
 import type { HttpResponse } from '../../http/server/types.js';
-import { ERRORS, type ApiError } from '../../wire/errors.js';
+import { ERRORS, lookupBadRequest, type ApiError } from '../../wire/errors.js';
 import type { Caller } from '../../control/auth.js';
 import { Gate, PENDING, type Admission } from '../admission/gate.js';
 import { type JsonHead, sendRefusal } from '../admission/json-head.js';
@@ -18,6 +18,13 @@ import { sendError } from '../../http/reply.js';
 import type { RouteTable } from '../../http/routes.js';
 import type { Metrics } from '../../http/metrics.js';
 import type { Edge } from '../admission/edge.js';
+import { lastQueryAt } from '../admission/credentials.js';
+import { asOfAnswer, parseAt } from '../../history/as-of.js';
+import type { TimelineReader } from '../../history/timeline-file.js';
+import { TIER_SCALE } from '../../model/projection.js';
+
+/** The lowest tier whose plans keep history (decisions.md): scale, and max above it. */
+const HISTORY_TIER = TIER_SCALE;
 
 /** Before the first build serves: ask again in half a minute (a first fetch of the public sources takes seconds to a minute). */
 export const NO_DATA_RETRY_AFTER_S = 30;
@@ -40,6 +47,8 @@ class SingleLookup {
     private readonly routes: RouteTable,
     /** Sources are configured: no build yet means their first fetch is still under way (503), not a data directory without data (500). */
     private readonly awaitingSources: boolean,
+    /** The timeline `at` lookups read (null: none kept here). */
+    private readonly timelines: TimelineReader | null,
   ) {}
 
   /**
@@ -90,6 +99,34 @@ class SingleLookup {
     sendError(res, ERRORS.notAddress, this.metrics);
   }
 
+  /**
+   * GET /{ip}?at=… and /myip?at=…: the answer the service gave at that time (history/), for a
+   * key whose plan keeps history. Input first (the address, then the time), then who may ask,
+   * then how far the timeline reaches, then the allowance: a refusal spends nothing.
+   */
+  answerAsOf(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number, rawAt: string | null): void {
+    if (!this.parse(text, start, end)) return this.notAddress(res, a.caller);
+    const at = rawAt === null ? { refused: 'at was given twice with different values: give one' } : parseAt(rawAt, nowMs);
+    if ('refused' in at) return sendError(res, lookupBadRequest(at.refused), this.metrics);
+    if (a.caller === null) return sendError(res, ERRORS.keyRequired, this.metrics);
+    if (a.tier < HISTORY_TIER) return sendError(res, ERRORS.historyNotInPlan, this.metrics);
+    const serving = this.holder.current;
+    const timeline = this.timelines?.get(nowMs) ?? null;
+    if (serving === null || timeline === null)
+      return sendError(res, lookupBadRequest('no history is kept here yet: it starts with the first build that serves'), this.metrics);
+    const found = asOfAnswer(this.parsed, timeline, serving.index, a.tier, at.seconds);
+    if ('outside' in found) return sendError(res, lookupBadRequest(`at is outside the history kept: ${found.outside}`), this.metrics);
+    const granted = this.gate.spend(a, 1, nowMs);
+    if (granted === 0) return this.allowanceSpent(res, a.caller, a.refusal);
+    if (granted === PENDING) {
+      const address = text.slice(start, end);
+      return this.waitThen(res, (later) => this.answerAsOf(later, address, 0, address.length, a, this.routes.nowMs(), rawAt));
+    }
+    this.metrics.lookups++;
+    this.head.writeOk(res, a, this.gate.used(a), nowMs);
+    res.end(found.body);
+  }
+
   /** answer() for text[start, end) that parse() has just accepted. */
   answerParsed(res: HttpResponse, text: string, start: number, end: number, a: Admission, nowMs: number): void {
     const p = this.parsed;
@@ -135,26 +172,48 @@ export class LookupApi {
     private readonly gate: Gate,
     private readonly head: JsonHead,
     private readonly awaitingSources: boolean,
+    private readonly timelines: TimelineReader | null = null,
   ) {}
 
   register(routes: RouteTable, edge: Edge): void {
     // Locals, not fields, in the handlers: the hot path reads each from its closure.
     const { gate, head } = this;
     const { metrics, client: requestClient } = edge;
-    const single = new SingleLookup(this.holder, gate, metrics, head, routes, this.awaitingSources);
+    const single = new SingleLookup(this.holder, gate, metrics, head, routes, this.awaitingSources, this.timelines);
 
-    const myip = (res: HttpResponse, key: string | null, client: Client): void => {
+    const myip = (res: HttpResponse, key: string | null, client: Client, at: string | null | undefined): void => {
       const now = routes.nowMs();
       const a = gate.admit(key, client, now);
       if (a.kind === 'pending') {
         const kept = new KeptClient(client);
-        return single.waitThen(res, (later) => myip(later, key, kept));
+        return single.waitThen(res, (later) => myip(later, key, kept, at));
       }
       if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
       const text = client.text();
+      if (at !== undefined) return single.answerAsOf(res, text, 0, text.length, a, now, at);
       single.answer(res, text, 0, text.length, a, now);
     };
-    routes.get('/myip', (res, req) => myip(res, Gate.keyOf(req), requestClient.of(res, req)), LOOKUP);
+    routes.get('/myip', (res, req) => myip(res, Gate.keyOf(req), requestClient.of(res, req), lastQueryAt()), LOOKUP);
+
+    /** GET /{ip}?at=…: admitted as any lookup, then answered from the timeline. */
+    const byPathAsOf = (res: HttpResponse, url: string, key: string | null, client: Client, at: string | null): void => {
+      const now = routes.nowMs();
+      const a = gate.admit(key, client, now);
+      if (a.kind === 'pending') {
+        const kept = new KeptClient(client);
+        return single.waitThen(res, (later) => byPathAsOf(later, url, key, kept, at));
+      }
+      if (a.kind === 'refused') return sendRefusal(res, a, metrics, head);
+      let decoded = url.slice(1);
+      if (url.indexOf('%') >= 0) {
+        try {
+          decoded = decodeURIComponent(decoded);
+        } catch {
+          return single.notAddress(res, a.caller);
+        }
+      }
+      single.answerAsOf(res, decoded, 0, decoded.length, a, now, at);
+    };
 
     /** GET /{ip} once routed: `parsed` says whether url[1..] is an address as it stands. */
     const byPath = (res: HttpResponse, url: string, parsed: boolean, key: string | null, client: Client): void => {
@@ -184,7 +243,11 @@ export class LookupApi {
         // An address holds no '/' and no '%': parse first, and route only what does not parse.
         const parsed = single.parse(url, 1, url.length);
         if (!parsed && !isAddressPath(url)) return routes.unrouted(res, url, false);
-        byPath(res, url, parsed, Gate.keyOf(req), requestClient.of(res, req));
+        const key = Gate.keyOf(req);
+        // Noted while the key's query was read: a lookup without `at` pays this comparison only.
+        const at = lastQueryAt();
+        if (at !== undefined) return byPathAsOf(res, url, key, requestClient.of(res, req), at);
+        byPath(res, url, parsed, key, requestClient.of(res, req));
       },
       { listedAs: '/:ip', ...LOOKUP },
     );

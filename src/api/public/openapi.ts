@@ -36,6 +36,11 @@ function lookupResult(): Schema {
       description: `Detail of the ${c} category; {} when the address is not in it. Present from the plan that includes it.`,
     };
   }
+  properties.as_of = {
+    type: 'string',
+    format: 'date-time',
+    description: 'Only in lookups as of a time (at): when the build that answered then began to serve.',
+  };
   return {
     ...object(properties, ['ip', 'is_vpn']),
     description: 'Fields beyond ip and is_vpn depend on the plan: absent, not false, where the plan lacks them.',
@@ -288,6 +293,25 @@ export function openApiDocument(): Schema {
     }),
   };
 
+  /** `at`: a lookup as of a time (history), for keys of plans that keep it. */
+  const atParam = {
+    name: 'at',
+    in: 'query',
+    required: false,
+    description:
+      'Answer as the service answered at this RFC 3339 time (2026-11-01T12:00:00Z), within the history kept (HISTORY_DAYS, default a year), with as_of. Keys of the scale and max plans; the fields are those of the plan today. Absent: the answer of now.',
+    schema: { type: 'string', format: 'date-time' },
+  };
+  const asOfBadRequest = (...messages: string[]): Schema =>
+    object({ error: { anyOf: [...(messages.length ? [{ enum: messages }] : []), { type: 'string', pattern: '^(at |no history is kept here yet)' }] } });
+  const asOfRefusals = {
+    ...lookupRefusals,
+    '401': json(errorBody(...keyErrors, E.keyRequired.message), 'The key presented is unknown, revoked or expired; or at was asked without a key.'),
+    '403': json(
+      errorBody(E.sourceNotAllowed.message, E.historyNotInPlan.message),
+      "The request's source is outside the key's allowed ranges, or at was asked of a plan without history.",
+    ),
+  };
   const lookupOk = json(ref('LookupResult'), 'The lookup result, with the fields of the plan.', quotaHeaders);
   const paths: Record<string, Schema> = {
     '/{ip}': {
@@ -297,8 +321,13 @@ export function openApiDocument(): Schema {
         security: optionalKey,
         parameters: [
           { name: 'ip', in: 'path', required: true, description: 'An IPv4 or IPv6 address (percent-encoded where needed).', schema: { type: 'string' } },
+          atParam,
         ],
-        responses: { '200': lookupOk, '400': json(errorBody(E.notAddress.message), 'Not an IP address.'), ...lookupRefusals },
+        responses: {
+          '200': lookupOk,
+          '400': json(asOfBadRequest(E.notAddress.message), 'Not an IP address, or an at refused (the message says why).'),
+          ...asOfRefusals,
+        },
       },
     },
     '/myip': {
@@ -306,7 +335,8 @@ export function openApiDocument(): Schema {
         operationId: 'lookupOwn',
         summary: "Classify the request's own source address",
         security: optionalKey,
-        responses: { '200': lookupOk, ...lookupRefusals },
+        parameters: [atParam],
+        responses: { '200': lookupOk, '400': json(asOfBadRequest(), 'An at refused (the message says why).'), ...asOfRefusals },
       },
     },
     '/batch': {

@@ -1,0 +1,210 @@
+// Lookups as of a time: the timeline of answers (src/history/) against the builds it records,
+// probe by probe, across retention edges; `at` read strictly (time zones, leap days, the
+// future); and GET /{ip}?at= on a server whose serving log spans several builds, each at its
+// own time, with the plan refusals and answers without `at` unchanged.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { runBuild } from '../src/build/build.js';
+import { createKey, createOrganisation } from '../src/control/accounts.js';
+import { timelineFile } from '../src/data-dir.js';
+import { importFeed } from '../src/feeds/import.js';
+import { parseAt } from '../src/history/as-of.js';
+import { readTimeline, updateTimeline } from '../src/history/timeline-file.js';
+import { Timeline } from '../src/history/timeline.js';
+import { loadIndexFile } from '../src/index/loader.js';
+import type { RangeIndex } from '../src/index/range-index.js';
+import { loadPlans } from '../src/model/plans.js';
+import type { Service } from '../src/service.js';
+import { prng } from '../scripts/gen-feeds.js';
+import { answerText, get, openTestControlDb, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
+
+const HOUR = 3600;
+
+/** A list feed of random /24s and single addresses in 10.x-free public space, some of them moved each build. */
+function randomFeed(rnd: () => number, n: number): string {
+  const lines: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = 20 + Math.floor(rnd() * 10);
+    const b = Math.floor(rnd() * 4);
+    const c = Math.floor(rnd() * 64);
+    lines.push(rnd() < 0.5 ? `${a}.${b}.${c}.0/24` : `${a}.${b}.${c}.${1 + Math.floor(rnd() * 250)}`);
+  }
+  for (let i = 0; i < n / 4; i++) lines.push(`2a0${1 + Math.floor(rnd() * 3)}:${Math.floor(rnd() * 16).toString(16)}::/48`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The content an index answers for an address, as the timeline records contents. */
+function contentAt(index: RangeIndex, family: 4 | 6, v: bigint): string {
+  const words = new Uint32Array([Number(v >> 96n), Number((v >> 64n) & 0xffffffffn), Number((v >> 32n) & 0xffffffffn), Number(v & 0xffffffffn)]);
+  const c = index.recordContent(family === 4 ? index.lookupV4(Number(v)) : index.lookupV6(words));
+  return JSON.stringify([c.mask, c.text, c.ends]);
+}
+
+describe('the timeline of answers', () => {
+  test('every probe at every time answers as the build that served then, after a reload and across the retention edge', async () => {
+    const rnd = prng(56);
+    const dataDir = tempDir();
+    const t0 = Date.parse('2028-02-27T00:00:00Z') / 1000; // across a leap day
+    const builds: { from: number; index: RangeIndex }[] = [];
+    const timeline = new Timeline();
+    for (let b = 0; b < 12; b++) {
+      importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', randomFeed(rnd, 300)), name: 'vpn', category: 'vpn', details: { provider: `P${b % 3}` } });
+      importFeed({ dataDir, file: writeFile(dataDir, 'hosting.txt', randomFeed(rnd, 200)), name: 'hosting', category: 'hosting' });
+      const from = t0 + b * 6 * HOUR + (b % 2) * 17;
+      const built = runBuild({ dataDir, exports: false, now: new Date(from * 1000) });
+      const index = (await loadIndexFile(path.join(built.dir, 'index.bin'))).index;
+      builds.push({ from, index });
+      timeline.extend(built.id, from, index);
+    }
+    const again = Timeline.fromDocument(JSON.parse(JSON.stringify(timeline.toDocument())));
+    // Probes: every boundary of every build and its neighbours, at random times and at each span's first second.
+    const probes: { family: 4 | 6; v: bigint }[] = [];
+    for (const { index } of builds) {
+      for (let i = 0; i < index.counts.v4; i += 1) {
+        const s = BigInt(index.v4Interval(i).start);
+        probes.push({ family: 4, v: s }, { family: 4, v: s > 0n ? s - 1n : s });
+      }
+      for (let i = 0; i < index.counts.v6; i++) probes.push({ family: 6, v: index.v6Interval(i).start });
+    }
+    let checked = 0;
+    for (const p of probes) {
+      const k = Math.floor(rnd() * builds.length);
+      const at = rnd() < 0.5 ? builds[k].from : builds[k].from + Math.floor(rnd() * 6 * HOUR);
+      const serving = [...builds].reverse().find((b) => b.from <= at)!;
+      for (const t of [timeline, again]) {
+        const found = t.asOf(p.family, p.v, at);
+        assert.ok(!('outside' in found), 'within the history');
+        assert.equal(JSON.stringify([found.content.mask, found.content.text, found.content.ends]), contentAt(serving.index, p.family, p.v), `${p.v} at ${at}`);
+        assert.equal(found.span.from, serving.from);
+      }
+      checked++;
+    }
+    assert.ok(checked > 3000, `${checked} probes`);
+    assert.match((timeline.asOf(4, 1n, t0 - 1) as { outside: string }).outside, /^answers are kept from 2028-02-27T00:00:00Z$/);
+    // Unchanged stretches add nothing: far fewer versions than segments times builds.
+    assert.ok(timeline.versionCount < timeline.segments * 4, `${timeline.versionCount} versions over ${timeline.segments} segments`);
+
+    // Forgetting before the seventh build's start keeps the answers from then on exactly, and
+    // what served just before it still answers at the edge.
+    const edge = builds[6].from + 60;
+    timeline.forgetBefore(edge);
+    for (const p of probes.slice(0, 2000)) {
+      assert.equal(
+        JSON.stringify(Object.values((timeline.asOf(p.family, p.v, edge) as { content: object }).content)),
+        contentAt(builds[6].index, p.family, p.v),
+      );
+      assert.ok('outside' in timeline.asOf(p.family, p.v, edge - 1));
+    }
+  });
+
+  test('the file keeps up with the serving log; a lost file is rebuilt, a pruned build recorded as lost', () => {
+    const dataDir = tempDir();
+    const t0 = Date.parse('2026-11-01T00:00:00Z');
+    const ids: string[] = [];
+    for (let b = 0; b < 4; b++) {
+      importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', `81.7.${b}.0/24\n`), name: 'vpn', category: 'vpn' });
+      ids.push(runBuild({ dataDir, exports: false, now: new Date(t0 + b * HOUR * 1000) }).id);
+    }
+    const t = updateTimeline(dataDir, t0 + 4 * HOUR * 1000);
+    assert.deepEqual(
+      t.spans.map((s) => s.build),
+      ids,
+    );
+    const at = (b: number, v: string): boolean => {
+      const found = t.asOf(4, BigInt(`0x${v}`), t0 / 1000 + b * HOUR + 1);
+      return 'content' in found && found.content.mask !== 0;
+    };
+    assert.deepEqual([at(0, '51070000'), at(1, '51070000'), at(1, '51070100')], [true, false, true]);
+    const written = fs.statSync(timelineFile(dataDir)).mtimeMs;
+    updateTimeline(dataDir, t0 + 4 * HOUR * 1000);
+    assert.equal(fs.statSync(timelineFile(dataDir)).mtimeMs, written, 'nothing new: not written');
+    // Lost, then rebuilt with the first build pruned: its span is known to be lost.
+    fs.rmSync(timelineFile(dataDir));
+    fs.rmSync(path.join(dataDir, 'builds', ids[0]), { recursive: true });
+    const rebuilt = updateTimeline(dataDir, t0 + 4 * HOUR * 1000);
+    assert.deepEqual(
+      rebuilt.spans.map((s) => [s.build, s.lost ?? false]),
+      ids.map((id, k) => [id, k === 0]),
+    );
+    assert.match((rebuilt.asOf(4, 0x51070000n, t0 / 1000 + 10) as { outside: string }).outside, /was pruned before its answers were recorded$/);
+    assert.equal(readTimeline(dataDir)!.spans.length, 4);
+  });
+
+  test('at is read as RFC 3339: offsets, fractions, leap days and seconds; anything else, or a time to come, is refused with a message', () => {
+    const now = Date.parse('2028-03-01T12:00:00Z');
+    const ok = (raw: string): number => (parseAt(raw, now) as { seconds: number }).seconds;
+    assert.equal(ok('2028-02-29T23:30:00Z'), Date.parse('2028-02-29T23:30:00Z') / 1000);
+    assert.equal(ok('2028-03-01T00:30:00%2B01:00'), Date.parse('2028-02-29T23:30:00Z') / 1000, 'an offset, percent-encoded');
+    assert.equal(ok('2028-03-01T00:30:00+01:00'), Date.parse('2028-02-29T23:30:00Z') / 1000, 'a + read as a space would not parse');
+    assert.equal(ok('2028-02-29t18:30:00.999-05:00'), Date.parse('2028-02-29T23:30:00.999Z') / 1000 - 0.999);
+    assert.equal(ok('2028-02-29 23:30:00z'), Date.parse('2028-02-29T23:30:00Z') / 1000);
+    for (const bad of ['not-a-time', '2027-02-29T00:00:00Z', '2028-02-29', '2028-02-29T24:00:00Z', '2028-13-01T00:00:00Z', '1700000000', '%E0%A4%A', ''])
+      assert.match((parseAt(bad, now) as { refused: string }).refused, /^at must be an RFC 3339 time/, bad);
+    assert.match((parseAt('2028-03-01T12:00:01Z', now) as { refused: string }).refused, /^at must not be in the future/);
+  });
+});
+
+describe('GET /{ip}?at=', () => {
+  const dataDir = tempDir();
+  const plans = plansFile(dataDir);
+  const t1 = Date.parse('2026-11-01T00:00:00Z');
+  const t2 = t1 + 36 * HOUR * 1000;
+  let svc: Service;
+  const keys: Record<string, string> = {};
+
+  before(async () => {
+    importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/24\n'), name: 'vpn', category: 'vpn', details: { provider: 'OldVPN' } });
+    runBuild({ dataDir, exports: false, now: new Date(t1) });
+    importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/25\n'), name: 'vpn', category: 'vpn', details: { provider: 'NewVPN' } });
+    runBuild({ dataDir, exports: false, now: new Date(t2) });
+    const db = openTestControlDb(dataDir);
+    for (const plan of ['free', 'scale', 'max'])
+      keys[plan] = createKey(db, { orgId: createOrganisation(db, loadPlans(plans), `${plan} co`, plan).id, name: 'k' }).secret;
+    db.close();
+    svc = await startTestService({ dataDir, plansFile: plans });
+  });
+  after(() => svc?.close());
+
+  const ask = (p: string, plan?: string) => get(svc.port, p, plan ? { Authorization: `Bearer ${keys[plan]}` } : {});
+
+  test('answers as the build that served then, with as_of; the plan of today decides the fields; without at, the answer of now byte for byte', async () => {
+    const old = await ask(`/81.7.3.200?at=${encodeURIComponent('2026-11-01T05:00:00+01:00')}`, 'max');
+    assert.equal(old.status, 200, old.text);
+    assert.equal(old.json.vpn.provider, 'OldVPN');
+    assert.equal(old.json.as_of, '2026-11-01T00:00:00Z');
+    const later = await ask('/81.7.3.200?at=2026-11-02T13:00:00Z', 'max');
+    assert.deepEqual([later.json.is_vpn, later.json.as_of], [false, '2026-11-02T12:00:00Z'], 'the second build dropped it');
+    const inside = await ask('/81.7.3.20?at=2026-11-02T13:00:00Z', 'scale');
+    assert.deepEqual([inside.json.is_vpn, inside.json.vpn?.provider], [true, 'NewVPN']);
+    // The answer without at is the index's, byte for byte, and carries no as_of.
+    const now = await ask('/81.7.3.20', 'max');
+    assert.equal(now.text, answerText(svc.holder.current!.index, '81.7.3.20'));
+    // The same key's answer now and as of now differ only by as_of.
+    const asOfNow = await ask(`/81.7.3.20?at=${new Date().toISOString()}`, 'max');
+    assert.equal(asOfNow.text, now.text.replace(/}$/, ',"as_of":"2026-11-02T12:00:00Z"}'));
+    // IPv4-mapped and bogon spellings answer as their address does.
+    assert.equal((await ask('/::ffff:81.7.3.200?at=2026-11-01T01:00:00Z', 'max')).json.vpn.provider, 'OldVPN');
+    assert.equal((await ask('/10.0.0.1?at=2026-11-01T01:00:00Z', 'max')).json.is_vpn, false);
+  });
+
+  test('refusals: not a time, the future, before the history, twice; no key; a plan without history', async () => {
+    const refused = async (p: string, plan: string | undefined, status: number, message: RegExp): Promise<void> => {
+      const r = await ask(p, plan);
+      assert.equal(r.status, status, `${p}: ${r.text}`);
+      assert.match(r.json.error, message, p);
+    };
+    await refused('/81.7.3.20?at=not-a-time', 'max', 400, /^at must be an RFC 3339 time/);
+    await refused('/81.7.3.20?at=2099-01-01T00:00:00Z', 'max', 400, /^at must not be in the future/);
+    await refused('/81.7.3.20?at=2026-10-01T00:00:00Z', 'max', 400, /^at is outside the history kept: answers are kept from 2026-11-01T00:00:00Z$/);
+    await refused('/81.7.3.20?at=2026-11-01T01:00:00Z&at=2026-11-01T02:00:00Z', 'max', 400, /^at was given twice/);
+    await refused('/not-an-ip?at=2026-11-01T01:00:00Z', 'max', 400, /^not a valid IP address$/);
+    await refused('/81.7.3.20?at=2026-11-01T01:00:00Z', undefined, 401, /^an API key is required$/);
+    await refused('/81.7.3.20?at=2026-11-01T01:00:00Z', 'free', 403, /^lookups as of a time \(at\) are not in this plan/);
+    // /myip too.
+    await refused('/myip?at=2026-11-01T01:00:00Z', 'free', 403, /^lookups as of a time/);
+    assert.equal((await ask('/myip?at=2026-11-01T01:00:00Z', 'max')).json.as_of, '2026-11-01T00:00:00Z');
+  });
+});
