@@ -2,8 +2,8 @@
 // lookup can be asked as of a past time after the builds themselves are pruned.
 //
 // The address space is cut into segments at every boundary any served build had; each segment
-// keeps its versions, oldest first: (the time from which it answered so, the content it
-// answered). A content is a record as the index holds it (the category mask, every
+// keeps its versions, oldest first: (the span from which it answered so, the content it
+// answered), a span being a build's time of serving, numbered in order. A content is a record as the index holds it (the category mask, every
 // category's details text and where each tier's prefix of it ends), kept once however many
 // segments and versions share it. A new serving build extends the timeline by one walk of its
 // index against the segments' latest contents: unchanged stretches add nothing, changed ones
@@ -26,7 +26,7 @@ export interface Content {
 /** One family's segments: starts ascending (the first at the family's first address), and each one's versions. */
 interface Family {
   starts: bigint[];
-  /** Per segment, flat: time (Unix seconds), content id, time, content id, … oldest first. */
+  /** Per segment, flat: span number, content id, span number, content id, … oldest first. */
   versions: number[][];
 }
 
@@ -42,6 +42,8 @@ export interface TimelineDocument {
   format: 1;
   /** Answers before this time (Unix seconds) are no longer kept. */
   kept_from: number;
+  /** The number of spans[0] (numbers count every span ever recorded, forgotten ones too). */
+  first_span: number;
   spans: Span[];
   contents: [number, string, number[]][];
   v4: { starts: string[]; versions: number[][] };
@@ -58,6 +60,8 @@ const NONE: number[] = [];
 export class Timeline {
   keptFrom = 0;
   spans: Span[] = [];
+  /** The number of spans[0]: versions name spans by number, which forgetting does not change. */
+  private firstSpan = 0;
   private contents: Content[] = [];
   private readonly ids = new Map<string, number>();
   private v4: Family = newFamily();
@@ -101,11 +105,12 @@ export class Timeline {
       if (id === undefined) content.set(record, (id = this.intern(index.recordContent(record))));
       return id;
     };
-    this.v4 = this.extendFamily(this.v4, from, index.counts.v4, (i) => {
+    const span = this.firstSpan + this.spans.length;
+    this.v4 = this.extendFamily(this.v4, span, index.counts.v4, (i) => {
       const { start, record } = index.v4Interval(i);
       return { start: BigInt(start), content: contentOf(record) };
     });
-    this.v6 = this.extendFamily(this.v6, from, index.counts.v6, (i) => {
+    this.v6 = this.extendFamily(this.v6, span, index.counts.v6, (i) => {
       const { start, record } = index.v6Interval(i);
       return { start, content: contentOf(record) };
     });
@@ -119,8 +124,8 @@ export class Timeline {
     this.spans.push({ build, from, lost: true });
   }
 
-  /** One family's segments and the index's intervals merged; a piece changed gets a version at `from`. */
-  private extendFamily(f: Family, from: number, count: number, interval: (i: number) => { start: bigint; content: number }): Family {
+  /** One family's segments and the index's intervals merged; a piece changed gets a version of span `span`. */
+  private extendFamily(f: Family, span: number, count: number, interval: (i: number) => { start: bigint; content: number }): Family {
     const out = newFamily();
     // The piece being extended: where its versions came from and what it appended, so the
     // next piece with the same history and the same change joins it.
@@ -141,7 +146,7 @@ export class Timeline {
         const added = latest === here.content ? -1 : here.content;
         if (!(versions === lastSource && added === lastAdded)) {
           out.starts.push(start);
-          out.versions.push(added === -1 ? versions : [...versions, from, added]);
+          out.versions.push(added === -1 ? versions : [...versions, span, added]);
           lastSource = versions;
           lastAdded = added;
         }
@@ -159,17 +164,20 @@ export class Timeline {
   /** Drops versions before `cutoff` (Unix seconds) but the last one before it, and the spans that ended before it. */
   forgetBefore(cutoff: number): void {
     if (cutoff <= this.keptFrom) return;
+    let first = 0;
+    while (first + 1 < this.spans.length && this.spans[first + 1].from <= cutoff) first++;
+    // The span serving at the cutoff stays: versions of it or before, but the last, go.
+    const kept = this.firstSpan + first;
     for (const f of [this.v4, this.v6]) {
       for (let s = 0; s < f.versions.length; s++) {
         const v = f.versions[s];
         let k = 0;
-        while (k + 2 < v.length && v[k + 2] <= cutoff) k += 2;
+        while (k + 2 < v.length && v[k + 2] <= kept) k += 2;
         if (k > 0) f.versions[s] = v.slice(k);
       }
     }
-    let first = 0;
-    while (first + 1 < this.spans.length && this.spans[first + 1].from <= cutoff) first++;
     this.spans = this.spans.slice(first);
+    this.firstSpan = kept;
     this.keptFrom = cutoff;
   }
 
@@ -185,18 +193,26 @@ export class Timeline {
       if (f.starts[mid] <= address) lo = mid;
       else hi = mid - 1;
     }
+    // The span serving at `at`: the last one from at or before it.
+    let span = 0;
+    for (let a = 0, b = this.spans.length - 1; a <= b; ) {
+      const mid = (a + b) >>> 1;
+      if (this.spans[mid].from <= at) {
+        span = mid;
+        a = mid + 1;
+      } else b = mid - 1;
+    }
+    const served = this.spans[span];
+    const number = this.firstSpan + span;
     const v = f.versions[lo] ?? [];
     let k = -1;
     for (let a = 0, b = v.length / 2 - 1; a <= b; ) {
       const mid = (a + b) >>> 1;
-      if (v[mid * 2] <= at) {
+      if (v[mid * 2] <= number) {
         k = mid;
         a = mid + 1;
       } else b = mid - 1;
     }
-    let span = 0;
-    while (span + 1 < this.spans.length && this.spans[span + 1].from <= at) span++;
-    const served = this.spans[span];
     if (served.lost) return { outside: `build ${served.build}, which served from ${iso(served.from)}, was pruned before its answers were recorded` };
     // Every segment has a version from the first span on; none only before it.
     if (k < 0) return { outside: `answers are kept from ${iso(this.keptFrom)}` };
@@ -228,6 +244,7 @@ export class Timeline {
     return {
       format: 1,
       kept_from: this.keptFrom,
+      first_span: this.firstSpan,
       spans: this.spans,
       contents,
       v4: { starts: hex(this.v4), versions: v4 },
@@ -238,6 +255,7 @@ export class Timeline {
   static fromDocument(d: TimelineDocument): Timeline {
     const t = new Timeline();
     t.keptFrom = d.kept_from;
+    t.firstSpan = d.first_span;
     t.spans = d.spans;
     for (const [mask, text, ends] of d.contents) t.intern({ mask, text, ends });
     const family = (x: TimelineDocument['v4']): Family => ({ starts: x.starts.map((s) => BigInt(`0x${s}`)), versions: x.versions });
