@@ -303,6 +303,13 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
     assert.match((await page.textContent('[data-test=explanation] .rule'))!, /claims 81\.7\.3\.16\/28: the only claim/);
     assert.match((await page.textContent('[data-test=explanation] table'))!, /feed \(won\)/);
     await shot(page, 'lookup');
+    // As of a time: the answers the timeline keeps, and which build gave them.
+    await page.fill('[data-test=lookup-at]', new Date().toISOString());
+    await page.click('button:has-text("Look up")');
+    await page.waitForSelector('[data-test=as-of]');
+    assert.match((await page.textContent('[data-test=as-of]'))!, /^As of \d{4}-\d{2}-\d{2}T[\d:]+Z: build \d{8}-\d+, which served from \d{4}-/);
+    assert.deepEqual((await row('is_tor')).slice(1), ['—', '—', 'true', 'true', 'true']);
+    await page.fill('[data-test=lookup-at]', '');
 
     await page.fill('[data-test=lookup-input]', '45.83.64.7, 81.7.3.20 not-an-address');
     await page.click('button:has-text("Look up")');
@@ -452,7 +459,13 @@ describe('operator console (Chromium)', { skip: fs.existsSync(CHROMIUM) ? false 
       await page.click('[data-test=confirm-disable-source-own-list-28]');
       await page.waitForSelector('text=own-list-28 disabled');
       await page.waitForSelector('[data-test=enable-source-own-list-28]');
-      await until(() => busy.holder.current!.buildId !== first, 30_000, 'a build without own-list-28');
+      const servingManifest = (): { disabled?: string[] } =>
+        JSON.parse(fs.readFileSync(path.join(dataDir, 'builds', busy.holder.current!.buildId, 'manifest.json'), 'utf8'));
+      await until(
+        () => busy.holder.current!.buildId !== first && (servingManifest().disabled ?? []).includes('own-list-28'),
+        30_000,
+        'a build without own-list-28',
+      );
       await page.click('nav a[data-route=overview]');
       await page.click('nav a[data-route=data]');
       await page.waitForSelector('[data-test=build-changes] h3');

@@ -19,7 +19,9 @@ import type { RangeIndex } from '../src/index/range-index.js';
 import { loadPlans } from '../src/model/plans.js';
 import type { Service } from '../src/service.js';
 import { prng } from '../scripts/gen-feeds.js';
-import { answerText, get, openTestControlDb, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
+import { answerText, get, openTestControlDb, plansFile, startTestService, tempDir, testStoreEnv, writeFile } from './helpers.js';
+import { cliInThread } from './cli-in-thread.js';
+import { createAdminToken } from '../src/control/admin-tokens.js';
 
 const HOUR = 3600;
 
@@ -154,10 +156,11 @@ describe('GET /{ip}?at=', () => {
   const t2 = t1 + 36 * HOUR * 1000;
   let svc: Service;
   const keys: Record<string, string> = {};
+  const builds: string[] = [];
 
   before(async () => {
     importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/24\n'), name: 'vpn', category: 'vpn', details: { provider: 'OldVPN' } });
-    runBuild({ dataDir, exports: false, now: new Date(t1) });
+    builds.push(runBuild({ dataDir, exports: false, now: new Date(t1) }).id);
     importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/25\n'), name: 'vpn', category: 'vpn', details: { provider: 'NewVPN' } });
     runBuild({ dataDir, exports: false, now: new Date(t2) });
     const db = openTestControlDb(dataDir);
@@ -206,5 +209,25 @@ describe('GET /{ip}?at=', () => {
     // /myip too.
     await refused('/myip?at=2026-11-01T01:00:00Z', 'free', 403, /^lookups as of a time/);
     assert.equal((await ask('/myip?at=2026-11-01T01:00:00Z', 'max')).json.as_of, '2026-11-01T00:00:00Z');
+  });
+
+  test("the operator sees every plan's answer as of a time, and ipsift explain --at the answer and the build", async () => {
+    const db = openTestControlDb(dataDir);
+    const token = createAdminToken(db, 'ops', ['admin.read']).secret;
+    db.close();
+    const auth = { Authorization: `Bearer ${token}` };
+    const r = await get(svc.adminPort, '/admin/v1/answers/81.7.3.200?at=2026-11-01T06:00:00+01:00', auth);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual([r.json.at, r.json.as_of, r.json.keyless.answer.is_vpn], ['2026-11-01T05:00:00Z', '2026-11-01T00:00:00Z', true]);
+    assert.equal(r.json.plans.find((p: { plan: string }) => p.plan === 'free').answer.vpn, undefined, 'each plan at its own fields');
+    assert.equal(r.json.plans.find((p: { plan: string }) => p.plan === 'max').answer.vpn.provider, 'OldVPN');
+    const bad = await get(svc.adminPort, '/admin/v1/answers/81.7.3.200?at=yesterday', auth);
+    assert.deepEqual([bad.status, /^at must be an RFC 3339 time/.test(bad.json.error)], [400, true]);
+    const cli = await cliInThread(['explain', '81.7.3.200', '--at', '2026-11-01T05:00:00Z', '--json'], { ...process.env, ...testStoreEnv(dataDir) });
+    assert.equal(cli.code, 0, cli.stderr);
+    const said = JSON.parse(cli.stdout);
+    assert.deepEqual([said.build, said.answer.vpn.provider, said.answer.as_of], [builds[0], 'OldVPN', '2026-11-01T00:00:00Z']);
+    const outside = await cliInThread(['explain', '81.7.3.200', '--at', '2020-01-01T00:00:00Z'], { ...process.env, ...testStoreEnv(dataDir) });
+    assert.deepEqual([outside.code, /outside the history kept/.test(outside.stderr)], [2, true]);
   });
 });

@@ -334,6 +334,8 @@ describe('the OpenAPI document against the server', () => {
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/81.7.3.9', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/2a01:4f8:c012::1', o);
     await call('GET', '/admin/v1/answers/{ip}', '/admin/v1/answers/nope', o);
+    for (const q of [`at=${new Date().toISOString()}`, 'at=2001-01-01T00:00:00Z', 'at=nope', 'x=1'])
+      await call('GET', '/admin/v1/answers/{ip}', `/admin/v1/answers/81.7.3.9?${q}`, o);
     await call('GET', '/console', '/console', { port: svc.adminPort });
     const root = await call('GET', '/', '/', { port: svc.adminPort });
     assert.deepEqual([root.status, root.headers.location], [302, '/console/']);

@@ -37,7 +37,7 @@ function answersTable(doc: any): HTMLElement {
     [`keyless (${doc.keyless.tier})`, doc.keyless.answer],
     ...doc.plans.map((p: any): [string, Record<string, unknown>] => [`${p.plan} (${p.tier})`, p.answer]),
   ];
-  const fields = Object.keys(callers[callers.length - 1][1]).filter((f) => f !== 'ip');
+  const fields = Object.keys(callers[callers.length - 1][1]).filter((f) => f !== 'ip' && f !== 'as_of');
   const cell = (v: unknown): string | HTMLElement => {
     if (v === undefined) return h('span', { class: 'absent', title: 'not on this plan' }, '—');
     if (typeof v === 'object' && v !== null) return detailText(v);
@@ -52,6 +52,7 @@ function answersTable(doc: any): HTMLElement {
       { 'data-test': 'plan-answers' },
     ),
     h('p', { class: 'hint' }, '— : the field is not on that plan. none: the plan shows the category, and the address is not in it.'),
+    doc.as_of ? h('p', { 'data-test': 'as-of' }, `As of ${doc.at}: build ${doc.build ?? 'unknown'}, which served from ${doc.as_of}, answered so.`) : null,
   );
 }
 
@@ -107,6 +108,14 @@ export const lookup: Page = (ctx, root, [initial]) => {
     placeholder: 'an address, or a list: one per line, or separated by spaces or commas',
     'data-test': 'lookup-input',
   });
+  // An optional time: the answers as of then, from the timeline of answers.
+  const at = h('input', {
+    type: 'text',
+    'aria-label': 'As of (optional)',
+    placeholder: 'as of (optional): 2026-11-01T12:00:00Z',
+    'data-test': 'lookup-at',
+  }) as HTMLInputElement;
+  const asOf = (): string => (at.value.trim() ? `?at=${encodeURIComponent(at.value.trim())}` : '');
   const out = h('div');
   const why = h('div');
   const go = (): Promise<void> =>
@@ -117,7 +126,7 @@ export const lookup: Page = (ctx, root, [initial]) => {
       if (ips.length === 1) {
         fill(
           out,
-          answersTable(await ctx.api.get(`/admin/v1/answers/${seg(ips[0])}`)),
+          answersTable(await ctx.api.get(`/admin/v1/answers/${seg(ips[0])}${asOf()}`)),
           h('button', { 'data-test': 'explain', onclick: () => void attempt(ctx, () => explain(ctx, ips[0], why)) }, `Why? The evidence for ${ips[0]}`),
         );
         return;
@@ -125,7 +134,7 @@ export const lookup: Page = (ctx, root, [initial]) => {
       const rows: (string | HTMLElement)[][] = [];
       for (const ip of ips.slice(0, MAX_LIST)) {
         try {
-          const doc = await ctx.api.get(`/admin/v1/answers/${seg(ip)}`);
+          const doc = await ctx.api.get(`/admin/v1/answers/${seg(ip)}${asOf()}`);
           const best = doc.plans[doc.plans.length - 1];
           rows.push([h('a', { href: `#/lookup/${encodeURIComponent(ip)}` }, ip), best ? summary(best.answer) : summary(doc.keyless.answer)]);
         } catch (e) {
@@ -138,7 +147,7 @@ export const lookup: Page = (ctx, root, [initial]) => {
         table(['Address', 'Answer on the widest plan'], rows, { 'data-test': 'list-answers' }),
       );
     });
-  const f = h('form', { class: 'inline' }, input, h('button', { type: 'submit' }, 'Look up'));
+  const f = h('form', { class: 'inline' }, input, at, h('button', { type: 'submit' }, 'Look up'));
   f.addEventListener('submit', (e) => {
     e.preventDefault();
     void go();

@@ -105,12 +105,14 @@ category, the ranges whose answer differs between two builds on disk (gained, lo
 another detail) and the first of them; with one id, against the build before it. Every build
 records its comparison with the one before it when it is made (changes.json).`,
   explain: `Usage: ipsift explain <ip> [--json]
+       ipsift explain <ip> --at <RFC 3339 time> [--json]
 
 Lists every imported feed range that covers the address, per category, in the order the build
 resolves them (evidence band, then priority, then the more specific network, then a "not"
 on ties, then the newer last_seen, the fuller detail, the greater detail text), the winner
 first, and the rule that made it win. Read from the feeds imported now: a build made since
-answers the same.`,
+answers the same. With --at, what the service answered at that time on the widest plan, from
+the timeline of answers (history/timeline.json), and the build that served then.`,
   org: `Usage:
   ipsift org create --name <name> --plan <plan> [--json]
   ipsift org list [--json]

@@ -181,6 +181,19 @@ export class Timeline {
     this.keptFrom = cutoff;
   }
 
+  /** The span serving at `at` (Unix seconds): the last one from at or before it (null: none yet). */
+  spanAt(at: number): Span | null {
+    let span = -1;
+    for (let a = 0, b = this.spans.length - 1; a <= b; ) {
+      const mid = (a + b) >>> 1;
+      if (this.spans[mid].from <= at) {
+        span = mid;
+        a = mid + 1;
+      } else b = mid - 1;
+    }
+    return span < 0 ? null : this.spans[span];
+  }
+
   /** What `address` of `family` answered at `at` (Unix seconds), or why that is not known. */
   asOf(family: 4 | 6, address: bigint, at: number): AsOf {
     if (this.spans.length === 0) return { outside: 'no build has served here yet' };

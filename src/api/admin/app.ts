@@ -36,6 +36,7 @@ import { ActivityApi } from './activity.js';
 import { LogTailApi } from './log-tail.js';
 import type { LogTail } from '../../log.js';
 import { AdminRoutes } from './admin-routes.js';
+import { TimelineReader } from '../../history/timeline-file.js';
 
 /** A serving node's replica state on /readyz: what the store publishes, when read, what went wrong. */
 const replicaJson = (r: FollowerState): Record<string, unknown> => ({ published: r.published, checked_at: r.checkedAt?.toISOString() ?? null, error: r.error });
@@ -164,7 +165,7 @@ export function createAdminApp(deps: AdminAppDeps): { app: HttpApp; routes: Rout
       now: edge.clock.now,
     }).register(admin);
     new BuildsApi(operator.db, dataDir, deps.historyDays).register(admin);
-    new PlanAnswersApi(holder, operator.plans, keylessTier).register(admin);
+    new PlanAnswersApi(holder, operator.plans, keylessTier, new TimelineReader(dataDir)).register(admin);
     if (settings !== null) new SettingsApi(settings).register(admin);
     new ActionsApi(operator.db, actions).register(admin);
     if (deps.activity) new ActivityApi(operator.db, deps.activity).register(admin);

@@ -781,21 +781,49 @@ export function operatorPaths(): Record<string, Schema> {
     '/admin/v1/answers/{ip}': admin({
       get: op(
         'adminPlanAnswers',
-        "The serving build's answer for an address as a keyless caller and a caller on each plan sees it; nothing is counted",
+        "The serving build's answer for an address as a keyless caller and a caller on each plan sees it, now or as of a time; nothing is counted",
         false,
         {
           '200': json(
-            object({
-              ip: { type: 'string' },
-              build: { type: 'string' },
-              keyless: object({ tier: { type: 'string' }, answer: ref('LookupResult') }),
-              plans: { type: 'array', items: object({ plan: { type: 'string' }, tier: { type: 'string' }, answer: ref('LookupResult') }) },
-            }),
+            object(
+              {
+                ip: { type: 'string' },
+                build: { type: ['string', 'null'], description: 'The build that answered (with at: the one serving then).' },
+                at: { ...DATE_TIME, description: 'With at: the time asked.' },
+                as_of: { ...DATE_TIME, description: 'With at: when the build that answered then began to serve.' },
+                keyless: object({ tier: { type: 'string' }, answer: ref('LookupResult') }),
+                plans: {
+                  type: 'array',
+                  items: object({
+                    plan: { type: 'string' },
+                    tier: { type: 'string' },
+                    answer: { anyOf: [ref('LookupResult'), { type: 'string', description: 'With at: why the timeline does not say.' }] },
+                  }),
+                },
+              },
+              ['ip', 'build', 'keyless', 'plans'],
+            ),
             'The answers.',
           ),
-          '400': json(object({ error: { const: 'not a valid IP address' } }), 'Not an IP address.'),
+          '400': json(
+            object({
+              error: { anyOf: [{ const: 'not a valid IP address' }, { type: 'string', pattern: '^(at |no history is kept here yet|unknown parameter)' }] },
+            }),
+            'Not an IP address, an at refused, or an unknown parameter (the message says which).',
+          ),
         },
-        { parameters: [pathParam('ip', 'An IPv4 or IPv6 address.')] },
+        {
+          parameters: [
+            pathParam('ip', 'An IPv4 or IPv6 address.'),
+            {
+              name: 'at',
+              in: 'query',
+              required: false,
+              description: 'The answers as of this RFC 3339 time, from the timeline of answers (every plan, history or not: this is the operator asking).',
+              schema: { type: 'string', format: 'date-time' },
+            },
+          ],
+        },
       ),
     }),
     '/admin/v1/audit': admin({
