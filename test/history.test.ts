@@ -19,7 +19,7 @@ import type { RangeIndex } from '../src/index/range-index.js';
 import { loadPlans } from '../src/model/plans.js';
 import type { Service } from '../src/service.js';
 import { prng } from '../scripts/gen-feeds.js';
-import { answerText, get, openTestControlDb, plansFile, startTestService, tempDir, testStoreEnv, writeFile } from './helpers.js';
+import { answerText, get, openTestControlDb, until, plansFile, startTestService, tempDir, testStoreEnv, writeFile } from './helpers.js';
 import { cliInThread } from './cli-in-thread.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 
@@ -162,10 +162,13 @@ describe('GET /{ip}?at=', () => {
     importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/24\n'), name: 'vpn', category: 'vpn', details: { provider: 'OldVPN' } });
     builds.push(runBuild({ dataDir, exports: false, now: new Date(t1) }).id);
     importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/25\n'), name: 'vpn', category: 'vpn', details: { provider: 'NewVPN' } });
-    runBuild({ dataDir, exports: false, now: new Date(t2) });
+    builds.push(runBuild({ dataDir, exports: false, now: new Date(t2) }).id);
     const db = openTestControlDb(dataDir);
-    for (const plan of ['free', 'scale', 'max'])
-      keys[plan] = createKey(db, { orgId: createOrganisation(db, loadPlans(plans), `${plan} co`, plan).id, name: 'k' }).secret;
+    for (const plan of ['free', 'scale', 'max']) {
+      const orgId = createOrganisation(db, loadPlans(plans), `${plan} co`, plan).id;
+      keys[plan] = createKey(db, { orgId, name: 'k' }).secret;
+      keys[`${plan}+changes`] = createKey(db, { orgId, name: 'feed', scopes: ['changes.read'] }).secret;
+    }
     db.close();
     svc = await startTestService({ dataDir, plansFile: plans });
   });
@@ -229,5 +232,57 @@ describe('GET /{ip}?at=', () => {
     assert.deepEqual([said.build, said.answer.vpn.provider, said.answer.as_of], [builds[0], 'OldVPN', '2026-11-01T00:00:00Z']);
     const outside = await cliInThread(['explain', '81.7.3.200', '--at', '2020-01-01T00:00:00Z'], { ...process.env, ...testStoreEnv(dataDir) });
     assert.deepEqual([outside.code, /outside the history kept/.test(outside.stderr)], [2, true]);
+  });
+
+  test('the change feed pages every changed range once, in order, and what a later build changes after the last cursor', async () => {
+    const page = async (since: string, limit = 1, plan = 'max+changes') =>
+      get(svc.port, `/api/v1/changes?since=${since}&limit=${limit}`, { Authorization: `Bearer ${keys[plan]}` });
+    const first = await page('0');
+    assert.equal(first.status, 200, first.text);
+    assert.deepEqual(
+      first.json.changes.map((c: { first: string; last: string; build: string; at: string; categories: object }) => [
+        c.first,
+        c.last,
+        c.build,
+        c.at,
+        Object.keys(c.categories),
+      ]),
+      [['81.7.3.0', '81.7.3.127', builds[1], '2026-11-02T12:00:00Z', ['vpn']]],
+    );
+    assert.deepEqual([first.json.changes[0].categories.vpn.before.provider, first.json.changes[0].categories.vpn.after.provider], ['OldVPN', 'NewVPN']);
+    const second = await page(first.json.next);
+    assert.deepEqual(
+      second.json.changes.map((c: { first: string; last: string; categories: { vpn: { after: unknown } } }) => [c.first, c.last, c.categories.vpn.after]),
+      [['81.7.3.128', '81.7.3.255', null]],
+    );
+    const none = await page(second.json.next);
+    assert.deepEqual([none.json.changes, none.json.next], [[], second.json.next], 'nothing new: the same cursor');
+    // A later build: asked again with the last cursor, only its changes.
+    importFeed({ dataDir, file: writeFile(dataDir, 'vpn.txt', '81.7.3.0/25\n82.1.2.3\n'), name: 'vpn', category: 'vpn', details: { provider: 'NewVPN' } });
+    builds.push(runBuild({ dataDir, exports: false }).id);
+    updateTimeline(dataDir, Date.now());
+    let fresh = await page(none.json.next, 10);
+    await until(async () => (fresh = await page(none.json.next, 10)).json.changes.length > 0, 5000, 'the new build in the feed');
+    // Only the new build's changes (its details are dated today, so its /25 is among them).
+    const later: { first: string; build: string }[] = fresh.json.changes;
+    assert.ok(later.every((c) => c.build === builds[2]) && later.some((c) => c.first === '82.1.2.3'), JSON.stringify(later));
+    // All at once, the same ranges as page by page.
+    const all = await page('0', 1000);
+    assert.deepEqual(
+      all.json.changes.map((c: { first: string }) => c.first),
+      ['81.7.3.0', '81.7.3.128', ...later.map((c) => c.first)],
+    );
+    // Refusals.
+    const refused = async (p: string, headers: Record<string, string>, status: number, message: RegExp) => {
+      const r = await get(svc.port, p, headers);
+      assert.deepEqual([r.status, message.test(r.json.message)], [status, true], `${p}: ${r.text}`);
+    };
+    const bearer = (k: string) => ({ Authorization: `Bearer ${keys[k]}` });
+    await refused('/api/v1/changes', {}, 401, /^an API key with the changes.read scope is required$/);
+    await refused('/api/v1/changes', bearer('max'), 401, /lacks the changes.read scope/);
+    await refused('/api/v1/changes', bearer('free+changes'), 403, /not in this plan/);
+    await refused('/api/v1/changes?since=nope', bearer('max+changes'), 400, /^since must be 0 or the next of an earlier page$/);
+    await refused('/api/v1/changes?limit=0', bearer('max+changes'), 400, /^limit must be a whole number/);
+    await refused('/api/v1/changes?x=1', bearer('max+changes'), 400, /^unknown parameter "x"/);
   });
 });

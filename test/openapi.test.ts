@@ -179,6 +179,8 @@ describe('the OpenAPI document against the server', () => {
   test('the account and key management', async () => {
     await call('GET', '/api/v1/account/me', '/api/v1/account/me', { headers: bearer(key) });
     await call('GET', '/api/v1/account/me', '/api/v1/account/me');
+    for (const q of ['', '?since=0&limit=5', '?since=nope']) await call('GET', '/api/v1/changes', `/api/v1/changes${q}`, { headers: bearer(key) });
+    await call('GET', '/api/v1/changes', '/api/v1/changes');
     await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(manager) });
     await call('GET', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', { headers: bearer(key) });
     const created = await call('POST', '/api/v1/iam/apikeys', '/api/v1/iam/apikeys', {

@@ -1,5 +1,7 @@
 // The few builders the OpenAPI document's modules share (openapi.ts, openapi-operator.ts).
 
+import { SCOPES } from '../wire/scopes.js';
+
 export type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -35,7 +37,7 @@ export const apiKeyFields = {
   name: { type: 'string' },
   key_prefix: { type: 'string' },
   allowed_cidrs: { type: 'array', items: { type: 'string' } },
-  allowed_scopes: { type: 'array', items: { enum: ['db.download', 'apikeys.manage'] } },
+  allowed_scopes: { type: 'array', items: { enum: [...SCOPES] } },
   expires: { type: ['string', 'null'], format: 'date-time' },
   revoked_at: { type: ['string', 'null'], format: 'date-time' },
   created_at: DATE_TIME,

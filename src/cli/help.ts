@@ -143,7 +143,7 @@ The audit log, newest first: every change to organisations, licences, keys and o
 tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key managing keys
 (key:<key id>), with where from. Entries never hold a secret.`,
   key: `Usage:
-  ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage]...
+  ipsift key create --org <org-id> --name <name> [--scope db.download|apikeys.manage|changes.read]...
                     [--cidr <cidr>]... [--expires <ISO date-time>] [--json]
   ipsift key list [--org <org-id>] [--json]
   ipsift key show <key-id> [--json]
@@ -152,7 +152,8 @@ tokens, by the CLI (cli:<user>), the admin API (admin:<token id>) or a key manag
 
 'create' and 'rotate' print the secret once; it is stored only as a hash. Revocations and
 rotations reach running servers within a second. A key made without --scope can only look up:
-db.download lets it download databases, apikeys.manage lets it manage its organisation's keys.
+db.download lets it download databases, apikeys.manage lets it manage its organisation's keys,
+changes.read lets it read the change feed (GET /api/v1/changes; scale and max plans).
 An organisation holds at most MAX_KEYS_PER_ORG live keys (default 1000).`,
   license: `Usage:
   ipsift license grant --org <org-id> --base <base> --type evaluation|subscription

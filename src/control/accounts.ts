@@ -8,8 +8,8 @@ import type { ControlDb } from './control-db.js';
 import type { Plan, Plans } from '../model/plans.js';
 import { IpsiftError } from '../errors.js';
 
-export const SCOPES = ['db.download', 'apikeys.manage'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { SCOPES, type Scope } from '../wire/scopes.js';
+export { SCOPES, type Scope };
 
 const SECRET_TAG = 'isk_';
 /** Characters of the key shown as key_prefix: the tag and 8 of the random part. */

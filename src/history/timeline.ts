@@ -50,6 +50,30 @@ export interface TimelineDocument {
   v6: { starts: string[]; versions: number[][] };
 }
 
+/** Where a reader of the change feed stands: after this range of this span. */
+export interface ChangeCursor {
+  span: number;
+  family: 4 | 6;
+  start: bigint;
+}
+
+/** A range whose answer changed when a span began. */
+export interface RangeChangeOf {
+  span: number;
+  build: string;
+  /** When the span began (Unix seconds). */
+  from: number;
+  family: 4 | 6;
+  first: bigint;
+  last: bigint;
+  beforeId: number;
+  afterId: number;
+  before: Content | null;
+  after: Content;
+}
+
+const cursorOf = (c: RangeChangeOf): ChangeCursor => ({ span: c.span, family: c.family, start: c.first });
+
 /** What the timeline answered for one address at one time, or why it cannot say. */
 export type AsOf = { content: Content; span: Span } | { outside: string };
 
@@ -230,6 +254,75 @@ export class Timeline {
     // Every segment has a version from the first span on; none only before it.
     if (k < 0) return { outside: `answers are kept from ${iso(this.keptFrom)}` };
     return { content: this.contents[v[k * 2 + 1]], span: served };
+  }
+
+  /** The number of the first span kept and of the last (first > last: none). */
+  get spanNumbers(): { first: number; last: number } {
+    return { first: this.firstSpan, last: this.firstSpan + this.spans.length - 1 };
+  }
+
+  /**
+   * The ranges whose answer changed when a span began, in order of span, family and address,
+   * after `after` (null: from the first change kept), at most `limit`: each with the contents
+   * before (null: none recorded) and after. Adjacent segments that changed alike are one
+   * range, so a range once listed is never listed again however later builds split it.
+   */
+  changesSince(after: ChangeCursor | null, limit: number): { changes: RangeChangeOf[]; next: ChangeCursor | null } {
+    const out: RangeChangeOf[] = [];
+    const last = this.firstSpan + this.spans.length - 1;
+    // The first span's versions are what it answered, not changes: the feed begins after it.
+    let span = after === null ? this.firstSpan + 1 : Math.max(after.span, this.firstSpan + 1);
+    for (; span <= last; span++) {
+      const served = this.spans[span - this.firstSpan];
+      if (served.lost) continue;
+      for (const family of [4, 6] as const) {
+        if (after !== null && span === after.span && family < after.family) continue;
+        const f = family === 4 ? this.v4 : this.v6;
+        const end = family === 4 ? 1n << 32n : 1n << 128n;
+        // The range being joined (a holder: the closure below and the loop both change it).
+        const run: { open: RangeChangeOf | null } = { open: null };
+        const close = (): boolean => {
+          const done = run.open;
+          if (done === null) return false;
+          run.open = null;
+          if (after !== null && span === after.span && family === after.family && done.first <= after.start) return false;
+          out.push(done);
+          return out.length >= limit;
+        };
+        for (let s = 0; s < f.starts.length; s++) {
+          const v = f.versions[s];
+          let k = -1;
+          for (let i = 0; i < v.length; i += 2) if (v[i] === span) k = i;
+          const segEnd = s + 1 < f.starts.length ? f.starts[s + 1] - 1n : end - 1n;
+          if (k < 0) {
+            if (close()) return { changes: out, next: cursorOf(out[out.length - 1]) };
+            continue;
+          }
+          const before = k >= 2 ? v[k - 1] : -1;
+          const now = v[k + 1];
+          const cur = run.open;
+          if (cur !== null && cur.beforeId === before && cur.afterId === now && cur.last + 1n === f.starts[s]) {
+            cur.last = segEnd;
+            continue;
+          }
+          if (close()) return { changes: out, next: cursorOf(out[out.length - 1]) };
+          run.open = {
+            span,
+            build: served.build,
+            from: served.from,
+            family,
+            first: f.starts[s],
+            last: segEnd,
+            beforeId: before,
+            afterId: now,
+            before: before < 0 ? null : this.contents[before],
+            after: this.contents[now],
+          };
+        }
+        if (close()) return { changes: out, next: cursorOf(out[out.length - 1]) };
+      }
+    }
+    return { changes: out, next: out.length ? cursorOf(out[out.length - 1]) : after };
   }
 
   toDocument(): TimelineDocument {

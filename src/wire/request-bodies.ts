@@ -3,8 +3,9 @@
 // closed (additionalProperties: false): a field not named here is refused by name.
 
 import { type BodySchema, closed } from './body-schema.js';
+import { SCOPES } from './scopes.js';
 
-export const SCOPE_LIST: BodySchema = { type: 'array', items: { enum: ['db.download', 'apikeys.manage'] } };
+export const SCOPE_LIST: BodySchema = { type: 'array', items: { enum: [...SCOPES] } };
 export const CIDR_LIST: BodySchema = { type: 'array', items: { type: 'string' } };
 export const EXPIRY: BodySchema = { type: ['string', 'null'], format: 'date-time' };
 const NAME: BodySchema = { type: 'string', minLength: 1 };

@@ -1,6 +1,6 @@
 // The public port's app, composed in one place: lookups and batches, the account, keys and
 // tokens, the catalogue and downloads (with geoipupdate's protocol where the store is local),
-// and the OpenAPI document, each API registering its routes on one table. A front end (one
+// the change feed, and the OpenAPI document, each API registering its routes on one table. A front end (one
 // thread, or each of several) builds one with its own stores.
 
 import type { BatchRunner } from '../../batch/runner.js';
@@ -30,6 +30,7 @@ import { LookupApi } from './lookup.js';
 import type { LookupShared } from './lookup-shared.js';
 import { OpenApiRoute } from './openapi.js';
 import { TokensApi } from './tokens.js';
+import { ChangesApi } from './changes.js';
 import { TimelineReader } from '../../history/timeline-file.js';
 
 /** What the public app answers from: the index and batch pool, admission, and the stores. */
@@ -70,12 +71,15 @@ export function createPublicApp(d: PublicAppDeps): PublicApp {
   const client = new RequestClient(config.trustedProxies, config.keylessIpv6Prefix);
   const routes = new RouteTable(app, log, metrics, config.corsOrigins.length > 0 ? new Cors(config.corsOrigins) : null, config.accessLog, clock);
   const edge: Edge = { metrics, client, clock };
-  new LookupApi(d.holder, d.gate, head, config.sources !== '' || config.sourcesFile !== '', new TimelineReader(config.dataDir)).register(routes, edge);
+  // The timeline of answers, read by lookups as of a time and the change feed alike.
+  const timelines = new TimelineReader(config.dataDir);
+  new LookupApi(d.holder, d.gate, head, config.sources !== '' || config.sourcesFile !== '', timelines).register(routes, edge);
   new BatchApi(config, d.holder, d.pool, d.gate, head, log, shared).register(routes, edge);
   new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
   new AccountApi(d.gate, log).register(routes, edge);
   new KeysApi(d.control, d.gate, d.keys, log, config).register(routes, edge);
   new TokensApi(d.control, d.gate, d.keys).register(routes, edge);
+  new ChangesApi(d.gate, timelines).register(routes, edge);
   const databases = new DatabaseApi(d.control, d.catalogue, d.objects, d.files, d.gate, config.dataDir, config.publicUrl, d.publishRetryAfter);
   databases.register(routes, edge);
   if (d.files) new GeoipUpdateApi(databases, d.files, d.gate).register(routes, edge);

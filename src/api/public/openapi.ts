@@ -372,6 +372,50 @@ export function openApiDocument(): Schema {
         },
       },
     },
+    '/api/v1/changes': {
+      get: {
+        operationId: 'changes',
+        summary: 'What changed, in order, a page at a time: each range whose answer changed when a build began to serve, before and after per category',
+        description:
+          'Read from the timeline of answers (HISTORY_DAYS kept). Keep the last next and ask again with it to get what changed since: nothing is missed or repeated, across builds and restarts. A key with the changes.read scope, of the scale or max plan; categories are those the plan shows.',
+        security: keyAuth,
+        parameters: [
+          query(
+            'since',
+            { type: 'string', pattern: '^(0|[0-9]+\\.[46]\\.[0-9a-f]+)$' },
+            false,
+            '0 (the default: from the first change kept), or the next of an earlier page.',
+          ),
+          query('limit', { type: 'integer', minimum: 1 }, false, 'Ranges a page: a whole number from 1, at most 1000 taken (default 100).'),
+        ],
+        responses: {
+          '200': json(
+            object({
+              changes: {
+                type: 'array',
+                items: object({
+                  first: { type: 'string' },
+                  last: { type: 'string' },
+                  build: { type: 'string', description: 'The build that began to serve.' },
+                  at: { type: 'string', format: 'date-time', description: 'When it began to serve.' },
+                  categories: {
+                    type: 'object',
+                    description: 'Per category that changed: its detail before and after ({} where the plan shows no detail; null: not in the category).',
+                    additionalProperties: object({ before: { type: ['object', 'null'] }, after: { type: ['object', 'null'] } }),
+                  },
+                }),
+              },
+              next: { type: 'string', description: 'The cursor of the next page, or, on the last, where to ask again for what changes later.' },
+            }),
+            'A page of changes.',
+          ),
+          '400': json(rcBody('BAD_REQUEST'), 'since, limit or another parameter refused (the message says why).'),
+          '401': json(rcBody('UNAUTHORIZED'), 'No key, an unknown, revoked or expired one, or one without changes.read.'),
+          '403': json(rcBody('FORBIDDEN'), "The key's plan has no change feed (scale and max have it), or its source is outside its ranges."),
+          '503': json(rcBody('INTERNAL'), 'The key cannot be checked now (a cluster whose control database cannot be reached).'),
+        },
+      },
+    },
     '/api/v1/iam/apikeys': {
       get: {
         operationId: 'listKeys',
