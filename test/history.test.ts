@@ -19,7 +19,7 @@ import type { RangeIndex } from '../src/index/range-index.js';
 import { loadPlans } from '../src/model/plans.js';
 import type { Service } from '../src/service.js';
 import { prng } from '../scripts/gen-feeds.js';
-import { answerText, get, openTestControlDb, until, plansFile, startTestService, tempDir, testStoreEnv, writeFile } from './helpers.js';
+import { answerText, get, openTestControlDb, request, until, plansFile, startTestService, tempDir, testStoreEnv, writeFile } from './helpers.js';
 import { cliInThread } from './cli-in-thread.js';
 import { createAdminToken } from '../src/control/admin-tokens.js';
 
@@ -212,6 +212,38 @@ describe('GET /{ip}?at=', () => {
     // /myip too.
     await refused('/myip?at=2026-11-01T01:00:00Z', 'free', 403, /^lookups as of a time/);
     assert.equal((await ask('/myip?at=2026-11-01T01:00:00Z', 'max')).json.as_of, '2026-11-01T00:00:00Z');
+  });
+
+  test('a batch with at: each distinct address as of then, errors per entry, the same refusals as a single lookup', async () => {
+    const batch = (body: unknown, plan?: string) =>
+      request(svc.port, 'POST', '/batch', typeof body === 'string' ? body : JSON.stringify(body), {
+        'Content-Type': 'application/json',
+        ...(plan ? { Authorization: `Bearer ${keys[plan]}` } : {}),
+      });
+    const r = await batch({ ips: ['81.7.3.200', 'nope', '81.7.3.200', '10.0.0.1', '::ffff:81.7.3.1'], at: '2026-11-01T05:00:00Z' }, 'max');
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(Object.keys(r.json.results), ['81.7.3.200', '10.0.0.1', '::ffff:81.7.3.1']);
+    assert.deepEqual(
+      [r.json.results['81.7.3.200'].vpn.provider, r.json.results['81.7.3.200'].as_of, r.json.results['10.0.0.1'].is_vpn],
+      ['OldVPN', '2026-11-01T00:00:00Z', false],
+    );
+    assert.deepEqual(r.json.errors, { nope: { status: 400, error: 'not a valid IP address' } });
+    // Each entry as the single lookup of the same address and time.
+    const single = await ask('/81.7.3.200?at=2026-11-01T05:00:00Z', 'max');
+    assert.deepEqual(r.json.results['81.7.3.200'], single.json);
+    const refused = async (body: unknown, plan: string | undefined, status: number, message: RegExp) => {
+      const x = await batch(body, plan);
+      assert.deepEqual([x.status, message.test(x.json.error)], [status, true], x.text);
+    };
+    await refused({ ips: ['81.7.3.1'], at: '2026-11-01T05:00:00Z' }, 'free', 403, /^lookups as of a time/);
+    await refused({ ips: ['81.7.3.1'], at: '2026-11-01T05:00:00Z' }, undefined, 401, /^an API key is required$/);
+    await refused({ ips: ['81.7.3.1'], at: 'soon' }, 'max', 400, /^at must be an RFC 3339 time/);
+    await refused({ ips: ['81.7.3.1'], at: 5 }, 'max', 400, /^at must be a string/);
+    await refused({ ips: ['81.7.3.1'], at: '2020-01-01T00:00:00Z' }, 'max', 400, /^at is outside the history kept/);
+    await refused('{"ips":["81.7.3.1"],"\\u0061t":"2026-11-01T05:00:00Z"}', 'max', 400, /^at must be spelt "at"/);
+    // Without at: as before, from today's index.
+    const now = await batch({ ips: ['81.7.3.200'] }, 'max');
+    assert.deepEqual([now.status, now.json.results['81.7.3.200'].as_of, now.json.results['81.7.3.200'].is_vpn], [200, undefined, false]);
   });
 
   test("the operator sees every plan's answer as of a time, and ipsift explain --at the answer and the build", async () => {

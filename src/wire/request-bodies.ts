@@ -11,7 +11,10 @@ export const EXPIRY: BodySchema = { type: ['string', 'null'], format: 'date-time
 const NAME: BodySchema = { type: 'string', minLength: 1 };
 
 /** POST /batch (interface.md §2.3). */
-export const BATCH_REQUEST = closed({ ips: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000 } }, ['ips']);
+export const BATCH_REQUEST = closed(
+  { ips: { type: 'array', items: { type: 'string' }, minItems: 1, maxItems: 1000 }, at: { type: 'string', format: 'date-time' } },
+  ['ips'],
+);
 
 /** POST /api/v1/iam/apikeys: the contract's `name`, and the key's scopes, ranges and expiry. */
 export const KEY_CREATE_REQUEST = closed({ name: NAME, allowed_scopes: SCOPE_LIST, allowed_cidrs: CIDR_LIST, expires: EXPIRY }, ['name']);

@@ -74,7 +74,7 @@ export function createPublicApp(d: PublicAppDeps): PublicApp {
   // The timeline of answers, read by lookups as of a time and the change feed alike.
   const timelines = new TimelineReader(config.dataDir);
   new LookupApi(d.holder, d.gate, head, config.sources !== '' || config.sourcesFile !== '', timelines).register(routes, edge);
-  new BatchApi(config, d.holder, d.pool, d.gate, head, log, shared).register(routes, edge);
+  new BatchApi(config, d.holder, d.pool, d.gate, head, log, shared, timelines).register(routes, edge);
   new OpenApiRoute('/api/v1/openapi.json').register(routes, edge);
   new AccountApi(d.gate, log).register(routes, edge);
   new KeysApi(d.control, d.gate, d.keys, log, config).register(routes, edge);

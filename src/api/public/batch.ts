@@ -6,7 +6,7 @@
 // status, then headers, then body; copy onData chunks; res never leaves this thread.
 
 import type { HttpRequest, HttpResponse } from '../../http/server/types.js';
-import { ERRORS, statusLine } from '../../wire/errors.js';
+import { ERRORS, lookupBadRequest, statusLine, type ApiError } from '../../wire/errors.js';
 import { QueueFullError } from '../../batch/pool.js';
 import type { BatchRunner } from '../../batch/runner.js';
 import { REFUSE_KEYLESS, REFUSE_PLAN } from '../../batch/protocol.js';
@@ -15,7 +15,11 @@ import { sendRefusal, type JsonHead } from '../admission/json-head.js';
 import type { Config } from '../../config.js';
 import type { IndexSource } from '../../index/loader.js';
 import type { Logger } from '../../log.js';
-import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome, type BatchOutcome } from '../../lookup/batch.js';
+import { MAX_BATCH_ADDRESSES, answerBatch, decodeOutcome, mentionsAt, parseBatchBody, type BatchOutcome } from '../../lookup/batch.js';
+import { asOfAnswer, parseAt } from '../../history/as-of.js';
+import type { TimelineReader } from '../../history/timeline-file.js';
+import { TIER_SCALE } from '../../model/projection.js';
+import { NOT_ADDRESS, ParsedAddress, parseAddress } from '../../net/address.js';
 import { BodyMemory, readBody } from '../../http/body.js';
 import type { RequestClient } from '../../http/client.js';
 import { late, sendError, type Pending } from '../../http/reply.js';
@@ -57,6 +61,8 @@ export class BatchApi {
     private readonly head: JsonHead,
     private readonly log: Logger,
     shared: LookupShared,
+    /** The timeline a batch with `at` is answered from (null: none here). */
+    private readonly timelines: TimelineReader | null = null,
   ) {
     this.memory = new BodyMemory(config.batchBodyMemoryBytes, shared.bodyMemory, shared.bodyMemorySlot);
   }
@@ -98,6 +104,8 @@ export class BatchApi {
     reader = readBody(res, declared, this.config.maxBatchBodyBytes, this.memory, this.config.bodyTimeoutMs, () => p.aborted, later, {
       done: (body) => {
         const batch: Batch = { res, p, a, body, coding };
+        // As of a time: answered here from the timeline, not by a worker over today's index.
+        if (this.timelines !== null && mentionsAt(new Uint8Array(body))) return this.asOf(batch);
         this.lookUp(batch, MAX_BATCH_ADDRESSES, (frame) => this.charge(batch, frame));
       },
       tooLarge: (close) => {
@@ -195,6 +203,62 @@ export class BatchApi {
     } finally {
       batch.p.finish?.();
     }
+  }
+
+  /**
+   * A batch with `at`: the shape as any batch's, then the time and who may ask (as GET
+   * /{ip}?at=), then the allowance for its distinct addresses, each answered from the
+   * timeline; those past what the allowance grants are the plan's refusal, as in any batch.
+   */
+  private asOf(batch: Batch): void {
+    const { res, p, a } = batch;
+    const done = (e: ApiError | null, body = '', answered = 0): void => {
+      p.finish?.();
+      late(res, p, () =>
+        e !== null ? sendError(res, e, this.metrics) : this.send(batch, { status: 200, answered, coding: IDENTITY, body: Buffer.from(body) }),
+      );
+    };
+    const text = new TextDecoder().decode(batch.body);
+    const ips = parseBatchBody(text, true);
+    if (!Array.isArray(ips)) return done(ips);
+    const raw = (JSON.parse(text) as { at?: unknown }).at;
+    if (typeof raw !== 'string') return done(lookupBadRequest('at must be a string: an RFC 3339 time such as 2026-11-01T12:00:00Z'));
+    const now = this.routes.nowMs();
+    const at = parseAt(encodeURIComponent(raw), now);
+    if ('refused' in at) return done(lookupBadRequest(at.refused));
+    if (a.caller === null) return done(ERRORS.keyRequired);
+    if (a.tier < TIER_SCALE) return done(ERRORS.historyNotInPlan);
+    const serving = this.holder.current;
+    const timeline = this.timelines!.get(now);
+    if (serving === null || timeline === null) return done(lookupBadRequest('no history is kept here yet: it starts with the first build that serves'));
+    // Distinct inputs in order; those that are no address answer 400 and cost nothing.
+    const answers = new Map<string, string>();
+    const errors: string[] = [];
+    const parsed = new ParsedAddress();
+    const inputs = [...new Set(ips)];
+    const addresses: string[] = [];
+    for (const ip of inputs) {
+      if (parseAddress(ip, 0, ip.length, parsed) === NOT_ADDRESS) errors.push(`${JSON.stringify(ip)}:${ERRORS.notAddress.entry.toString('latin1')}`);
+      else addresses.push(ip);
+    }
+    for (const ip of addresses) {
+      parseAddress(ip, 0, ip.length, parsed);
+      const found = asOfAnswer(parsed, timeline, serving.index, a.tier, at.seconds);
+      if ('outside' in found) return done(lookupBadRequest(`at is outside the history kept: ${found.outside}`));
+      answers.set(ip, found.body.toString('utf8'));
+    }
+    const granted = addresses.length === 0 ? 0 : this.gate.spend(a, addresses.length, now, true);
+    if (granted === PENDING) {
+      const again = this.routes.later(res, ERRORS.lookupFailed, () => this.asOf(batch));
+      return this.gate.wait(() => again());
+    }
+    const refusal = a.caller === null ? ERRORS.keylessCap : a.refusal;
+    const results: string[] = [];
+    addresses.forEach((ip, k) => {
+      if (k < granted) results.push(`${JSON.stringify(ip)}:${answers.get(ip)}`);
+      else errors.push(`${JSON.stringify(ip)}:${refusal.entry.toString('latin1')}`);
+    });
+    done(null, `{"results":{${results.join(',')}},"errors":{${errors.join(',')}}}`, results.length);
   }
 
   private send({ res, a }: Batch, outcome: BatchOutcome): void {

@@ -348,11 +348,18 @@ export function openApiDocument(): Schema {
         responses: {
           '200': json(ref('BatchResponse'), 'Per-entry results and errors (br or gzip when asked, for answers of 1 KiB or more).', quotaHeaders),
           '400': json(
-            object({ error: { anyOf: [{ enum: [E.batchShape.message, E.batchSize.message] }, { type: 'string', pattern: '^unknown field "' }] } }),
-            'The body is not {ips: [strings]} of 1 to 1000 entries, or names a field besides ips (the message names it).',
+            object({
+              error: {
+                anyOf: [
+                  { enum: [E.batchShape.message, E.batchSize.message] },
+                  { type: 'string', pattern: '^(unknown field "|at |no history is kept here yet)' },
+                ],
+              },
+            }),
+            'The body is not {ips: [strings]} of 1 to 1000 entries, names a field besides ips and at, or has an at refused (the message says which).',
           ),
           '413': json(errorBody(E.bodyTooLarge.message), 'Larger than any 1000-address batch.'),
-          ...lookupRefusals,
+          ...asOfRefusals,
         },
       },
     },
