@@ -187,7 +187,7 @@ describe('operator API (admin port)', () => {
         `/organizations/${org.id}/keys`,
         { name: 'k', allowed_scopes: ['root'] },
         'BAD_REQUEST',
-        /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, not "root"$/,
+        /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, changes\.read, not "root"$/,
       ],
       ['POST', `/organizations/${org.id}/keys`, { name: 'k', allowed_cidrs: ['10.0.0.1'] }, 'BAD_REQUEST', /not a CIDR/],
       ['POST', `/organizations/${org.id}/keys`, { allowed_scopes: [] }, 'BAD_REQUEST', /name is required/],

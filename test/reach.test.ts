@@ -77,7 +77,7 @@ describe("one customer's reach", () => {
       [[], /JSON object/],
       [{}, /name is required/],
       [{ name: 'x', allowed_scopes: 'db.download' }, /allowed_scopes must be an array/],
-      [{ name: 'x', allowed_scopes: ['db.upload'] }, /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, not "db\.upload"$/],
+      [{ name: 'x', allowed_scopes: ['db.upload'] }, /^allowed_scopes\[0\] must be one of db\.download, apikeys\.manage, changes\.read, not "db\.upload"$/],
       [{ name: 'x', scopes: ['db.download'] }, /^unknown field "scopes": this body takes name, allowed_scopes, allowed_cidrs, expires$/],
       [{ name: 'x', lifetime_s: 5 }, /^unknown field "lifetime_s"/],
       // A field name of the client's length comes back cut short.

@@ -24,6 +24,7 @@ import { IpsiftError } from '../errors.js';
 import { makeDirectory } from '../files.js';
 import { identityOfTag, identityTag, isRunning, ownIdentity } from '../process-identity.js';
 import { EXPORTS_DIR, INDEX_FILE, MANIFEST_FILE, buildDir, buildsDir } from '../data-dir.js';
+import { recordBuildChanges } from '../index/build-changes.js';
 
 export interface BuildOptions {
   dataDir: string;
@@ -244,7 +245,14 @@ function writeIndexFile(file: string, input: Parameters<typeof encodeIndex>[0], 
 }
 
 /** `threadedExports`: whether this build wrote its exports on other threads. */
-export function runBuild(options: BuildOptions): { id: string; dir: string; manifest: BuildManifest; threadedExports: boolean } {
+export function runBuild(options: BuildOptions): {
+  id: string;
+  dir: string;
+  manifest: BuildManifest;
+  threadedExports: boolean;
+  /** What it changed against the build before it on disk (null: the first, or the comparison failed). */
+  changes: BuildRunChanges | null;
+} {
   const timings: Record<string, number> = {};
   let t = performance.now();
   const lap = (name: string): void => {
@@ -448,6 +456,22 @@ export function runBuild(options: BuildOptions): { id: string; dir: string; mani
     fs.rmSync(staging, { recursive: true, force: true });
     throw e;
   }
+  // What it changed against the build before it, kept beside it before it serves, so a
+  // serving build's comparison is always there to read. A comparison that fails leaves the
+  // build as it is.
+  let changes: BuildRunChanges | null = null;
+  try {
+    const c = recordBuildChanges(options.dataDir, id);
+    changes = c && { from: c.from, ranges: c.ranges };
+  } catch {
+    changes = null;
+  }
   if (serve) makeServing(options.dataDir, id, now);
-  return { id, dir, manifest: manifest!, threadedExports: waitForExports !== null };
+  return { id, dir, manifest: manifest!, threadedExports: waitForExports !== null, changes };
+}
+
+/** What a build changed against the one before it, in short (index/build-changes.ts has the whole). */
+export interface BuildRunChanges {
+  from: string;
+  ranges: number;
 }

@@ -12,7 +12,6 @@ import { openControlDb } from '../control/control-db.js';
 import { runBuild, type BuildManifest } from '../build/build.js';
 import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { listFeeds } from '../feeds/feed-store.js';
-import { recordBuildChanges } from '../index/build-changes.js';
 import { updateTimeline } from '../history/timeline-file.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { openObjectStore } from '../objects/open-object-store.js';
@@ -91,35 +90,25 @@ export async function pruneOldBuilds(config: Config, published: string | null): 
   }
 }
 
-/**
- * What a new build changed against the one before it, kept beside it (index/build-changes.ts)
- * once the build's own memory is let go. A comparison that fails leaves the build as it is.
- */
-function noteChanges(config: Config, id: string): { from: string; ranges: number } | null {
-  // What it answers from now on joins the timeline of answers (history/), if it serves.
+/** What a new build answers from now on joins the timeline of answers (history/), if it serves. */
+function noteServed(config: Config): void {
   try {
     updateTimeline(config.dataDir, Date.now(), config.historyDays);
   } catch {
     // the timeline catches up at the next build, or is rebuilt from the builds on disk
-  }
-  try {
-    const c = recordBuildChanges(config.dataDir, id);
-    return c && { from: c.from, ranges: c.ranges };
-  } catch {
-    return null;
   }
 }
 
 /** A new build of every imported feed; made serving unless `serve` is false, then published unless `publish` is. */
 export async function buildAndPublish(config: Config, o: { serve: boolean; publish: boolean }): Promise<BuildRun> {
   const started = performance.now();
-  const { id, dir, manifest } = runBuild({
+  const { id, dir, manifest, changes } = runBuild({
     dataDir: config.dataDir,
     serve: o.serve,
     exportsRestricted: config.exportsRestricted,
     exportThreads: config.exportThreads,
   });
-  const changes = noteChanges(config, id);
+  if (o.serve) noteServed(config);
   const built = performance.now();
   // The build serves already: a failed publication is reported as such, not as a failed build.
   let publication: PublicationReport | null = null;
@@ -224,7 +213,7 @@ export async function refreshAndBuild(config: Config, sources: readonly Source[]
     const nothingServes = readCurrentBuildId(config.dataDir) === null && listFeeds(config.dataDir).length > 0;
     if (o.build && (result.changed || nothingServes)) {
       const { id } = runBuild({ dataDir: config.dataDir, serve: true, exportsRestricted: config.exportsRestricted, exportThreads: config.exportThreads });
-      noteChanges(config, id);
+      noteServed(config);
       let publishError: string | null = null;
       if (o.publish) await publishBuild(config, id).catch((e: unknown) => (publishError = publishFailure(e, config)));
       build = { id, published: o.publish && publishError === null, publish_error: publishError };
