@@ -99,8 +99,10 @@ for (const kind of ['lmdb', 'redis'] as const) {
 }
 
 describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER === null ? 'redis-server is not installed' : false }, () => {
-  test('calls fail at once while it is down (one wait a second at most), the Meter counts in memory, and writes what it owes once Redis is back', async () => {
+  test('calls fail at once while it is down (one wait a second at most), the Meter counts in memory, and writes what it owes once Redis is back', async (t) => {
     const own = await startRedis(tempDir('ipsift-redis-'));
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'down:', timeoutMs: 200 }, tempDir());
     // The blocking calls (what the Meter uses off the request path) are what is tested here.
     const meter = openMeter(store, { graceMs: 60_000, latent: null });
@@ -128,8 +130,10 @@ describe('accounting store: redis unreachable, then back', { skip: REDIS_SERVER 
     }
   });
 
-  test('a call whose caller gave up leaves nothing behind: what Redis carries out after the timeout is undone', async () => {
+  test('a call whose caller gave up leaves nothing behind: what Redis carries out after the timeout is undone', async (t) => {
     const own = await startRedis();
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const store = openAccountingStore({ kind: 'redis', url: own.url, prefix: 'late:', timeoutMs: 100 }, tempDir());
     try {
       assert.equal(store.reserve('m:y', 5, 0, null).granted, 5); // the scripts are loaded now

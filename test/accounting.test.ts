@@ -252,6 +252,8 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
   after(() => dropDatabases());
   test('keyed, keyless and batch lookups, with Redis and PostgreSQL 1 ms away, go on answering while Redis is paused for 2 s, from memory once their leases run dry, without waiting for it, and usage then equals answers', async (t) => {
     const own = await startRedis();
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const proxy = await startDelayProxy(own.port, 1);
     const pg = new URL(POSTGRES_URL);
     const pgProxy = await startDelayProxy(Number(pg.port || 5432), 1);
@@ -397,6 +399,8 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
   });
   test('keyless batches on two front-end threads stop at the daily cap: a batch spends through a lease, not a share at the edge', async (t) => {
     const own = await startRedis();
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const { dataDir, plans } = setup({ quota: 1_000, hard_limit: null }); // keyless daily cap 10
     const server = await serveOne({
       DATA_DIR: dataDir,
@@ -429,6 +433,8 @@ describe('accounting in Redis 1 ms away, the control plane in PostgreSQL 1 ms aw
 
   test('near a small hard_limit, a paused Redis lets no answer past it: the server of two front-end threads waits for Redis up to its timeout, then counts in memory within the room its threads knew', async (t) => {
     const own = await startRedis();
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const proxy = await startDelayProxy(own.port, 1);
     const HARD_LIMIT = 400;
     const { dataDir, plans, orgId, secret } = setup({ quota: HARD_LIMIT, hard_limit: 'quota' });
@@ -487,6 +493,8 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
   test('a node that never read a counter grants nothing of its limit while Redis is down: two nodes answer at most the room left, not the whole limit again', async (t) => {
     // The red team's shape: spend to the limit on one node, raise the limit, stop Redis, load both.
     const own = await startRedis();
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const FIRST = 60;
     const RAISED = 90;
     const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
@@ -538,6 +546,8 @@ describe('accounting in Redis: the server through a Redis restart', { skip: REDI
 
   test('lookups go on while Redis is down (counted in memory, within the grace), and what they owe is written once it is back', async (t) => {
     const own = await startRedis(tempDir('ipsift-redis-'));
+    // Stopped however the test ends: a Redis left running holds the test file open.
+    t.after(() => own.kill());
     const accounting: AccountingConfig = { kind: 'redis', url: own.url, prefix: 'restart:', timeoutMs: 500 };
     const { dataDir, plans, orgId, secret } = setup({ quota: 1_000_000, hard_limit: null });
     const counter = orgCounter(orgId, new WindowClock().month(Date.now()));
