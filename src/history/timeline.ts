@@ -207,6 +207,12 @@ export class Timeline {
 
   /** The span serving at `at` (Unix seconds): the last one from at or before it (null: none yet). */
   spanAt(at: number): Span | null {
+    const i = this.spanIndexAt(at);
+    return i < 0 ? null : this.spans[i];
+  }
+
+  /** spanAt's position in spans (-1: none). */
+  private spanIndexAt(at: number): number {
     let span = -1;
     for (let a = 0, b = this.spans.length - 1; a <= b; ) {
       const mid = (a + b) >>> 1;
@@ -215,7 +221,7 @@ export class Timeline {
         a = mid + 1;
       } else b = mid - 1;
     }
-    return span < 0 ? null : this.spans[span];
+    return span;
   }
 
   /** What `address` of `family` answered at `at` (Unix seconds), or why that is not known. */
@@ -230,15 +236,8 @@ export class Timeline {
       if (f.starts[mid] <= address) lo = mid;
       else hi = mid - 1;
     }
-    // The span serving at `at`: the last one from at or before it.
-    let span = 0;
-    for (let a = 0, b = this.spans.length - 1; a <= b; ) {
-      const mid = (a + b) >>> 1;
-      if (this.spans[mid].from <= at) {
-        span = mid;
-        a = mid + 1;
-      } else b = mid - 1;
-    }
+    // at ≥ keptFrom, the first span's start or later: some span serves then.
+    const span = Math.max(0, this.spanIndexAt(at));
     const served = this.spans[span];
     const number = this.firstSpan + span;
     const v = f.versions[lo] ?? [];

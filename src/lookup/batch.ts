@@ -68,6 +68,12 @@ export function mentionsAt(body: Uint8Array): boolean {
 
 /** The validated `ips` array, or the error the whole call answers. */
 export function parseBatchBody(text: string, asOf = false): string[] | ApiError {
+  const r = parseBatchRequest(text, asOf);
+  return 'ips' in r ? r.ips : r;
+}
+
+/** The validated body: `ips`, and `at` as sent (undefined: absent), parsed once; or the error the whole call answers. */
+export function parseBatchRequest(text: string, asOf = false): ApiError | { ips: string[]; at: unknown } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -84,7 +90,7 @@ export function parseBatchBody(text: string, asOf = false): string[] | ApiError 
   if (extra !== null) return unknownBatchField(extra);
   if (ips.length < 1 || ips.length > MAX_BATCH_ADDRESSES) return ERRORS.batchSize;
   if (!asOf && 'at' in (parsed as object)) return lookupBadRequest('at must be spelt "at", without escapes');
-  return ips as string[];
+  return { ips: ips as string[], at: (parsed as { at?: unknown }).at };
 }
 
 const OPEN = Buffer.from('{"results":{');
