@@ -244,6 +244,10 @@ describe('GET /{ip}?at=', () => {
     // Without at: as before, from today's index.
     const now = await batch({ ips: ['81.7.3.200'] }, 'max');
     assert.deepEqual([now.status, now.json.results['81.7.3.200'].as_of, now.json.results['81.7.3.200'].is_vpn], [200, undefined, false]);
+    // "at" as an entry, not a field: a batch of today, the entry not an address.
+    const entry = await batch({ ips: ['81.7.3.200', 'at'] }, 'max');
+    assert.equal(entry.status, 200, entry.text);
+    assert.deepEqual([entry.json.results['81.7.3.200'].as_of, entry.json.errors.at], [undefined, { status: 400, error: 'not a valid IP address' }]);
   });
 
   test("the operator sees every plan's answer as of a time, and ipsift explain --at the answer and the build", async () => {

@@ -76,11 +76,14 @@ export function compareIndexes(from: { id: string; index: RangeIndex }, to: { id
   const shown: RangeChange[] = [];
   let more = 0;
   const open: (OpenRun | null)[] = CATEGORIES.map(() => null);
+  /** Runs open in `open`: none, the common case, and a piece with the same answer closes nothing. */
+  let opened = 0;
 
   const close = (k: number): void => {
     const run = open[k];
     if (run === null) return;
     open[k] = null;
+    opened--;
     const c = counts[CATEGORIES[k]];
     c.ranges++;
     if (run.before === null) c.gained++;
@@ -100,18 +103,32 @@ export function compareIndexes(from: { id: string; index: RangeIndex }, to: { id
     else more++;
   };
 
-  /** One family: both interval lists merged into pieces on which neither changes its record. */
-  const walk = (family: Family, na: number, nb: number, at: (index: RangeIndex, i: number) => { start: bigint; record: number }, lastAddress: bigint): void => {
+  const closeAll = (): void => {
+    if (opened === 0) return;
+    for (let k = 0; k < CATEGORIES.length; k++) close(k);
+  };
+
+  /**
+   * One family: both interval lists merged into pieces on which neither changes its record.
+   * Addresses become BigInt only on a piece whose answer differs: a build that changed little
+   * is walked on the typed arrays alone.
+   */
+  const walk = (family: Family, lastAddress: bigint): void => {
+    const na = family === 4 ? a.counts.v4 : a.counts.v6;
+    const nb = family === 4 ? b.counts.v4 : b.counts.v6;
     let i = 0;
     let j = 0;
-    let start = 0n;
     while (i < na && j < nb) {
-      const ra = at(a, i).record;
-      const rb = at(b, j).record;
-      const nextA = i + 1 < na ? at(a, i + 1).start : lastAddress + 1n;
-      const nextB = j + 1 < nb ? at(b, j + 1).start : lastAddress + 1n;
-      const end = (nextA < nextB ? nextA : nextB) - 1n;
+      const hasNextA = i + 1 < na;
+      const hasNextB = j + 1 < nb;
+      const order = hasNextA && hasNextB ? a.compareStarts(family, i + 1, b, j + 1) : 0;
+      const stepA = hasNextA && (!hasNextB || order <= 0);
+      const stepB = hasNextB && (!hasNextA || order >= 0);
+      const ra = a.intervalRecord(family, i);
+      const rb = b.intervalRecord(family, j);
       if (!a.sameContent(ra, b, rb)) {
+        const start = a.compareStarts(family, i, b, j) >= 0 ? a.intervalStart(family, i) : b.intervalStart(family, j);
+        const end = stepA ? a.intervalStart(family, i + 1) - 1n : stepB ? b.intervalStart(family, j + 1) - 1n : lastAddress;
         const before = answersA.of(ra);
         const after = answersB.of(rb);
         for (let k = 0; k < CATEGORIES.length; k++) {
@@ -124,26 +141,20 @@ export function compareIndexes(from: { id: string; index: RangeIndex }, to: { id
           else {
             close(k);
             open[k] = { family, first: start, last: end, before: before[k], after: after[k] };
+            opened++;
           }
         }
-      } else for (let k = 0; k < CATEGORIES.length; k++) close(k);
-      start = end + 1n;
-      if (nextA === start) i++;
-      if (nextB === start) j++;
+      } else closeAll();
+      if (!stepA && !stepB) break;
+      if (stepA) i++;
+      if (stepB) j++;
     }
-    for (let k = 0; k < CATEGORIES.length; k++) close(k);
+    closeAll();
   };
-  walk(
-    4,
-    a.counts.v4,
-    b.counts.v4,
-    (x, i) => {
-      const { start, record } = x.v4Interval(i);
-      return { start: BigInt(start), record };
-    },
-    0xffffffffn,
-  );
-  walk(6, a.counts.v6, b.counts.v6, (x, i) => x.v6Interval(i), (1n << 128n) - 1n);
+  if (!a.sameTables(b)) {
+    walk(4, 0xffffffffn);
+    walk(6, (1n << 128n) - 1n);
+  }
 
   const categories = Object.fromEntries(
     CATEGORIES.map((c) => {

@@ -5,7 +5,8 @@
 // section, not from the record row.
 
 import { CATEGORIES } from '../model/categories.js';
-import { TIER_COUNT, TIER_FIELDS, flagsText } from '../model/projection.js';
+import { TIER_COUNT, TIER_FIELDS } from '../model/projection.js';
+import type { Family } from '../net/network.js';
 import { BUCKETS, BUCKET_BITS, V4_ROW, V6_KEY_ROW, layoutOf, v6Key, readHeader, recordRow, type IndexCounts } from './format.js';
 
 const BUCKET_SHIFT = 32 - BUCKET_BITS;
@@ -15,26 +16,35 @@ const MASKS = 1 << CATEGORIES.length;
 /** Per tier: whether its answers carry detail objects (else the flags are the whole answer). */
 const SHOWS_DETAILS = TIER_FIELDS.map((f) => f.details.length > 0);
 
-/** Flags texts for every (tier, mask): small, made once per thread. */
+/**
+ * Flags texts for every (tier, mask): small, made once per thread. Each text is the tier's
+ * `,"is_<cat>":true|false` pieces (flagsText's) copied in as bytes: strings built for every
+ * mask cost a new thread or a build's comparison tens of millions of instructions.
+ */
 class FlagTable {
   readonly bytes: Buffer;
   readonly view: DataView;
   readonly start = new Uint32Array(TIER_COUNT * MASKS);
   readonly end = new Uint32Array(TIER_COUNT * MASKS);
   constructor() {
-    const texts: string[] = [];
+    const pieces = TIER_FIELDS.map((f) => f.flags.map((cat) => [Buffer.from(`,"is_${cat}":false`), Buffer.from(`,"is_${cat}":true`)]));
+    let size = 0;
+    for (const tier of pieces) for (const [no, yes] of tier) size += (MASKS / 2) * (no.length + yes.length);
+    this.bytes = Buffer.alloc(size);
     let at = 0;
     for (let t = 0; t < TIER_COUNT; t++) {
+      const tier = pieces[t];
       for (let m = 0; m < MASKS; m++) {
-        const text = flagsText(t, m);
-        texts.push(text);
         this.start[t * MASKS + m] = at;
-        at += text.length;
+        for (let k = 0; k < tier.length; k++) {
+          const piece = tier[k][(m >>> k) & 1];
+          this.bytes.set(piece, at);
+          at += piece.length;
+        }
         this.end[t * MASKS + m] = at;
       }
     }
-    this.bytes = Buffer.from(texts.join(''), 'latin1');
-    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.length);
+    this.view = new DataView(this.bytes.buffer, this.bytes.byteOffset, at);
   }
 }
 let flagTable: FlagTable | null = null;
@@ -203,10 +213,32 @@ export class RangeIndex {
 
   /** The first address of IPv6 interval i, and its record. */
   v6Interval(i: number): { start: bigint; record: number } {
+    return { start: this.intervalStart(6, i), record: this.v6Keys[i * V6_KEY_ROW + 1] };
+  }
+
+  /** The record of interval i of a family (allocates nothing, unlike v4Interval and v6Interval). */
+  intervalRecord(family: Family, i: number): number {
+    return family === 4 ? this.v4Rows[i * V4_ROW + 1] : this.v6Keys[i * V6_KEY_ROW + 1];
+  }
+
+  /** The first address of interval i of a family. */
+  intervalStart(family: Family, i: number): bigint {
+    if (family === 4) return BigInt(this.v4Rows[i * V4_ROW]);
     const s = this.v6Starts;
     const k = i * 4;
-    const start = (BigInt(s[k]) << 96n) | (BigInt(s[k + 1]) << 64n) | (BigInt(s[k + 2]) << 32n) | BigInt(s[k + 3]);
-    return { start, record: this.v6Keys[i * V6_KEY_ROW + 1] };
+    return (BigInt(s[k]) << 96n) | (BigInt(s[k + 1]) << 64n) | (BigInt(s[k + 2]) << 32n) | BigInt(s[k + 3]);
+  }
+
+  /** Negative, zero or positive as interval i's first address is below, at or above interval j's of `other` (no BigInt). */
+  compareStarts(family: Family, i: number, other: RangeIndex, j: number): number {
+    if (family === 4) return this.v4Rows[i * V4_ROW] - other.v4Rows[j * V4_ROW];
+    const a = this.v6Starts;
+    const b = other.v6Starts;
+    for (let w = 0; w < 4; w++) {
+      const d = a[i * 4 + w] - b[j * 4 + w];
+      if (d !== 0) return d;
+    }
+    return 0;
   }
 
   /**
@@ -219,6 +251,25 @@ export class RangeIndex {
     for (let t = 2; t < this.stride; t++) ends.push(this.records[row + t]);
     const off = this.records[row];
     return { mask: this.records[row + 1], text: this.blob.toString('utf8', off, off + Math.max(...ends)), ends };
+  }
+
+  /**
+   * Whether both indexes hold the same intervals, records and details, byte for byte: then
+   * every address answers alike in both (a rebuild of unchanged feeds), with no walk needed.
+   */
+  sameTables(other: RangeIndex): boolean {
+    const a = this.counts;
+    const b = other.counts;
+    if (a.v4 !== b.v4 || a.v6 !== b.v6 || a.records !== b.records || a.blobBytes !== b.blobBytes || a.tiers !== b.tiers) return false;
+    const bytes = (x: ArrayBufferView): Uint8Array => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+    const pairs: [ArrayBufferView, ArrayBufferView][] = [
+      [this.v4Rows, other.v4Rows],
+      [this.v6Starts, other.v6Starts],
+      [this.v6Keys, other.v6Keys],
+      [this.records, other.records],
+      [this.blob, other.blob],
+    ];
+    return pairs.every(([x, y]) => Buffer.compare(bytes(x), bytes(y)) === 0);
   }
 
   /** Whether record r of this index answers as record `otherRecord` of `other` does (byte for byte). */

@@ -62,9 +62,15 @@ function unknownBatchField(field: string): ApiError {
  * key but escapes. The front end answers those from the timeline; a worker refuses one that
  * reached it by an escaped spelling (parseBatchBody), never answering it as of now.
  */
-export function mentionsAt(body: Uint8Array): boolean {
-  return Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf('"at"') >= 0;
+export function mentionsAt(body: ArrayBuffer): boolean {
+  const bytes = Buffer.from(body);
+  // Searched from its 't', which no address has: a search from '"' stops at every entry.
+  for (let i = bytes.indexOf(T_QUOTE, 3); i >= 0; i = bytes.indexOf(T_QUOTE, i + 1)) {
+    if (bytes[i - 1] === 0x61 && bytes[i - 2] === 0x22) return true;
+  }
+  return false;
 }
+const T_QUOTE = Buffer.from('t"');
 
 /** The validated `ips` array, or the error the whole call answers. */
 export function parseBatchBody(text: string, asOf = false): string[] | ApiError {

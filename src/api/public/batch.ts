@@ -105,7 +105,7 @@ export class BatchApi {
       done: (body) => {
         const batch: Batch = { res, p, a, body, coding };
         // As of a time: answered here from the timeline, not by a worker over today's index.
-        if (this.timelines !== null && mentionsAt(new Uint8Array(body))) return this.asOf(batch);
+        if (this.timelines !== null && mentionsAt(body)) return this.asOf(batch);
         this.lookUp(batch, MAX_BATCH_ADDRESSES, (frame) => this.charge(batch, frame));
       },
       tooLarge: (close) => {
@@ -222,6 +222,8 @@ export class BatchApi {
     const body = parseBatchRequest(text, true);
     if (!('ips' in body)) return done(body);
     const { ips, at: raw } = body;
+    // "at" was an entry of ips, not a field: a batch as any other.
+    if (raw === undefined) return this.lookUp(batch, MAX_BATCH_ADDRESSES, (frame) => this.charge(batch, frame));
     if (typeof raw !== 'string') return done(lookupBadRequest('at must be a string: an RFC 3339 time such as 2026-11-01T12:00:00Z'));
     const now = this.routes.nowMs();
     const at = parseAt(encodeURIComponent(raw), now);
