@@ -9,6 +9,8 @@ export const INDEX_FILE = 'index.bin';
 export const MANIFEST_FILE = 'manifest.json';
 export const EXPORTS_DIR = 'exports';
 export const EXPORTS_MANIFEST = 'exports.json';
+/** Beside a build's exports: the CSV diffs its publication made (pipeline/publish.ts). */
+export const CSV_DIFFS_FILE = 'diffs.json';
 /** What a build changed against the build before it (index/build-changes.ts), written after it. */
 export const CHANGES_FILE = 'changes.json';
 

@@ -67,6 +67,12 @@ export const COMMAND_LIST = [
     subs: ['list', 'status', 'refresh', 'import', 'disable', 'enable'],
     data: 'data',
   },
+  {
+    name: 'diff',
+    lines: [['diff apply <old.csv.gz> <diff> <out>', 'bring a downloaded CSV to the next version with its diff']],
+    subs: ['apply', 'make'],
+    data: 'none',
+  },
   { name: 'completion', lines: [['completion', 'a bash completion script made from these commands']], data: 'none' },
 ] as const satisfies readonly CommandInfo[];
 

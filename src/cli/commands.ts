@@ -35,6 +35,7 @@ const RUNNERS: Record<CommandName, Runner> = {
   license: account('license'),
   publish: account('publish'),
   sources: async (sub, rest) => done((await import('./sources.js')).sourcesCommand(sub, rest)),
+  diff: async (sub, rest) => done((await import('./diffs.js')).diffCommand(sub, rest)),
   completion: async () => (process.stdout.write(bashCompletion()), 0),
 };
 

@@ -113,6 +113,15 @@ on ties, then the newer last_seen, the fuller detail, the greater detail text), 
 first, and the rule that made it win. Read from the feeds imported now: a build made since
 answers the same. With --at, what the service answered at that time on the widest plan, from
 the timeline of answers (history/timeline.json), and the build that served then.`,
+  diff: `Usage: ipsift diff apply <old.csv.gz> <diff.gz> <new.csv.gz> [--json]
+       ipsift diff make <old.csv.gz> <new.csv.gz> <diff.gz> [--json]
+
+apply brings a downloaded CSV database to the next version with the diff published beside it
+(GET /api/v1/database/download?id=<id>&format=csvgz&diff=true). The old file may be the .csv.gz
+as downloaded or its CSV; the diff names both CSVs by SHA-256, so a diff refuses a file it was
+not made from and checks its result. A new file ending in .gz is gzipped as the exports are,
+and so has the published file's checksum; otherwise the CSV is written as it is. make writes
+the diff from one .csv.gz to the next, as publishing does.`,
   org: `Usage:
   ipsift org create --name <name> --plan <plan> [--json]
   ipsift org list [--json]

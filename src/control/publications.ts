@@ -6,9 +6,12 @@ import type { ControlDb } from './control-db.js';
 import type { Checksums } from '../exports/checksums.js';
 import type { Format } from '../exports/databases.js';
 
+/** A published CSV diff's format: the diff to a csvgz from the version published before it. */
+export const CSV_DIFF_FORMAT = 'csvdiff';
+
 export interface Publication {
   datasetId: string;
-  format: Format;
+  format: Format | typeof CSV_DIFF_FORMAT;
   sample: boolean;
   buildId: string;
   /** UTC date of the build (YYYY-MM-DD). */
@@ -21,7 +24,7 @@ export interface Publication {
 
 interface Row {
   dataset_id: string;
-  format: Format;
+  format: Publication['format'];
   sample: number;
   build_id: string;
   day: string;

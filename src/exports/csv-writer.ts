@@ -46,9 +46,10 @@ export class CsvGzWriter {
   private at = 0;
   rows = 0;
 
-  constructor(file: string, header: readonly string[]) {
+  /** `header` null: the caller writes every line, the header too (a CSV rebuilt from a diff). */
+  constructor(file: string, header: readonly string[] | null) {
     this.out = new ArtifactFile(file);
-    this.line(header.map(csvField).join(','), '\n');
+    if (header !== null) this.line(header.map(csvField).join(','), '\n');
     this.rows = 0;
   }
 

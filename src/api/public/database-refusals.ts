@@ -18,6 +18,13 @@ export const DATABASE_REFUSALS = Object.freeze({
     `this organisation's licence for ${base} runs from ${day(starts)} to ${day(expires)}: it has not begun yet`,
   licenceEnded: (base: string, starts: string, expires: string): string =>
     `this organisation's licence for ${base} ran from ${day(starts)} to ${day(expires)} and has ended: ask the operator to renew it`,
+  diffMalformed: (given: string): string => `diff must be true or false, not ${JSON.stringify(given.slice(0, 40))}`,
+  diffOfCsvOnly: (format: string): string =>
+    format === 'mmdb'
+      ? 'diffs are published for format=csvgz only: an MMDB is rebuilt whole each version (a patch is as large as the file), download it whole'
+      : 'diffs are published of the full CSV only, not of samples: ask with sample=false',
+  noDiff: (id: string): string =>
+    `no diff to the current version of ${id}: the version before it was not published here, or it is the first; download the whole file`,
   notPublished: (id: string, retryS: number | null): string => `today's copy of ${id} is not published yet` + (retryS === null ? '' : `: retry in ${retryS} s`),
 });
 
@@ -31,5 +38,8 @@ export const DATABASE_REFUSAL_EXAMPLES: readonly { rc: string; status: number; m
   { rc: 'NO_LICENSE', status: 403, message: DATABASE_REFUSALS.noLicence('vpn') },
   { rc: 'NO_LICENSE', status: 403, message: DATABASE_REFUSALS.licenceNotBegun('vpn', '2026-12-01T00:00:00Z', '2027-12-01T00:00:00Z') },
   { rc: 'LICENSE_EXPIRED', status: 403, message: DATABASE_REFUSALS.licenceEnded('vpn', '2025-01-01T00:00:00Z', '2026-01-01T00:00:00Z') },
+  { rc: 'BAD_REQUEST', status: 400, message: DATABASE_REFUSALS.diffMalformed('yes') },
+  { rc: 'BAD_REQUEST', status: 400, message: DATABASE_REFUSALS.diffOfCsvOnly('mmdb') },
+  { rc: 'NOT_FOUND', status: 404, message: DATABASE_REFUSALS.noDiff('vpn_v1') },
   { rc: 'NOT_PUBLISHED', status: 503, message: DATABASE_REFUSALS.notPublished('vpn_v1', 1800) },
 ];

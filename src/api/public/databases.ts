@@ -10,8 +10,8 @@ import type { Caller } from '../../control/auth.js';
 import type { ControlDb } from '../../control/control-db.js';
 import type { Catalogue } from '../../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../../control/licences.js';
-import { readExportsManifest } from '../../pipeline/publish.js';
-import { latestPublication } from '../../control/publications.js';
+import { type CsvDiffRecord, readCsvDiffs, readExportsManifest } from '../../pipeline/publish.js';
+import { CSV_DIFF_FORMAT, type Publication, latestPublication } from '../../control/publications.js';
 import { DATABASE_REFUSALS } from './database-refusals.js';
 import { FILES_PREFIX, gzippedPath, type LocalStore } from '../../objects/local-store.js';
 import { acceptsGzip } from '../../http/content-coding.js';
@@ -157,10 +157,30 @@ export class DatabaseApi {
             return p ? [{ format: f, bytes: p.bytes }] : [];
           }),
           sample_formats: v.formats.filter((f) => latestPublication(this.db, v.id, f, true) !== null),
+          diffs: this.diffsOf(v.id),
         })),
       };
     });
     json(a, 200, { databases }, this.metrics);
+  }
+
+  /**
+   * The diffs published beside a version's newest files: the CSV's, from the file published
+   * before it (its SHA-256 as the checksum endpoint gave it) to the current one. None where the
+   * newest CSV came without one.
+   */
+  private diffsOf(id: string): { format: 'csvgz'; bytes: number; from_sha256: string; to_sha256: string }[] {
+    const csv = latestPublication(this.db, id, 'csvgz', false);
+    const diff = csv && this.currentDiff(id, csv.buildId);
+    return csv && diff ? [{ format: 'csvgz', bytes: diff.publication.bytes, from_sha256: diff.record.from_sha256, to_sha256: csv.checksums.sha256 }] : [];
+  }
+
+  /** The CSV diff published with build `buildId` of a dataset, or null. */
+  private currentDiff(id: string, buildId: string): { publication: Publication; record: CsvDiffRecord } | null {
+    const publication = latestPublication(this.db, id, CSV_DIFF_FORMAT, false);
+    if (publication === null || publication.buildId !== buildId) return null;
+    const record = readCsvDiffs(this.dataDir, buildId)[id];
+    return record ? { publication, record } : null;
   }
 
   /**
@@ -214,12 +234,19 @@ export class DatabaseApi {
   }
 
   private download(a: Ask): void | Promise<void> {
+    // diff=true: the CSV's diff from the version before, checked after the same refusals.
+    const diffText = a.query.get('diff');
+    if (diffText !== null && diffText !== 'true' && diffText !== 'false') return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffMalformed(diffText));
+    const wantsDiff = diffText === 'true';
     const r = this.resolve(a, true, true);
     if (!r) return;
-    const p = r.pubs[0];
+    if (wantsDiff && (r.format !== 'csvgz' || r.sample)) return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffOfCsvOnly(r.format));
+    const diff = wantsDiff ? this.currentDiff(r.id, r.pubs[0].buildId) : null;
+    if (wantsDiff && diff === null) return this.refuseDiff(a, RC.NOT_FOUND, DATABASE_REFUSALS.noDiff(r.id));
+    const p = diff?.publication ?? r.pubs[0];
     const name = p.key.split('/').pop()!;
     const redirect = (url: string): void => {
-      this.record(a, r.id, r.format, r.sample, 'ok', 302, p.bytes);
+      this.record(a, r.id, p.format, r.sample, 'ok', 302, p.bytes);
       late(a.res, a.p, () => {
         this.metrics.count(302);
         a.res.writeStatus('302 Found').writeHeader('Location', url).writeHeader('Cache-Control', 'no-store').end();
@@ -228,6 +255,13 @@ export class DatabaseApi {
     const url = this.store.signedUrl(p.key, this.clock.now() + LINK_TTL_MS, name, a.origin);
     if (typeof url === 'string') return redirect(url);
     return url.then(redirect);
+  }
+
+  /** A refusal of a diff download, recorded in the download history as any refusal. */
+  private refuseDiff(a: Ask, e: RcError, message: string): void {
+    const outcome: Outcome = e === RC.NOT_FOUND ? 'not_found' : 'bad_request';
+    this.record(a, a.query.get('id') ?? '', CSV_DIFF_FORMAT, a.query.get('sample') === 'true', outcome, e.status, 0);
+    rc(a, e, this.metrics, message);
   }
 
   private metadata(a: Ask): void {

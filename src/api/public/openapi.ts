@@ -223,6 +223,17 @@ export function openApiDocument(): Schema {
           summary: { type: 'string' },
           formats: { type: 'array', items: object({ format: { enum: ['csvgz', 'mmdb'] }, bytes: { type: 'integer', minimum: 0 } }) },
           sample_formats: { type: 'array', items: { enum: ['csvgz', 'mmdb'] } },
+          diffs: {
+            type: 'array',
+            description:
+              'Diffs published beside the newest files: the CSV from the file published before it (from_sha256, as the checksum endpoint gave it) to the current one (to_sha256). Download with diff=true; `ipsift diff apply` applies one and checks it.',
+            items: object({
+              format: { enum: ['csvgz'] },
+              bytes: { type: 'integer', minimum: 0 },
+              from_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+              to_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+            }),
+          },
         }),
       },
     }),
@@ -524,7 +535,17 @@ export function openApiDocument(): Schema {
         operationId: 'download',
         summary: 'A time-limited link to the published file',
         security: keyAuth,
-        parameters: [idParam, formatParam, query('sample', { enum: ['true', 'false'] }, false, 'A sample (no licence needed).')],
+        parameters: [
+          idParam,
+          formatParam,
+          query('sample', { enum: ['true', 'false'] }, false, 'A sample (no licence needed).'),
+          query(
+            'diff',
+            { enum: ['true', 'false'] },
+            false,
+            "The CSV's diff from the version published before (format=csvgz, full file only); 404 where none was published.",
+          ),
+        ],
         responses: {
           '302': { description: 'Redirect to the file (a signed /files/ link, or a presigned S3 one).', headers: { Location: { schema: { type: 'string' } } } },
           '400': json(rcBody(RC.BAD_REQUEST.code, RC.FORMAT_NOT_BUILT.code), 'A missing or malformed parameter, or a format the database is not built in.'),
