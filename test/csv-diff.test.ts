@@ -19,6 +19,7 @@ import { importFeed } from '../src/feeds/import.js';
 import { loadPlans } from '../src/model/plans.js';
 import { LocalStore } from '../src/objects/local-store.js';
 import { publishExports, readCsvDiffs } from '../src/pipeline/publish.js';
+import { pruneBuilds } from '../src/pipeline/prune.js';
 import type { Service } from '../src/service.js';
 import { PROJECT_ROOT, fetchBytes, get, openTestControlDb, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
 
@@ -41,6 +42,50 @@ function feed(version: 1 | 2): string {
   if (version === 2) for (let i = 0; i < 20; i++) rows.push(`91.${2 * i}.0.0/16,vpn,NewVPN,2026-11-02`);
   return `network,category,provider,last_seen\n${rows.join('\n')}\n`;
 }
+
+/** Day `d`'s feed: 300 networks drifting, a few dropped, moved to another provider or added each day. */
+function driftingFeed(d: number): string {
+  const rows: string[] = [];
+  for (let i = 0; i < 300; i++) {
+    if ((i * 7 + d) % 23 === 0) continue;
+    const provider = (i + d) % 17 === 0 ? `Moved${d % 3}` : 'ExampleVPN';
+    rows.push(`82.${i % 128}.${2 * Math.floor(i / 128)}.0/24,vpn,${provider},2026-11-01`);
+    if (i % 3 === 0) rows.push(`2a01:4f8:${(2 * i).toString(16)}::/48,hosting,Hoster,2026-11-01`);
+  }
+  for (let i = 0; i < d % 5; i++) rows.push(`91.${d}.${2 * i}.0/24,vpn,Day${d},2026-11-02`);
+  return `network,category,provider,last_seen\n${rows.join('\n')}\n`;
+}
+
+describe('CSV diffs over 30 daily publications', () => {
+  test("applying each day's diff to the file before gives every day's file, by SHA-256 of the CSV and of the .csv.gz", async () => {
+    const dataDir = tempDir();
+    const db = openTestControlDb(dataDir);
+    const store = new LocalStore(dataDir);
+    const start = Date.parse('2026-10-01T00:05:00Z');
+    const published: { build: string; csv: Buffer; gz: string }[] = [];
+    try {
+      for (let d = 0; d < 30; d++) {
+        const now = new Date(start + d * 86_400_000);
+        importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', driftingFeed(d)), name: 'feed', replace: true });
+        const build = runBuild({ dataDir, now });
+        await publishExports(db, store, dataDir, build.id, now);
+        // Pruned as the pipeline prunes: the build downloads served before stays until the next is published.
+        const file = path.join(exportsDir(dataDir, build.id), 'vpn_v1.csv.gz');
+        published.push({ build: build.id, csv: readCsvText(file), gz: sha256(fs.readFileSync(file)) });
+        if (d === 0) continue;
+        const diffFile = path.join(exportsDir(dataDir, build.id), 'vpn_v1.csv.diff.gz');
+        const made = applyCsvDiff(published[d - 1].csv, zlib.gunzipSync(fs.readFileSync(diffFile)));
+        assert.ok(made.equals(published[d].csv), `day ${d}: old + diff = new`);
+        assert.equal(readCsvDiffs(dataDir, build.id).vpn_v1.from_build, published[d - 1].build, `day ${d}: from the day before`);
+        await pruneBuilds(db, store, dataDir, 2, null);
+      }
+    } finally {
+      db.close();
+    }
+    // The CSVs did change from day to day, and each diff named the published file it makes.
+    assert.ok(new Set(published.map((p) => p.gz)).size >= 25, 'the files differ from day to day');
+  });
+});
 
 describe('CSV diffs', () => {
   let dataDir: string;
