@@ -109,7 +109,7 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     group: 'Data and builds',
     default: '365',
     meaning:
-      'Days of answers kept for lookups as of a time (`GET /{ip}?at=…`, plans scale and max): the timeline of every range boundary and what it answered, extended after each build that serves, in `history/timeline.json`. Older answers are dropped but the last one before the edge.',
+      'Days of answers kept for lookups as of a time (`GET /{ip}?at=…`, plans scale and max): the timeline of every range boundary and what it answered, extended after each build that serves, in `history/timeline.bin`. Older answers are dropped but the last one before the edge.',
   },
   BUILD_MEMORY_MIB: {
     group: 'Data and builds',

@@ -34,7 +34,7 @@ export const dailyBuildLockFile = (dataDir: string): string => path.join(dataDir
 /** Who a server served and refused, and each key's last use, by its admin port (as the traffic history). */
 export const keyActivityFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `keys-${adminPort}.json`);
 /** The timeline of answers (history/timeline.ts): what every address answered, as builds served. */
-export const timelineFile = (dataDir: string): string => path.join(dataDir, 'history', 'timeline.json');
+export const timelineFile = (dataDir: string): string => path.join(dataDir, 'history', 'timeline.bin');
 /** The traffic history of the server whose admin port is `adminPort`: one file per server, so several share a data directory. */
 export const trafficHistoryFile = (dataDir: string, adminPort: number): string => path.join(dataDir, 'history', `traffic-${adminPort}.bin`);
 
@@ -76,8 +76,8 @@ export const LAYOUT: readonly { path: string; what: string }[] = [
   { path: 'demo-keys.json', what: 'The demo keys made on a fresh data directory (mode 0600), shown once.' },
   { path: 'daily-build.lock', what: 'Held while the daily build runs, so one machine builds at a time.' },
   {
-    path: 'history/timeline.json',
-    what: 'The timeline of answers: every range boundary any served build had, with what it answered from when, kept for HISTORY_DAYS; `?at=` lookups read it. Extended after each build that serves, rebuilt from the builds on disk if lost.',
+    path: 'history/timeline.bin',
+    what: "The timeline of answers: every range boundary any served build had, with what it answered from when, kept for HISTORY_DAYS; `?at=` lookups read it. Extended after each build that serves, rebuilt from the builds on disk if lost. Binary: a JSON header (the spans), then typed columns and the answers' texts; a `timeline.json` of the first history release is replaced by it, its spans made again from the builds still on disk.",
   },
   {
     path: 'history/traffic-<admin port>.bin',

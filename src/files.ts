@@ -31,7 +31,7 @@ export function makeDirectory(dir: string, mode?: number): void {
  * Writes a whole file under a temporary name beside it, then renames it into place: a reader
  * sees the old file or the new one, never half of one.
  */
-export function writeFileWhole(file: string, text: string): void {
+export function writeFileWhole(file: string, text: string | Uint8Array): void {
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, file);

@@ -61,7 +61,7 @@ describe('the timeline of answers', () => {
       builds.push({ from, index });
       timeline.extend(built.id, from, index);
     }
-    const again = Timeline.fromDocument(JSON.parse(JSON.stringify(timeline.toDocument())));
+    const again = Timeline.fromBytes(timeline.toBytes());
     // Probes: every boundary of every build and its neighbours, at random times and at each span's first second.
     const probes: { family: 4 | 6; v: bigint }[] = [];
     for (const { index } of builds) {

@@ -219,7 +219,7 @@ function sha256File(file: string): string {
  * A full collection now, where the runtime allows one (V8's gc, exposed for the call; Bun's
  * own): a thread about to sleep through the exports gives back what it let go.
  */
-function collectGarbage(): void {
+export function collectGarbage(): void {
   const bun = (globalThis as { Bun?: { gc(full: boolean): void } }).Bun;
   if (bun) return bun.gc(true);
   try {
@@ -322,6 +322,14 @@ export function runBuild(options: BuildOptions): {
   // Exports leave out what may not be passed on: resolved again without it, only when there is any.
   const exportsFrom = restricted.size === 0 ? { records, iv4, iv6 } : resolveWithout(v4, v6, restricted);
   if (restricted.size !== 0) lap('resolve_exports');
+  // What the manifest says of the feeds' ranges and addresses, taken now: the range sets and
+  // segments are let go before the record texts and the index are made, the build's peak.
+  const countRanges = (sets: RangeSet[]): Partial<Record<Category, number>> =>
+    Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
+  const rangeCounts = { v4: countRanges(v4), v6: countRanges(v6) };
+  const addressTotals = { v4: addressCounts(seg4), v6: addressCounts(seg6) };
+  for (const set of [...v4, ...v6]) letGo(set);
+  for (const segs of [seg4, seg6]) for (const set of segs) letGo(set);
 
   makeDirectory(buildsDir(options.dataDir));
   const id = nextBuildId(options.dataDir, now);
@@ -381,13 +389,10 @@ export function runBuild(options: BuildOptions): {
       { v4Starts: iv4.start, v4Records: iv4.record, v6Words, v6Records: iv6.record, masks, details: texts, ends },
       lap,
     );
-    // What the manifest says of the feeds and the index, from the arrays about to be let go.
-    const count = (sets: RangeSet[]): Partial<Record<Category, number>> =>
-      Object.fromEntries(CATEGORIES.map((cat, k) => [cat, sets[k].detail.filter((d) => d !== NOT_IN).length]).filter(([, n]) => n !== 0));
     const facts = {
       feeds: feeds.filter((f) => !(f.name in disabledSources)).map((f) => ({ name: f.name, bytes: f.bytes, sha256: sha256File(f.file) })),
-      ranges: { v4: count(v4), v6: count(v6) },
-      addresses: { v4: addressCounts(seg4), v6: addressCounts(seg6) },
+      ranges: rangeCounts,
+      addresses: addressTotals,
       set_aside: setAside,
       disabled,
       unknown_providers: unknownProviders(details),
@@ -396,8 +401,7 @@ export function runBuild(options: BuildOptions): {
     lap('manifest_facts');
     if (sharedInput) {
       for (const a of [masks, texts, ends]) a.length = 0;
-      for (const set of [...v4, ...v6, ...(exportsFrom.iv4 === iv4 ? [] : [exportsFrom.iv4, exportsFrom.iv6]), iv4, iv6]) letGo(set);
-      for (const segs of [seg4, seg6]) for (const set of segs) letGo(set);
+      for (const set of [...(exportsFrom.iv4 === iv4 ? [] : [exportsFrom.iv4, exportsFrom.iv6]), iv4, iv6]) letGo(set);
       records.details.length = 0;
       exportsFrom.records.details.length = 0;
       // This thread only sleeps while the threads work: nothing would collect what it let go.

@@ -112,7 +112,7 @@ resolves them (evidence band, then priority, then the more specific network, the
 on ties, then the newer last_seen, the fuller detail, the greater detail text), the winner
 first, and the rule that made it win. Read from the feeds imported now: a build made since
 answers the same. With --at, what the service answered at that time on the widest plan, from
-the timeline of answers (history/timeline.json), and the build that served then.`,
+the timeline of answers (history/timeline.bin), and the build that served then.`,
   diff: `Usage: ipsift diff apply <old.csv.gz> <diff.gz> <new.csv.gz> [--json]
        ipsift diff make <old.csv.gz> <new.csv.gz> <diff.gz> [--json]
 

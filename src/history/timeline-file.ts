@@ -1,4 +1,4 @@
-// The timeline's file (DATA_DIR/history/timeline.json) and how it keeps up with the serving
+// The timeline's file (DATA_DIR/history/timeline.bin) and how it keeps up with the serving
 // log: after a build serves, the spans the timeline has not recorded are added, each from its
 // build's index while the build is on disk (one whose build was pruned first is recorded as
 // lost). A missing file is rebuilt the same way from the whole serving log. Readers (the
@@ -7,23 +7,31 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { INDEX_FILE, buildDir, timelineFile } from '../data-dir.js';
-import { makeDirectory, readJsonFile, writeFileWhole } from '../files.js';
+import { makeDirectory, writeFileWhole } from '../files.js';
 import { readServingLog } from '../index/builds.js';
 import { RangeIndex } from '../index/range-index.js';
-import { Timeline, type TimelineDocument } from './timeline.js';
+import { Timeline } from './timeline.js';
 
 /** How long answers are kept by default (days): a year. */
 export const DEFAULT_HISTORY_DAYS = 365;
 
 export function readTimeline(dataDir: string): Timeline | null {
-  const doc = readJsonFile<TimelineDocument | null>(timelineFile(dataDir), null);
-  return doc && Timeline.fromDocument(doc);
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(timelineFile(dataDir));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  return Timeline.fromBytes(bytes);
 }
 
 export function writeTimeline(dataDir: string, t: Timeline): void {
   const file = timelineFile(dataDir);
   makeDirectory(path.dirname(file));
-  writeFileWhole(file, JSON.stringify(t.toDocument()));
+  writeFileWhole(file, t.toBytes());
+  // The JSON form of the first history release: its spans are made again from the builds.
+  fs.rmSync(path.join(path.dirname(file), 'timeline.json'), { force: true });
 }
 
 function readIndex(dataDir: string, id: string): RangeIndex | null {

@@ -241,6 +241,19 @@ export class RangeIndex {
     return 0;
   }
 
+  /** recordContent without decoding: the details text's UTF-8 bytes (a view of the index's). */
+  recordBytes(record: number): { mask: number; bytes: Uint8Array; ends: number[] } {
+    const row = record * this.stride;
+    const ends: number[] = [];
+    let length = 0;
+    for (let t = 2; t < this.stride; t++) {
+      ends.push(this.records[row + t]);
+      length = Math.max(length, this.records[row + t]);
+    }
+    const off = this.records[row];
+    return { mask: this.records[row + 1], bytes: this.blob.subarray(off, off + length), ends };
+  }
+
   /**
    * A record's category mask, its whole details text (every category's `,"<cat>":{…}`) and,
    * per tier, the UTF-8 length of the prefix that tier shows.

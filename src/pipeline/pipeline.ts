@@ -13,6 +13,7 @@ import { runBuild, type BuildManifest } from '../build/build.js';
 import { refreshSources, type SourceReport } from '../feeds/refresh.js';
 import { listFeeds } from '../feeds/feed-store.js';
 import { updateTimeline } from '../history/timeline-file.js';
+import { collectGarbage } from '../build/build.js';
 import { readCurrentBuildId } from '../index/builds.js';
 import { openObjectStore } from '../objects/open-object-store.js';
 import { publishIndexReplica } from '../replica/index-replica.js';
@@ -92,6 +93,8 @@ export async function pruneOldBuilds(config: Config, published: string | null): 
 
 /** What a new build answers from now on joins the timeline of answers (history/), if it serves. */
 function noteServed(config: Config): void {
+  // What the build let go is collected first: the timeline's update reads the new index whole.
+  collectGarbage();
   try {
     updateTimeline(config.dataDir, Date.now(), config.historyDays);
   } catch {
