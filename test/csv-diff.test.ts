@@ -181,10 +181,34 @@ describe('CSV diffs', () => {
         },
     );
     const diffPub = latestPublication(db, 'vpn_v1', 'csvdiff', false);
+    const rangesPub = latestPublication(db, 'vpn_v1', 'rangediff', false);
     db.close();
+    const versions = { from_sha256: JSON.parse(oldCsv.checksums).sha256, to_sha256: JSON.parse(newCsv.checksums).sha256 };
     assert.deepEqual(vpn.diffs, [
-      { format: 'csvgz', bytes: diffPub!.bytes, from_sha256: JSON.parse(oldCsv.checksums).sha256, to_sha256: JSON.parse(newCsv.checksums).sha256 },
+      { format: 'csvgz', bytes: diffPub!.bytes, ...versions },
+      { format: 'ranges', bytes: rangesPub!.bytes, ...versions },
     ]);
+    // The range diff: every vpn range whose answer changed, one JSON object a line.
+    const rangesLink = String((await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz&diff=ranges', auth)).headers.location);
+    const rangesFile = await fetchBytes(rangesLink.startsWith('/') ? `http://127.0.0.1:${svc.port}${rangesLink}` : rangesLink);
+    const lines = zlib
+      .gunzipSync(rangesFile.body)
+      .toString('utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.ok(
+      lines.every((l) => l.category === 'vpn'),
+      "the database's categories only",
+    );
+    const kinds = { gained: 0, lost: 0, changed: 0 };
+    for (const l of lines) kinds[l.before === null ? 'gained' : l.after === null ? 'lost' : 'changed']++;
+    assert.deepEqual(kinds, { gained: 20, lost: 12, changed: 12 }, JSON.stringify(lines.slice(0, 3)));
+    const moved = lines.find((l) => l.before !== null && l.after !== null);
+    assert.deepEqual(
+      [moved.before.provider, moved.after.provider, moved.first.endsWith('.0.0'), moved.last.endsWith('.255.255')],
+      ['ExampleVPN', 'OtherVPN', true, true],
+    );
     // The mmdb stays whole: no diff listed for it, and asking for one says why.
     const r = await get(svc.port, '/api/v1/database/download?id=vpn_v1&format=csvgz&diff=true', auth);
     assert.equal(r.status, 302, r.text);
@@ -214,7 +238,7 @@ describe('CSV diffs', () => {
       assert.deepEqual([x.status, message.test(x.json.message ?? x.json.error ?? '')], [status, true], `${query}: ${x.text}`);
     };
     await refused('id=vpn_v1&format=mmdb&diff=true', 400, /^diffs are published for format=csvgz only/);
-    await refused('id=vpn_v1&format=csvgz&diff=yes', 400, /^diff must be true or false/);
+    await refused('id=vpn_v1&format=csvgz&diff=yes', 400, /^diff must be true \(the CSV's diff\), ranges \(the range diff\) or false/);
     await refused('id=vpn_v1&format=csvgz&sample=true&diff=true', 400, /^diffs are published of the full CSV only/);
     const history = await get(svc.port, '/api/v1/database/downloads', auth);
     assert.equal(history.json.downloads.find((d: { http_status: number }) => d.http_status === 302).format, 'csvdiff');

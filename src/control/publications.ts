@@ -8,10 +8,12 @@ import type { Format } from '../exports/databases.js';
 
 /** A published CSV diff's format: the diff to a csvgz from the version published before it. */
 export const CSV_DIFF_FORMAT = 'csvdiff';
+/** A published range diff's format: the ranges whose answer changed, as JSON lines. */
+export const RANGE_DIFF_FORMAT = 'rangediff';
 
 export interface Publication {
   datasetId: string;
-  format: Format | typeof CSV_DIFF_FORMAT;
+  format: Format | typeof CSV_DIFF_FORMAT | typeof RANGE_DIFF_FORMAT;
   sample: boolean;
   buildId: string;
   /** UTC date of the build (YYYY-MM-DD). */

@@ -7,12 +7,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ControlDb } from '../control/control-db.js';
 import type { ExportsManifest } from '../exports/exporter.js';
-import { type Publication, CSV_DIFF_FORMAT, latestPublication, recordPublication } from '../control/publications.js';
+import type { Checksums } from '../exports/checksums.js';
+import { type Publication, CSV_DIFF_FORMAT, RANGE_DIFF_FORMAT, latestPublication, recordPublication } from '../control/publications.js';
+import { writeRangeDiffFile } from '../exports/range-diff.js';
+import { DATABASES } from '../exports/databases.js';
+import { CATEGORIES } from '../model/categories.js';
+import { compareBuilds } from '../index/build-changes.js';
+import type { RangeChange } from '../index/compare.js';
 import { writeCsvDiffFile } from '../exports/csv-diff.js';
 import { readJsonFile } from '../files.js';
 import type { ObjectStore } from '../objects/object-store.js';
 import type { Format } from '../exports/databases.js';
-import { CSV_DIFFS_FILE, EXPORTS_MANIFEST, exportsDir } from '../data-dir.js';
+import { CSV_DIFFS_FILE, EXPORTS_MANIFEST, INDEX_FILE, buildDir, exportsDir } from '../data-dir.js';
 import { NOTICE_FILE } from '../exports/notices.js';
 
 export function readExportsManifest(dataDir: string, buildId: string): ExportsManifest {
@@ -27,6 +33,13 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
   const dir = exportsDir(dataDir, buildId);
   let n = 0;
   const diffs: Record<string, CsvDiffRecord> = {};
+  // Every range that changed since a build, for the range diffs: compared once per build before.
+  const compared = new Map<string, RangeChange[]>();
+  const changes = (from: string): RangeChange[] => {
+    let all = compared.get(from);
+    if (all === undefined) compared.set(from, (all = compareBuilds(dataDir, from, buildId, Number.POSITIVE_INFINITY).examples));
+    return all;
+  };
   for (const ex of Object.values(manifest.databases)) {
     // The version downloads served until now, for the diff from it (before this one is recorded).
     const before = latestPublication(db, ex.id, 'csvgz', false);
@@ -54,10 +67,10 @@ export async function publishExports(db: ControlDb, store: ObjectStore, dataDir:
     }
     const csv = ex.artifacts.csvgz?.full;
     if (csv && before !== null && before.buildId !== buildId) {
-      const diff = await publishCsvDiff(db, store, dataDir, { buildId, day, now, datasetId: ex.id, csv, before });
+      const diff = await publishCsvDiff(db, store, dataDir, { buildId, day, now, datasetId: ex.id, csv, before, changes });
       if (diff !== null) {
         diffs[ex.id] = diff;
-        n++;
+        n += 2;
       }
     }
     // The sources' licences beside the files (a build from before notices has none).
@@ -79,6 +92,8 @@ export interface CsvDiffRecord {
   /** The diff file itself (gzip). */
   bytes: number;
   sha256: string;
+  /** The range diff beside it (JSON lines, gzip): its size, checksum and how many ranges it lists. */
+  ranges: { bytes: number; sha256: string; count: number };
 }
 
 /** The diffs a build's publication made, by dataset id ({} when none). */
@@ -95,26 +110,48 @@ async function publishCsvDiff(
   db: ControlDb,
   store: ObjectStore,
   dataDir: string,
-  o: { buildId: string; day: string; now: Date; datasetId: string; csv: { file: string; checksums: { sha256: string } }; before: Publication },
+  o: {
+    buildId: string;
+    day: string;
+    now: Date;
+    datasetId: string;
+    csv: { file: string; checksums: { sha256: string } };
+    before: Publication;
+    changes: (from: string) => RangeChange[];
+  },
 ): Promise<CsvDiffRecord | null> {
   const older = path.join(exportsDir(dataDir, o.before.buildId), path.basename(o.before.key));
-  if (!fs.existsSync(older)) return null;
-  const name = `${o.datasetId}.csv.diff.gz`;
-  const file = path.join(exportsDir(dataDir, o.buildId), name);
-  const made = writeCsvDiffFile(older, path.join(exportsDir(dataDir, o.buildId), o.csv.file), o.csv.checksums.sha256, file);
-  const key = `${o.datasetId}/${o.buildId}/${name}`;
-  await store.put(key, file);
-  recordPublication(db, {
-    datasetId: o.datasetId,
-    format: CSV_DIFF_FORMAT,
-    sample: false,
-    buildId: o.buildId,
-    day: o.day,
-    key,
-    bytes: made.bytes,
-    checksums: made.checksums,
-    publishedAt: o.now.toISOString(),
-  });
+  if (!fs.existsSync(older) || !fs.existsSync(path.join(buildDir(dataDir, o.before.buildId), INDEX_FILE))) return null;
+  const exports = exportsDir(dataDir, o.buildId);
+  /** A diff file written beside the exports, put in the store and recorded as published. */
+  const publishDiff = async <T extends { bytes: number; checksums: Checksums }>(
+    name: string,
+    format: Publication['format'],
+    write: (file: string) => T,
+  ): Promise<T> => {
+    const made = write(path.join(exports, name));
+    const key = `${o.datasetId}/${o.buildId}/${name}`;
+    await store.put(key, path.join(exports, name));
+    recordPublication(db, {
+      datasetId: o.datasetId,
+      format,
+      sample: false,
+      buildId: o.buildId,
+      day: o.day,
+      key,
+      bytes: made.bytes,
+      checksums: made.checksums,
+      publishedAt: o.now.toISOString(),
+    });
+    return made;
+  };
+  const categories = DATABASES.find((d) => d.id === o.datasetId)?.dependsOn?.categories ?? CATEGORIES;
+  const ranges = await publishDiff(`${o.datasetId}.ranges.jsonl.gz`, RANGE_DIFF_FORMAT, (file) =>
+    writeRangeDiffFile(o.changes(o.before.buildId), categories, file),
+  );
+  const made = await publishDiff(`${o.datasetId}.csv.diff.gz`, CSV_DIFF_FORMAT, (file) =>
+    writeCsvDiffFile(older, path.join(exports, o.csv.file), o.csv.checksums.sha256, file),
+  );
   return {
     from_build: o.before.buildId,
     from_sha256: o.before.checksums.sha256,
@@ -122,5 +159,6 @@ async function publishCsvDiff(
     to_csv_sha256: made.header.to.sha256,
     bytes: made.bytes,
     sha256: made.checksums.sha256,
+    ranges: { bytes: ranges.bytes, sha256: ranges.checksums.sha256, count: ranges.ranges },
   };
 }

@@ -18,7 +18,7 @@ export const DATABASE_REFUSALS = Object.freeze({
     `this organisation's licence for ${base} runs from ${day(starts)} to ${day(expires)}: it has not begun yet`,
   licenceEnded: (base: string, starts: string, expires: string): string =>
     `this organisation's licence for ${base} ran from ${day(starts)} to ${day(expires)} and has ended: ask the operator to renew it`,
-  diffMalformed: (given: string): string => `diff must be true or false, not ${JSON.stringify(given.slice(0, 40))}`,
+  diffMalformed: (given: string): string => `diff must be true (the CSV's diff), ranges (the range diff) or false, not ${JSON.stringify(given.slice(0, 40))}`,
   diffOfCsvOnly: (format: string): string =>
     format === 'mmdb'
       ? 'diffs are published for format=csvgz only: an MMDB is rebuilt whole each version (a patch is as large as the file), download it whole'

@@ -11,7 +11,7 @@ import type { ControlDb } from '../../control/control-db.js';
 import type { Catalogue } from '../../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../../control/licences.js';
 import { type CsvDiffRecord, readCsvDiffs, readExportsManifest } from '../../pipeline/publish.js';
-import { CSV_DIFF_FORMAT, type Publication, latestPublication } from '../../control/publications.js';
+import { CSV_DIFF_FORMAT, RANGE_DIFF_FORMAT, type Publication, latestPublication } from '../../control/publications.js';
 import { DATABASE_REFUSALS } from './database-refusals.js';
 import { FILES_PREFIX, gzippedPath, type LocalStore } from '../../objects/local-store.js';
 import { acceptsGzip } from '../../http/content-coding.js';
@@ -169,15 +169,19 @@ export class DatabaseApi {
    * before it (its SHA-256 as the checksum endpoint gave it) to the current one. None where the
    * newest CSV came without one.
    */
-  private diffsOf(id: string): { format: 'csvgz'; bytes: number; from_sha256: string; to_sha256: string }[] {
+  private diffsOf(id: string): { format: 'csvgz' | 'ranges'; bytes: number; from_sha256: string; to_sha256: string }[] {
     const csv = latestPublication(this.db, id, 'csvgz', false);
-    const diff = csv && this.currentDiff(id, csv.buildId);
-    return csv && diff ? [{ format: 'csvgz', bytes: diff.publication.bytes, from_sha256: diff.record.from_sha256, to_sha256: csv.checksums.sha256 }] : [];
+    if (csv === null) return [];
+    const versions = { from_sha256: '', to_sha256: csv.checksums.sha256 };
+    return (['csvgz', 'ranges'] as const).flatMap((format) => {
+      const diff = this.currentDiff(id, csv.buildId, format);
+      return diff ? [{ format, bytes: diff.publication.bytes, ...versions, from_sha256: diff.record.from_sha256 }] : [];
+    });
   }
 
-  /** The CSV diff published with build `buildId` of a dataset, or null. */
-  private currentDiff(id: string, buildId: string): { publication: Publication; record: CsvDiffRecord } | null {
-    const publication = latestPublication(this.db, id, CSV_DIFF_FORMAT, false);
+  /** The diff (the CSV's, or the range diff) published with build `buildId` of a dataset, or null. */
+  private currentDiff(id: string, buildId: string, kind: 'csvgz' | 'ranges'): { publication: Publication; record: CsvDiffRecord } | null {
+    const publication = latestPublication(this.db, id, kind === 'csvgz' ? CSV_DIFF_FORMAT : RANGE_DIFF_FORMAT, false);
     if (publication === null || publication.buildId !== buildId) return null;
     const record = readCsvDiffs(this.dataDir, buildId)[id];
     return record ? { publication, record } : null;
@@ -236,12 +240,13 @@ export class DatabaseApi {
   private download(a: Ask): void | Promise<void> {
     // diff=true: the CSV's diff from the version before, checked after the same refusals.
     const diffText = a.query.get('diff');
-    if (diffText !== null && diffText !== 'true' && diffText !== 'false') return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffMalformed(diffText));
-    const wantsDiff = diffText === 'true';
+    if (diffText !== null && diffText !== 'true' && diffText !== 'false' && diffText !== 'ranges')
+      return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffMalformed(diffText));
+    const wantsDiff = diffText === 'true' || diffText === 'ranges';
     const r = this.resolve(a, true, true);
     if (!r) return;
     if (wantsDiff && (r.format !== 'csvgz' || r.sample)) return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffOfCsvOnly(r.format));
-    const diff = wantsDiff ? this.currentDiff(r.id, r.pubs[0].buildId) : null;
+    const diff = wantsDiff ? this.currentDiff(r.id, r.pubs[0].buildId, diffText === 'ranges' ? 'ranges' : 'csvgz') : null;
     if (wantsDiff && diff === null) return this.refuseDiff(a, RC.NOT_FOUND, DATABASE_REFUSALS.noDiff(r.id));
     const p = diff?.publication ?? r.pubs[0];
     const name = p.key.split('/').pop()!;

@@ -226,9 +226,9 @@ export function openApiDocument(): Schema {
           diffs: {
             type: 'array',
             description:
-              'Diffs published beside the newest files: the CSV from the file published before it (from_sha256, as the checksum endpoint gave it) to the current one (to_sha256). Download with diff=true; `ipsift diff apply` applies one and checks it.',
+              'Diffs published beside the newest files, from the file published before it (from_sha256, as the checksum endpoint gave it) to the current one (to_sha256): the CSV diff (diff=true; `ipsift diff apply` applies one and checks it) and the range diff (diff=ranges).',
             items: object({
-              format: { enum: ['csvgz'] },
+              format: { enum: ['csvgz', 'ranges'], description: 'csvgz: the CSV diff (diff=true); ranges: the range diff, JSON lines (diff=ranges).' },
               bytes: { type: 'integer', minimum: 0 },
               from_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
               to_sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
@@ -541,9 +541,9 @@ export function openApiDocument(): Schema {
           query('sample', { enum: ['true', 'false'] }, false, 'A sample (no licence needed).'),
           query(
             'diff',
-            { enum: ['true', 'false'] },
+            { enum: ['true', 'ranges', 'false'] },
             false,
-            "The CSV's diff from the version published before (format=csvgz, full file only); 404 where none was published.",
+            "From the version published before (format=csvgz, full file only): true, the CSV's diff; ranges, the range diff (JSON lines). 404 where none was published.",
           ),
         ],
         responses: {
