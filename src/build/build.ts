@@ -370,23 +370,21 @@ export function runBuild(options: BuildOptions): {
 
     const c = CATEGORIES.length;
     const masks: number[] = new Array(records.count);
-    const texts: string[] = new Array(records.count);
-    const ends: number[][] = new Array(records.count);
     const json: (string | undefined)[] = new Array(c);
-    for (let r = 0; r < records.count; r++) {
+    /** Record r's detail texts, one per category, into json. */
+    const jsonOf = (r: number): (string | undefined)[] => {
       for (let k = 0; k < c; k++) {
         const id = records.details[r * c + k];
         json[k] = id === 0 ? undefined : details[k].texts[id];
       }
-      masks[r] = flagMask(json);
-      const d = detailsText(json);
-      texts[r] = d.text;
-      ends[r] = d.ends;
-    }
+      return json;
+    };
+    for (let r = 0; r < records.count; r++) masks[r] = flagMask(jsonOf(r));
     lap('record_texts');
+    // Each record's text is made when the encoder asks (twice), never all kept at once.
     const index = writeIndexFile(
       path.join(staging, INDEX_FILE),
-      { v4Starts: iv4.start, v4Records: iv4.record, v6Words, v6Records: iv6.record, masks, details: texts, ends },
+      { v4Starts: iv4.start, v4Records: iv4.record, v6Words, v6Records: iv6.record, masks, details: (r) => detailsText(jsonOf(r)) },
       lap,
     );
     const facts = {
@@ -400,7 +398,7 @@ export function runBuild(options: BuildOptions): {
     };
     lap('manifest_facts');
     if (sharedInput) {
-      for (const a of [masks, texts, ends]) a.length = 0;
+      masks.length = 0;
       for (const set of [...(exportsFrom.iv4 === iv4 ? [] : [exportsFrom.iv4, exportsFrom.iv6]), iv4, iv6]) letGo(set);
       records.details.length = 0;
       exportsFrom.records.details.length = 0;

@@ -9,10 +9,14 @@ export interface IndexInput {
   /** IPv6 interval starts, four big-endian 32-bit words each. */
   v6Words: Uint32Array<ArrayBufferLike>;
   v6Records: readonly number[];
-  /** Per record: flag mask, details text, and per tier the byte length of its prefix shown. */
+  /** Per record: its flag mask. */
   masks: readonly number[];
-  details: readonly string[];
-  ends: readonly (readonly number[])[];
+  /**
+   * Per record: its details text and, per tier, the byte length of its prefix shown. Asked
+   * twice per record (its size, then its bytes), so that a million texts are never held at
+   * once beside the index they are written into.
+   */
+  details: (record: number) => { text: string; ends: readonly number[] };
 }
 
 export interface IndexStats extends IndexCounts {
@@ -32,9 +36,9 @@ function bucketTable(count: number, startsBefore: (i: number, h: number) => bool
 }
 
 export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexStats } {
-  const records = input.details.length;
+  const records = input.masks.length;
   let blobBytes = 0;
-  for (const text of input.details) blobBytes += Buffer.byteLength(text);
+  for (let r = 0; r < records; r++) blobBytes += Buffer.byteLength(input.details(r).text);
   const counts: IndexCounts = {
     tiers: TIER_COUNT,
     v4: input.v4Starts.length,
@@ -73,8 +77,9 @@ export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexSta
     rows[k] = at;
     rows[k + 1] = input.masks[r];
     masks[r] = input.masks[r];
-    for (let t = 0; t < TIER_COUNT; t++) rows[k + 2 + t] = input.ends[r][t];
-    at += buf.write(input.details[r], l.blob + at, 'utf8');
+    const { text, ends } = input.details(r);
+    for (let t = 0; t < TIER_COUNT; t++) rows[k + 2 + t] = ends[t];
+    at += buf.write(text, l.blob + at, 'utf8');
   }
   return { bytes: buf, stats: { ...counts, bytes: l.total } };
 }
