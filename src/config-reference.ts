@@ -121,7 +121,7 @@ export const CONFIG_REFERENCE: Readonly<Record<ConfigVariable, SettingHelp>> = {
     group: 'Data and builds',
     shown: 'one a core, four at most',
     meaning:
-      "Threads a build writes its database exports on (builds of 50 000 records or more). Each holds one database's tree at a time, about 0.5 GB for 1 M ranges: on two cores a 1 M-range build peaks at about 1.65 GB of RSS with two and 1.18 GB with one, whose exports take a third as long again.",
+      "Threads a build writes its database exports on (builds of 50 000 records or more). Each holds one database's tree at a time, about 0.5 GB for 1 M ranges: on two cores a 1 M-range build peaks at about 1.65 GB of RSS with two and 1.14–1.18 GB with one, whose exports take a third as long again.",
   },
   EXPORTS_RESTRICTED: {
     group: 'Data and builds',

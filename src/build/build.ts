@@ -12,7 +12,7 @@ import { providerNamed } from '../model/providers.js';
 import { feedStanding } from '../feeds/freshness.js';
 import { readDisabledSources } from '../feeds/source-switches.js';
 import { readSourceStates } from '../feeds/source-state.js';
-import { detailsText, flagMask } from '../model/projection.js';
+import { detailsBytes, detailsText, flagMask } from '../model/projection.js';
 import { NOT_IN_CATEGORY, listFeeds, readFeed } from '../feeds/feed-store.js';
 import { nextBuildId, makeServing } from '../index/builds.js';
 import { encodeIndex, type IndexStats } from './index-writer.js';
@@ -381,10 +381,18 @@ export function runBuild(options: BuildOptions): {
     };
     for (let r = 0; r < records.count; r++) masks[r] = flagMask(jsonOf(r));
     lap('record_texts');
-    // Each record's text is made when the encoder asks (twice), never all kept at once.
+    // Each record's text is made when the encoder writes it (its size first), never all kept at once.
     const index = writeIndexFile(
       path.join(staging, INDEX_FILE),
-      { v4Starts: iv4.start, v4Records: iv4.record, v6Words, v6Records: iv6.record, masks, details: (r) => detailsText(jsonOf(r)) },
+      {
+        v4Starts: iv4.start,
+        v4Records: iv4.record,
+        v6Words,
+        v6Records: iv6.record,
+        masks,
+        detailsBytes: (r) => detailsBytes(jsonOf(r)),
+        details: (r) => detailsText(jsonOf(r)),
+      },
       lap,
     );
     const facts = {

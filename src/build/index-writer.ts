@@ -12,10 +12,11 @@ export interface IndexInput {
   /** Per record: its flag mask. */
   masks: readonly number[];
   /**
-   * Per record: its details text and, per tier, the byte length of its prefix shown. Asked
-   * twice per record (its size, then its bytes), so that a million texts are never held at
-   * once beside the index they are written into.
+   * Per record: the UTF-8 length of its details text, then the text and, per tier, the byte
+   * length of its prefix shown: made when the encoder writes it, so that a million texts are
+   * never held at once beside the index they are written into.
    */
+  detailsBytes: (record: number) => number;
   details: (record: number) => { text: string; ends: readonly number[] };
 }
 
@@ -38,7 +39,7 @@ function bucketTable(count: number, startsBefore: (i: number, h: number) => bool
 export function encodeIndex(input: IndexInput): { bytes: Buffer; stats: IndexStats } {
   const records = input.masks.length;
   let blobBytes = 0;
-  for (let r = 0; r < records; r++) blobBytes += Buffer.byteLength(input.details(r).text);
+  for (let r = 0; r < records; r++) blobBytes += input.detailsBytes(r);
   const counts: IndexCounts = {
     tiers: TIER_COUNT,
     v4: input.v4Starts.length,

@@ -121,6 +121,12 @@ export function detailsText(detailJson: readonly (string | undefined)[]): { text
   const ends = TIER_FIELDS.map((f) => (f.details.length === 0 ? 0 : endAfter[f.details.length - 1]));
   return { text, ends };
 }
+/** The UTF-8 length of detailsText's text, without making it. */
+export function detailsBytes(detailJson: readonly (string | undefined)[]): number {
+  let bytes = 0;
+  for (let k = 0; k < CATEGORIES.length; k++) bytes += DETAIL_KEYS[k].length + (detailJson[k] === undefined ? 2 : Buffer.byteLength(detailJson[k]!));
+  return bytes;
+}
 /** `,"<cat>":` for each category (ASCII: its length is its byte length). */
 const DETAIL_KEYS = CATEGORIES.map((cat) => `,"${cat}":`);
 /** Scratch for detailsText: each category's key, then its detail. */
