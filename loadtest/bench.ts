@@ -20,7 +20,7 @@
 // BENCH_CONNECTIONS (default 64), BENCH_BATCH_CONNECTIONS (default 8), BENCH_RATIO_ROUNDS (default 8),
 // BENCH_DIR (default $TMPDIR/ipsift-bench),
 // BENCH_ONLY=in-process (build and in-process figures only), BENCH_ONLY=lookups (and the HTTP
-// lookup and batch figures), BENCH_ONLY=threads (build and the thread table), BENCH_ONLY=sources (the registry only), BENCH_THREADS
+// lookup and batch figures), BENCH_ONLY=history (and lookups as of a time against now), BENCH_ONLY=threads (build and the thread table), BENCH_ONLY=sources (the registry only), BENCH_THREADS
 // (thread counts to compare, default 1 and the cores).
 
 import fs from 'node:fs';
@@ -293,6 +293,48 @@ async function batches(dataDir: string, server: 'uws' | 'node', useWrk: boolean)
   }
 }
 
+/**
+ * Lookups as of a time (GET /{ip}?at=) against the same addresses now, scale key, one front-end
+ * thread: alternating rounds, the median of the ratio, and each side's p99. The timeline is
+ * what the server's start made of the serving log (this run's build and the runs' before).
+ */
+async function history(dataDir: string): Promise<void> {
+  const server = await startIpsift(dataDir, { BATCH_WORKERS: '1' });
+  const key = scaleKey(dataDir);
+  try {
+    const addresses = randomAddresses(20000, 5);
+    const now = addresses.map((a) => `/${a}`);
+    const at = `?at=${encodeURIComponent(new Date().toISOString())}`;
+    const asOf = addresses.map((a) => `/${a}${at}`);
+    await autocannonGet(server, now.slice(0, 1000), key); // warm-up, both paths
+    await autocannonGet(server, asOf.slice(0, 1000), key);
+    const ratios: number[] = [];
+    // Server CPU per request, at= over now: what the ratio would be on a saturated core.
+    const cpuRatios: number[] = [];
+    const p99: { now: string[]; at: string[] } = { now: [], at: [] };
+    let errors = 0;
+    for (let r = 0; r < Math.max(3, RATIO_ROUNDS / 2); r++) {
+      const a = await autocannonGet(server, now, key);
+      const b = await autocannonGet(server, asOf, key);
+      ratios.push(b.rps / a.rps);
+      cpuRatios.push(b.cpu / b.rps / (a.cpu / a.rps));
+      p99.now.push(a.p99);
+      p99.at.push(b.p99);
+      errors += a.errors + b.errors;
+      if (r === 0) {
+        out(show('autocannon GET /{ip} scale key', a));
+        out(show('autocannon GET /{ip}?at= scale key', b));
+      }
+    }
+    out(
+      `as of a time / now (autocannon, ${ratios.length} alternating rounds of ${SECONDS} s): median ${median(ratios)} (${range(ratios)}); server CPU per request ${median(cpuRatios)}× now (${range(cpuRatios)}); ` +
+        `p99 at= ${p99.at.join(', ')}, now ${p99.now.join(', ')}; ${errors} non-2xx`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
 async function memory(dataDir: string): Promise<void> {
   const body = JSON.stringify({ ips: randomAddresses(1000, 77) });
   const line: string[] = [];
@@ -365,9 +407,11 @@ if (process.env.BENCH_ONLY === 'sources') {
 const dataDir = await prepareBuild();
 await inProcess(dataDir);
 if (process.env.BENCH_ONLY === 'lookups') await lookups(dataDir);
+else if (process.env.BENCH_ONLY === 'history') await history(dataDir);
 else if (process.env.BENCH_ONLY === 'threads') await benchThreads(dataDir, scaleKey(dataDir));
 else if (process.env.BENCH_ONLY !== 'in-process') {
   await lookups(dataDir);
+  await history(dataDir);
   await benchThreads(dataDir, scaleKey(dataDir));
   await benchRuntimes(dataDir, scaleKey(dataDir));
   await memory(dataDir);
