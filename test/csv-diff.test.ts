@@ -21,6 +21,7 @@ import { LocalStore } from '../src/objects/local-store.js';
 import { publishExports, readCsvDiffs } from '../src/pipeline/publish.js';
 import { pruneBuilds } from '../src/pipeline/prune.js';
 import type { Service } from '../src/service.js';
+import { TestClock } from './test-clock.js';
 import { PROJECT_ROOT, fetchBytes, get, openTestControlDb, plansFile, startTestService, tempDir, writeFile } from './helpers.js';
 
 const CLI = path.join(PROJECT_ROOT, 'dist/src/cli.js');
@@ -93,6 +94,10 @@ describe('CSV diffs', () => {
   let key: string;
   const builds: string[] = [];
 
+  /** The service's clock, set to a day of its own: builds, publications and licences are dated by it. */
+  const clock = new TestClock();
+  clock.advance(Date.parse('2026-11-02T12:00:00Z') - clock.now());
+
   before(async () => {
     dataDir = tempDir();
     const db = openTestControlDb(dataDir);
@@ -106,20 +111,21 @@ describe('CSV diffs', () => {
         orgId: org.id,
         base: 'vpn',
         licenceType: 'subscription',
-        starts: new Date(Date.now() - day).toISOString(),
-        expires: new Date(Date.now() + day).toISOString(),
+        starts: new Date(clock.now() - day).toISOString(),
+        expires: new Date(clock.now() + day).toISOString(),
       },
       ['vpn', 'vpn_provider'],
     );
     const store = new LocalStore(dataDir);
     for (const version of [1, 2] as const) {
       importFeed({ dataDir, file: writeFile(dataDir, 'feed.csv', feed(version)), name: 'feed', replace: true });
-      const build = runBuild({ dataDir });
+      const now = new Date(clock.now() + version * 1000);
+      const build = runBuild({ dataDir, now });
       builds.push(build.id);
-      await publishExports(db, store, dataDir, build.id, new Date(Date.now() + version * 1000));
+      await publishExports(db, store, dataDir, build.id, now);
     }
     db.close();
-    svc = await startTestService({ dataDir, plansFile: plansFile(dataDir) });
+    svc = await startTestService({ dataDir, plansFile: plansFile(dataDir) }, undefined, { clock });
   });
   after(() => svc?.close());
 

@@ -189,8 +189,9 @@ class ContentTable {
 
   /** Writes a content's text (UTF-8) at `pos`; returns the bytes written. */
   writeText(id: number, out: Buffer, pos: number): number {
-    out.set(this.bytesOf(id), pos);
-    return this.bytesOf(id).byteLength;
+    const bytes = this.bytesOf(id);
+    out.set(bytes, pos);
+    return bytes.byteLength;
   }
 
   intern(c: IndexedContent): number {

@@ -10,7 +10,7 @@ import type { Caller } from '../../control/auth.js';
 import type { ControlDb } from '../../control/control-db.js';
 import type { Catalogue } from '../../catalogue/catalogue.js';
 import { getLicence, inTerm, standingOf } from '../../control/licences.js';
-import { type CsvDiffRecord, readCsvDiffs, readExportsManifest } from '../../pipeline/publish.js';
+import { readCsvDiffs, readExportsManifest } from '../../pipeline/publish.js';
 import { CSV_DIFF_FORMAT, RANGE_DIFF_FORMAT, type Publication, latestPublication } from '../../control/publications.js';
 import { DATABASE_REFUSALS } from './database-refusals.js';
 import { FILES_PREFIX, gzippedPath, type LocalStore } from '../../objects/local-store.js';
@@ -171,20 +171,18 @@ export class DatabaseApi {
    */
   private diffsOf(id: string): { format: 'csvgz' | 'ranges'; bytes: number; from_sha256: string; to_sha256: string }[] {
     const csv = latestPublication(this.db, id, 'csvgz', false);
-    if (csv === null) return [];
-    const versions = { from_sha256: '', to_sha256: csv.checksums.sha256 };
+    const record = csv && readCsvDiffs(this.dataDir, csv.buildId)[id];
+    if (!csv || !record) return [];
     return (['csvgz', 'ranges'] as const).flatMap((format) => {
-      const diff = this.currentDiff(id, csv.buildId, format);
-      return diff ? [{ format, bytes: diff.publication.bytes, ...versions, from_sha256: diff.record.from_sha256 }] : [];
+      const p = this.diffPublication(id, csv.buildId, format);
+      return p ? [{ format, bytes: p.bytes, from_sha256: record.from_sha256, to_sha256: csv.checksums.sha256 }] : [];
     });
   }
 
   /** The diff (the CSV's, or the range diff) published with build `buildId` of a dataset, or null. */
-  private currentDiff(id: string, buildId: string, kind: 'csvgz' | 'ranges'): { publication: Publication; record: CsvDiffRecord } | null {
-    const publication = latestPublication(this.db, id, kind === 'csvgz' ? CSV_DIFF_FORMAT : RANGE_DIFF_FORMAT, false);
-    if (publication === null || publication.buildId !== buildId) return null;
-    const record = readCsvDiffs(this.dataDir, buildId)[id];
-    return record ? { publication, record } : null;
+  private diffPublication(id: string, buildId: string, kind: 'csvgz' | 'ranges'): Publication | null {
+    const p = latestPublication(this.db, id, kind === 'csvgz' ? CSV_DIFF_FORMAT : RANGE_DIFF_FORMAT, false);
+    return p !== null && p.buildId === buildId ? p : null;
   }
 
   /**
@@ -225,7 +223,8 @@ export class DatabaseApi {
       if (standing === 'expired') return refuse(RC.LICENSE_EXPIRED, 'license_expired', R.licenceEnded(entry.base.base, l!.starts, l!.expires));
     }
     const pubs = formats.map((f) => latestPublication(this.db, id, f, sample));
-    const today = new Date().toISOString().slice(0, 10);
+    // Today by the service's clock, as every other time it judges.
+    const today = new Date(this.clock.now()).toISOString().slice(0, 10);
     const notPublished = (): null => refuse(RC.NOT_PUBLISHED, 'not_published', (retry) => R.notPublished(id, retry));
     if (pubs.some((p) => p === null)) {
       // Never published in this format at all: not built, unless nothing is published yet.
@@ -246,9 +245,9 @@ export class DatabaseApi {
     const r = this.resolve(a, true, true);
     if (!r) return;
     if (wantsDiff && (r.format !== 'csvgz' || r.sample)) return this.refuseDiff(a, RC.BAD_REQUEST, DATABASE_REFUSALS.diffOfCsvOnly(r.format));
-    const diff = wantsDiff ? this.currentDiff(r.id, r.pubs[0].buildId, diffText === 'ranges' ? 'ranges' : 'csvgz') : null;
+    const diff = wantsDiff ? this.diffPublication(r.id, r.pubs[0].buildId, diffText === 'ranges' ? 'ranges' : 'csvgz') : null;
     if (wantsDiff && diff === null) return this.refuseDiff(a, RC.NOT_FOUND, DATABASE_REFUSALS.noDiff(r.id));
-    const p = diff?.publication ?? r.pubs[0];
+    const p = diff ?? r.pubs[0];
     const name = p.key.split('/').pop()!;
     const redirect = (url: string): void => {
       this.record(a, r.id, p.format, r.sample, 'ok', 302, p.bytes);
